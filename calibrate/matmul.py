@@ -1,0 +1,77 @@
+"""Matmul FLOP/s over a grid of (m, n, k): the compute ceiling as a curve, not a single peak.
+
+A 256x256 product runs far below the chip's peak; prediction interpolates this grid at each op's
+own shape. Operands are random (never zeros, which run faster than real data), and the cache is
+flushed between repetitions on the GPU so that operands come from DRAM as in a real forward pass.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from roofline.profile import MatmulCurve, MatmulPoint
+from roofline.timing import time_fn
+
+DTYPES = {"float32": torch.float32, "tf32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+
+
+class _tf32:
+    """Context manager that sets TF32 matmuls on or off and restores the previous setting."""
+
+    def __init__(self, enabled: bool):
+        self.enabled = enabled
+
+    def __enter__(self):
+        self.prev = torch.backends.cuda.matmul.allow_tf32
+        torch.backends.cuda.matmul.allow_tf32 = self.enabled
+
+    def __exit__(self, *exc):
+        torch.backends.cuda.matmul.allow_tf32 = self.prev
+
+
+def measure_point(m: int, n: int, k: int, dtype_name: str, device: str, flush_bytes: int, budget_s: float, warnings: list) -> MatmulPoint:
+    dtype = DTYPES[dtype_name]
+    gen = torch.Generator(device="cpu").manual_seed(m * 7919 + n * 31 + k)
+    a = torch.randn(m, k, generator=gen, dtype=torch.float32).to(device=device, dtype=dtype)
+    b = torch.randn(k, n, generator=gen, dtype=torch.float32).to(device=device, dtype=dtype)
+    out = torch.empty(m, n, device=device, dtype=dtype)
+    with _tf32(dtype_name == "tf32"):
+        t = time_fn(
+            lambda: torch.mm(a, b, out=out),
+            device=device,
+            budget_s=budget_s,
+            warmup_budget_s=budget_s,
+            min_samples=5,
+            flush_cache_bytes=flush_bytes,
+            label=f"matmul {dtype_name} {m}x{n}x{k}",
+        )
+    if t.warning:
+        warnings.append(t.warning)
+    stat = t.stat()
+    return MatmulPoint(m=m, n=n, k=k, time=stat, flop_per_s=2 * m * n * k / stat.median_s)
+
+
+def measure_curve(
+    dtype_name: str,
+    grid: list[int],
+    device: str,
+    *,
+    peak_probes: list[tuple[int, int, int]] = (),
+    flush_bytes: int = 0,
+    budget_s: float = 0.02,
+    warnings: list,
+    progress=None,
+) -> MatmulCurve:
+    points = []
+    for m in grid:
+        for n in grid:
+            for k in grid:
+                points.append(measure_point(m, n, k, dtype_name, device, flush_bytes, budget_s, warnings))
+                if progress:
+                    progress()
+    probes = []
+    for m, n, k in peak_probes:
+        probes.append(measure_point(m, n, k, dtype_name, device, flush_bytes, budget_s, warnings))
+        if progress:
+            progress()
+    return MatmulCurve(dtype=dtype_name, grid=list(grid), points=points, peak_probes=probes)

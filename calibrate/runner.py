@@ -1,0 +1,285 @@
+"""Runs the micro-benchmarks for one machine and assembles a validated ``DeviceProfile``.
+
+The plan (which sizes, how long each point may take) is the only thing ``--quick`` changes; every
+measurement goes through ``roofline.timing`` and every result through the profile schema.
+"""
+
+from __future__ import annotations
+
+import platform
+import re
+import socket
+import sys
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+
+import torch
+
+from calibrate import identity, matmul, memory, overhead, transfer
+from roofline import __version__
+from roofline.errors import DeviceNotAvailable
+from roofline.profile import CalibrationInfo, CpuPart, DeviceProfile, GpuPart, Measurements
+
+
+@dataclass
+class Plan:
+    """Sizes and time budgets for one device."""
+
+    matmul_dtypes: list[str]
+    matmul_grid: list[int]
+    matmul_probes: list[tuple[int, int, int]]
+    bandwidth_sizes: list[int]
+    sin_sizes: list[int]
+    transfer_sizes: list[int] = field(default_factory=list)
+    point_budget_s: float = 0.02
+    overhead_budget_s: float = 0.05
+
+    def steps(self, gpu: bool) -> int:
+        n = len(self.matmul_dtypes) * (len(self.matmul_grid) ** 3 + len(self.matmul_probes))
+        n += 3 * len(self.bandwidth_sizes) + len(self.sin_sizes) + len(overhead.representative_ops("cpu")) + 2
+        if gpu:
+            n += 4 * len(self.transfer_sizes)
+        return n
+
+
+def _geometric(lo: int, hi: int, factor: int) -> list[int]:
+    out, x = [], lo
+    while x <= hi:
+        out.append(x)
+        x *= factor
+    return out
+
+
+def cpu_plan(ident, quick: bool) -> Plan:
+    dtypes = ["float32"] + (["bfloat16"] if {"amx_bf16", "avx512_bf16"} & set(ident.isa) else [])
+    llc = ident.l3_cache_bytes or 32 << 20
+    ram = ident.memory_bytes or 8 << 30
+    if quick:
+        return Plan(
+            matmul_dtypes=dtypes,
+            matmul_grid=[1, 64, 512],
+            matmul_probes=[],
+            bandwidth_sizes=_geometric(1 << 14, 64 << 20, 16),
+            sin_sizes=_geometric(1 << 10, 1 << 22, 64),
+            point_budget_s=0.01,
+            overhead_budget_s=0.02,
+        )
+    top = min(max(4 * llc, 256 << 20), ram // 8, 2 << 30)
+    return Plan(
+        matmul_dtypes=dtypes,
+        matmul_grid=[1, 16, 128, 512, 1024],
+        matmul_probes=[(2048, 2048, 2048)],
+        bandwidth_sizes=_geometric(1 << 12, top, 4),
+        sin_sizes=_geometric(1 << 10, 1 << 26, 4),
+        point_budget_s=0.02,
+        overhead_budget_s=0.05,
+    )
+
+
+def gpu_plan(quick: bool, memory_bytes: int) -> Plan:
+    dtypes = ["float32", "tf32", "bfloat16", "float16"]
+    top = min(4 << 30, memory_bytes // 8)
+    if quick:
+        return Plan(
+            matmul_dtypes=dtypes,
+            matmul_grid=[1, 128, 1024, 8192],
+            matmul_probes=[],
+            bandwidth_sizes=_geometric(1 << 12, top, 16),
+            sin_sizes=_geometric(1 << 10, 1 << 28, 16),
+            transfer_sizes=_geometric(1 << 10, 1 << 26, 16),
+            point_budget_s=0.01,
+            overhead_budget_s=0.02,
+        )
+    return Plan(
+        matmul_dtypes=dtypes,
+        matmul_grid=[1, 16, 128, 1024, 4096, 8192],
+        matmul_probes=[(16384, 16384, 16384)],
+        bandwidth_sizes=_geometric(1 << 12, top, 2),
+        sin_sizes=_geometric(1 << 10, 1 << 28, 4),
+        transfer_sizes=_geometric(1 << 10, 1 << 30, 4),
+        point_budget_s=0.02,
+        overhead_budget_s=0.05,
+    )
+
+
+def resolve_device(device: str) -> str:
+    """Validate ``--device``: 'cpu', 'cuda' or 'cuda:N'; absent devices give one clear error."""
+    if device == "cpu":
+        return "cpu"
+    m = re.fullmatch(r"cuda(?::(\d+))?", device)
+    if not m:
+        raise DeviceNotAvailable(f"unknown device '{device}'; use cpu, cuda or cuda:N")
+    if not torch.cuda.is_available():
+        raise DeviceNotAvailable(
+            f"--device {device} asked for a GPU but torch sees no CUDA device on this machine; "
+            "use --device cpu, or run where an NVIDIA GPU and a CUDA build of torch are present"
+        )
+    index = int(m.group(1) or 0)
+    count = torch.cuda.device_count()
+    if index >= count:
+        raise DeviceNotAvailable(
+            f"--device {device} does not exist: this machine has {count} GPU(s) (cuda:0..cuda:{count - 1})"
+        )
+    return f"cuda:{index}"
+
+
+def default_name(device: str) -> str:
+    if device.startswith("cuda"):
+        name = torch.cuda.get_device_name(int(device.split(":")[1]))
+    else:
+        name = "cpu-" + identity.cpu_identity(torch.get_num_threads()).model
+    slug = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
+    return re.sub(r"-+", "-", slug.replace("-r-", "-").replace("(r)", ""))
+
+
+class _Progress:
+    """Thin wrapper over rich.progress so calibration shows one bar with the current stage."""
+
+    def __init__(self, total: int, enabled: bool):
+        self.enabled = enabled
+        self.bar = None
+        if enabled:
+            from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+            self.bar = Progress(TextColumn("{task.description:<28}"), BarColumn(), TextColumn("{task.completed}/{task.total}"), TimeElapsedColumn(), transient=True)
+            self.task = self.bar.add_task("calibrating", total=total)
+
+    def __enter__(self):
+        if self.bar:
+            self.bar.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        if self.bar:
+            self.bar.__exit__(*exc)
+
+    def stage(self, text: str):
+        if self.bar:
+            self.bar.update(self.task, description=text)
+
+    def step(self):
+        if self.bar:
+            self.bar.advance(self.task)
+
+
+def _measure_part(device: str, plan: Plan, progress: _Progress, warnings: list, l2_bytes: int = 0) -> Measurements:
+    gpu = device.startswith("cuda")
+    flush = 2 * l2_bytes if gpu else 0
+    curves = []
+    for dtype in plan.matmul_dtypes:
+        progress.stage(f"{device} matmul {dtype}")
+        curves.append(
+            matmul.measure_curve(
+                dtype, plan.matmul_grid, device, peak_probes=plan.matmul_probes, flush_bytes=flush,
+                budget_s=plan.point_budget_s, warnings=warnings, progress=progress.step,
+            )
+        )
+    bandwidth = []
+    for kind in ("copy", "read", "write"):
+        progress.stage(f"{device} bandwidth {kind}")
+        bandwidth.append(
+            memory.measure_bandwidth(kind, plan.bandwidth_sizes, device, budget_s=plan.point_budget_s, warnings=warnings, progress=progress.step)
+        )
+    progress.stage(f"{device} pointwise sin")
+    pointwise = [memory.measure_pointwise(plan.sin_sizes, device, budget_s=plan.point_budget_s, warnings=warnings, progress=progress.step)]
+    progress.stage(f"{device} overheads")
+    overheads = overhead.measure_overheads(device, budget_s=plan.overhead_budget_s, warnings=warnings, progress=progress.step)
+    transfers = []
+    if gpu:
+        for direction in ("h2d", "d2h"):
+            for host_memory in ("pinned", "pageable"):
+                progress.stage(f"copy {direction} {host_memory}")
+                transfers.append(
+                    transfer.measure_transfer(
+                        direction, host_memory, plan.transfer_sizes, device, budget_s=plan.point_budget_s, warnings=warnings, progress=progress.step
+                    )
+                )
+    return Measurements(matmul=curves, bandwidth=bandwidth, pointwise=pointwise, overheads=overheads, transfers=transfers)
+
+
+def run_calibration(device: str = "cuda", *, quick: bool = False, name: str | None = None, show_progress: bool = True, command: str = "") -> DeviceProfile:
+    """Calibrate the GPU (if ``device`` is cuda) and the host CPU; return the profile (not saved)."""
+    device = resolve_device(device)
+    started = time.perf_counter()
+    warnings: list[str] = []
+    threads = torch.get_num_threads()
+    cpu_ident = identity.cpu_identity(threads)
+    cplan = cpu_plan(cpu_ident, quick)
+    gpu_part = None
+    gpu_ident = None
+    gplan = None
+    if device.startswith("cuda"):
+        index = int(device.split(":")[1])
+        torch.cuda.set_device(index)
+        gpu_ident = identity.gpu_identity(index)
+        gplan = gpu_plan(quick, gpu_ident.memory_bytes)
+    total = cplan.steps(False) + (gplan.steps(True) if gplan else 0)
+    with torch.inference_mode(), _Progress(total, show_progress) as progress:
+        if gplan is not None:
+            gpu_meas = _measure_part(device, gplan, progress, warnings, l2_bytes=gpu_ident.l2_cache_bytes or (50 << 20))
+            gpu_part = GpuPart(identity=gpu_ident, peaks=identity.gpu_peaks(gpu_ident), measurements=gpu_meas)
+        cpu_meas = _measure_part("cpu", cplan, progress, warnings)
+    host = CpuPart(identity=cpu_ident, peaks=identity.cpu_peaks(cpu_ident), measurements=cpu_meas)
+    info = CalibrationInfo(
+        created_at=datetime.now(timezone.utc),
+        duration_s=time.perf_counter() - started,
+        quick=quick,
+        command=command or f"roofline calibrate --device {device}" + (" --quick" if quick else ""),
+        roofline_version=__version__,
+        torch_version=torch.__version__,
+        python_version=platform.python_version(),
+        hostname=socket.gethostname(),
+        warnings=warnings,
+    )
+    return DeviceProfile(name=name or default_name(device), calibration=info, host=host, gpu=gpu_part)
+
+
+def summary_rows(profile: DeviceProfile) -> list[tuple[str, str, str, str, str]]:
+    """(part, quantity, measured, theoretical, ratio) rows for the calibration summary table."""
+    rows = []
+
+    def fmt_rate(x, unit):
+        if x is None:
+            return "n/a"
+        for scale, prefix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
+            if x >= scale:
+                return f"{x / scale:.3g} {prefix}{unit}"
+        return f"{x:.3g} {unit}"
+
+    def ratio(a, b):
+        return f"{a / b:.2f}" if a and b else "-"
+
+    def fmt_time(stat):
+        return "n/a" if stat is None else f"{stat.median_s * 1e6:.2f} us ± {stat.iqr_s * 1e6 / 2:.2f}"
+
+    parts = [("GPU", profile.gpu)] if profile.gpu else []
+    parts.append(("CPU", profile.host))
+    for label, part in parts:
+        meas, peaks = part.measurements, part.peaks
+        for c in meas.matmul:
+            theo = peaks.flop_per_s.get(c.dtype)
+            rows.append((label, f"matmul {c.dtype}", fmt_rate(c.peak_flop_per_s, "FLOP/s"), fmt_rate(theo, "FLOP/s"), ratio(c.peak_flop_per_s, theo)))
+        cache = part.identity.l2_cache_bytes if label == "GPU" else part.identity.l3_cache_bytes
+        for c in meas.bandwidth:
+            theo = peaks.memory_bytes_per_s
+            dram = c.dram_bytes_per_s(cache)
+            rows.append((label, f"bandwidth {c.kind} (DRAM)", fmt_rate(dram, "B/s"), fmt_rate(theo, "B/s"), ratio(dram, theo)))
+            rows.append((label, f"bandwidth {c.kind} (best, cache)", fmt_rate(c.peak_bytes_per_s, "B/s"), "-", "-"))
+        for c in meas.pointwise:
+            rows.append((label, f"{c.op} ({c.dtype})", fmt_rate(c.peak_bytes_per_s, "B/s"), fmt_rate(peaks.memory_bytes_per_s, "B/s"), ratio(c.peak_bytes_per_s, peaks.memory_bytes_per_s)))
+        for c in meas.transfers:
+            theo = peaks.host_link_bytes_per_s
+            rows.append((label, f"{c.direction} {c.host_memory}", fmt_rate(c.bandwidth_bytes_per_s, "B/s") + f", {c.latency_s * 1e6:.1f} us latency", fmt_rate(theo, "B/s"), ratio(c.bandwidth_bytes_per_s, theo)))
+        o = meas.overheads
+        rows.append((label, "dispatch one aten op (host)", fmt_time(o.dispatch_s), "-", "-"))
+        rows.append((label, "nn.Module call (host)", fmt_time(o.module_call_s), "-", "-"))
+        if o.kernel_min_s:
+            rows.append((label, "kernel in a CUDA graph", fmt_time(o.kernel_min_s), "-", "-"))
+        if o.graph_launch_s:
+            rows.append((label, "CUDA graph launch (host)", fmt_time(o.graph_launch_s), "-", "-"))
+        if o.synchronize_s:
+            rows.append((label, "synchronize round trip", fmt_time(o.synchronize_s), "-", "-"))
+        if o.op_small_s:
+            rows.append((label, f"tiny op ({part.identity.threads_used} threads)" if label == "CPU" else "tiny op", fmt_time(o.op_small_s), "-", "-"))
+    return rows

@@ -1,0 +1,54 @@
+"""Host<->device copies over size, pinned and pageable, both directions.
+
+Each copy is timed as a user pays for it: issue, copy and synchronize, on the host clock. A straight
+line fitted to time over bytes (weighted by relative error) gives the fixed latency (intercept) and
+the asymptotic bandwidth (inverse slope) that prediction uses for any size.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from roofline.profile import TransferCurve, TransferPoint
+from roofline.timing import time_fn
+
+
+def fit_latency_bandwidth(sizes_bytes, times_s) -> tuple[float, float]:
+    """Least squares of t = latency + bytes / bandwidth, each point weighted by 1/t."""
+    x = np.asarray(sizes_bytes, dtype=np.float64)
+    t = np.asarray(times_s, dtype=np.float64)
+    a = np.stack([1.0 / t, x / t], axis=1)
+    (latency, inv_bw), *_ = np.linalg.lstsq(a, np.ones_like(t), rcond=None)
+    if inv_bw <= 0:  # degenerate (all points latency-bound): use the largest point's rate
+        inv_bw = t[-1] / x[-1]
+    return max(float(latency), 0.0), 1.0 / float(inv_bw)
+
+
+def measure_transfer(direction: str, host_memory: str, sizes_bytes: list[int], device: str, *, budget_s: float, warnings: list, progress=None) -> TransferCurve:
+    points = []
+    pinned = host_memory == "pinned"
+    for n in sizes_bytes:
+        host = torch.empty(n, dtype=torch.uint8, pin_memory=pinned)
+        host.fill_(7)
+        dev = torch.empty(n, dtype=torch.uint8, device=device)
+        if direction == "h2d":
+            def fn():
+                dev.copy_(host, non_blocking=pinned)
+                torch.cuda.synchronize(device)
+        else:
+            def fn():
+                host.copy_(dev, non_blocking=pinned)
+                torch.cuda.synchronize(device)
+        t = time_fn(fn, device=device, clock="host", budget_s=budget_s, warmup_budget_s=budget_s, min_samples=5, label=f"{direction} {host_memory} {n} B")
+        if t.warning:
+            warnings.append(t.warning)
+        stat = t.stat()
+        points.append(TransferPoint(bytes=n, time=stat, bytes_per_s=n / stat.median_s))
+        del host, dev
+        if progress:
+            progress()
+    latency, bandwidth = fit_latency_bandwidth([p.bytes for p in points], [p.time.median_s for p in points])
+    return TransferCurve(
+        direction=direction, host_memory=host_memory, points=points, latency_s=latency, bandwidth_bytes_per_s=bandwidth
+    )

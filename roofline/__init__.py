@@ -1,0 +1,14 @@
+"""roofline: where a PyTorch model's time goes on a calibrated device, and what to do about it."""
+
+__version__ = "0.1.0"
+
+
+def analyze(model, example_inputs, profile=None, **kwargs):
+    """Capture ``model`` on ``example_inputs``, price and predict every op; returns a ``Report``.
+
+    ``profile`` is a ``DeviceProfile``, a profile name or path, or None for the newest saved one.
+    See ``roofline.analysis.analyze`` for the keyword arguments.
+    """
+    from roofline.analysis import analyze as _analyze
+
+    return _analyze(model, example_inputs, profile=profile, **kwargs)

@@ -1,0 +1,141 @@
+"""Command line: ``roofline calibrate | profiles | advise | plot``.
+
+User errors (``RooflineError``) print one line to stderr and exit 2, with no traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from roofline.errors import RooflineError
+
+
+def _cmd_calibrate(args) -> int:
+    from rich.console import Console
+    from rich.table import Table
+
+    from calibrate.runner import resolve_device, run_calibration, summary_rows
+    from roofline.profiles import save_profile, user_profile_dir
+
+    device = resolve_device(args.device)
+    command = "roofline " + " ".join(sys.argv[1:]) if sys.argv and sys.argv[0].endswith("roofline") else "roofline calibrate " + " ".join(_argv_tail(args))
+    # Check the output location before spending a minute measuring.
+    if args.output:
+        _check_writable(args.output)
+    profile = run_calibration(device, quick=args.quick, name=args.name, show_progress=not args.no_progress, command=command)
+    from pathlib import Path
+
+    out = Path(args.output) if args.output else user_profile_dir() / f"{profile.name}.json"
+    path = save_profile(profile, out)
+    console = Console()
+    table = Table(title=f"roofline profile '{profile.name}' ({profile.calibration.duration_s:.1f} s)")
+    for col in ("part", "quantity", "measured", "theoretical", "ratio"):
+        table.add_column(col, justify="right" if col in ("ratio",) else "left")
+    for row in summary_rows(profile):
+        table.add_row(*row)
+    console.print(table)
+    gpu_src = profile.gpu.peaks.source if profile.gpu else None
+    console.print(f"theoretical figures: {gpu_src + '; ' if gpu_src else ''}CPU {profile.host.peaks.source}", style="dim")
+    for w in profile.calibration.warnings[:10]:
+        console.print(f"warning: {w}", style="yellow")
+    if len(profile.calibration.warnings) > 10:
+        console.print(f"... and {len(profile.calibration.warnings) - 10} more spread warnings (see the profile JSON)", style="yellow")
+    console.print(f"saved {path}")
+    return 0
+
+
+def _argv_tail(args) -> list[str]:
+    out = ["--device", args.device]
+    if args.quick:
+        out.append("--quick")
+    if args.name:
+        out += ["--name", args.name]
+    if args.output:
+        out += ["--output", args.output]
+    return out
+
+
+def _check_writable(path: str) -> None:
+    import os
+    from pathlib import Path
+
+    from roofline.errors import ProfileError
+
+    p = Path(path).expanduser()
+    parent = p.parent if str(p.parent) else Path(".")
+    if p.is_dir():
+        raise ProfileError(f"--output {path} is a directory; give a file path such as {p / 'profile.json'}")
+    probe = parent
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    if not os.access(probe, os.W_OK) or (p.exists() and not os.access(p, os.W_OK)) or (probe.exists() and not probe.is_dir()):
+        raise ProfileError(f"cannot write profile to {path}: permission denied or not a directory; choose another --output path")
+
+
+def _cmd_profiles(args) -> int:
+    from rich.console import Console
+    from rich.table import Table
+
+    from roofline.profiles import available_profiles, shipped_profile_dir, user_profile_dir
+
+    entries = available_profiles()
+    console = Console()
+    if not entries:
+        console.print(f"no profiles found in {shipped_profile_dir()} or {user_profile_dir()}; run `roofline calibrate`")
+        return 0
+    table = Table(title="roofline profiles")
+    for col in ("name", "source", "device", "created", "quick", "path"):
+        table.add_column(col)
+    for e in entries:
+        table.add_row(e.name, e.source, e.device, e.created_at, "yes" if e.quick else "no", str(e.path))
+    console.print(table)
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="roofline", description="Roofline-model advisor for PyTorch with empirical device calibration.")
+    from roofline import __version__
+
+    parser.add_argument("--version", action="version", version=f"roofline {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    cal = sub.add_parser("calibrate", help="measure this machine's ceilings and save a profile")
+    cal.add_argument("--device", default=None, help="cuda, cuda:N or cpu (default: cuda if present, else cpu)")
+    cal.add_argument("--quick", action="store_true", help="a reduced grid: seconds instead of a minute")
+    cal.add_argument("--output", help="where to write the profile JSON (default: the user profile directory)")
+    cal.add_argument("--name", help="profile name (default: derived from the device name)")
+    cal.add_argument("--no-progress", action="store_true", help="no progress bar")
+    cal.set_defaults(func=_cmd_calibrate)
+
+    prof = sub.add_parser("profiles", help="list shipped and saved profiles")
+    prof.set_defaults(func=_cmd_profiles)
+
+    try:
+        from roofline.cli_advise import add_advise_parsers
+
+        add_advise_parsers(sub)
+    except ImportError:  # advise not built yet
+        pass
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if getattr(args, "device", "unset") is None and args.command == "calibrate":
+        import torch
+
+        args.device = "cuda" if torch.cuda.is_available() else "cpu"
+    try:
+        return int(args.func(args) or 0)
+    except RooflineError as e:
+        print(f"roofline: error: {e}", file=sys.stderr)
+        return e.exit_code
+    except KeyboardInterrupt:
+        print("roofline: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,180 @@
+"""Matrix products: mm, addmm, bmm, baddbmm, matmul, linear, and the vector/outer variants.
+
+FLOPs: 2 per multiply-add, ``2*batch*m*n*k``, exactly as ``torch.utils.flop_counter`` counts mm,
+addmm, bmm, baddbmm and _scaled_mm. Like flop_counter, the ``beta*self`` / bias term of addmm,
+baddbmm, linear, addmv and addbmm is NOT counted (it is O(m*n) against O(m*n*k), and counting it
+would break agreement for addmm, which is what linear becomes). Ops flop_counter does not count
+(linear, matmul, mv, dot, addmv, addbmm, addr, _int_mm, _addmm_activation) follow the same rule.
+
+Bytes: each operand read once at its footprint, the output written once.
+
+Kernels (CUDA eager): 1 for a GEMM. ``addmm`` with a 1-D bias and beta == 1 uses cuBLASLt's bias
+epilogue (1 kernel); any other addmm/baddbmm/addmv/addbmm with beta != 0 first copies ``self`` into
+the result (2 kernels).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from roofline.costs.registry import OpCost, arguments, register, rw_bytes
+from roofline.ops import CapturedOp, TensorMeta
+
+aten = torch.ops.aten
+
+
+def _gemm_cost(op: CapturedOp, batch: int, m: int, n: int, k: int, operand: TensorMeta,
+               kernels: int = 1, skip_read: tuple[str, ...] = ()) -> OpCost:
+    read, written = rw_bytes(op, skip_read=skip_read)
+    return OpCost(
+        flops=2 * batch * m * n * k,
+        bytes_read=read,
+        bytes_written=written,
+        kernels=kernels,
+        category="matmul",
+        gemm=(batch, m, n, k),
+        compute_dtype=operand.dtype,
+    )
+
+
+def _beta(a: dict) -> float:
+    beta = a.get("beta", 1)
+    return 1.0 if beta is None else float(beta)
+
+
+@register(aten.mm, aten._int_mm, aten._scaled_mm, category="matmul")
+def mm_cost(op: CapturedOp) -> OpCost:
+    """(m, k) @ (k, n): 2*m*n*k FLOPs (flop_counter's mm_flop / _scaled_mm_flop)."""
+    a = arguments(op)
+    x, y = a["self"], a["mat2"]
+    m, k = x.shape
+    n = y.shape[1]
+    return _gemm_cost(op, 1, m, n, k, x)
+
+
+@register(aten.addmm, aten._addmm_activation, category="matmul")
+def addmm_cost(op: CapturedOp) -> OpCost:
+    """beta*self + (m, k) @ (k, n): 2*m*n*k FLOPs (flop_counter's addmm_flop; bias not counted).
+
+    _addmm_activation (bias + ReLU/GELU epilogue) is counted the same way: the epilogue is O(m*n).
+    """
+    a = arguments(op)
+    x, y, bias = a["mat1"], a["mat2"], a["self"]
+    m, k = x.shape
+    n = y.shape[1]
+    beta = _beta(a)
+    fused = bias.ndim <= 1 and beta == 1.0 and m > 1
+    kernels = 1 if (fused or beta == 0.0) else 2
+    return _gemm_cost(op, 1, m, n, k, x, kernels=kernels, skip_read=("self",) if beta == 0.0 else ())
+
+
+@register(aten.bmm, category="matmul")
+def bmm_cost(op: CapturedOp) -> OpCost:
+    """(b, m, k) @ (b, k, n): 2*b*m*n*k FLOPs (flop_counter's bmm_flop)."""
+    a = arguments(op)
+    x, y = a["self"], a["mat2"]
+    b, m, k = x.shape
+    n = y.shape[2]
+    return _gemm_cost(op, b, m, n, k, x)
+
+
+@register(aten.baddbmm, category="matmul")
+def baddbmm_cost(op: CapturedOp) -> OpCost:
+    """beta*self + (b, m, k) @ (b, k, n): 2*b*m*n*k FLOPs (flop_counter's baddbmm_flop)."""
+    a = arguments(op)
+    x, y = a["batch1"], a["batch2"]
+    b, m, k = x.shape
+    n = y.shape[2]
+    beta = _beta(a)
+    return _gemm_cost(op, b, m, n, k, x, kernels=1 if beta == 0.0 else 2,
+                      skip_read=("self",) if beta == 0.0 else ())
+
+
+@register(aten.addbmm, category="matmul")
+def addbmm_cost(op: CapturedOp) -> OpCost:
+    """beta*self + sum_b (m, k) @ (k, n): 2*b*m*n*k FLOPs (the batch sum is the K reduction)."""
+    a = arguments(op)
+    x, y = a["batch1"], a["batch2"]
+    b, m, k = x.shape
+    n = y.shape[2]
+    beta = _beta(a)
+    # One GEMM with K = b*k over the reshaped batches; gemm shape says so.
+    read, written = rw_bytes(op, skip_read=("self",) if beta == 0.0 else ())
+    return OpCost(flops=2 * b * m * n * k, bytes_read=read, bytes_written=written,
+                  kernels=1 if beta == 0.0 else 2, category="matmul", gemm=(1, m, n, b * k),
+                  compute_dtype=x.dtype)
+
+
+@register(aten.mv, aten.addmv, category="matmul")
+def mv_cost(op: CapturedOp) -> OpCost:
+    """(m, n) @ (n,): 2*m*n FLOPs, a GEMM with n = 1 (addmv's beta*self not counted)."""
+    a = arguments(op)
+    mat = a["self"] if op.packet == "aten.mv" else a["mat"]
+    m, k = mat.shape
+    kernels = 1 if op.packet == "aten.mv" or _beta(a) == 0.0 else 2
+    return _gemm_cost(op, 1, m, 1, k, mat, kernels=kernels)
+
+
+@register(aten.dot, aten.vdot, category="matmul")
+def dot_cost(op: CapturedOp) -> OpCost:
+    """(n,) . (n,): 2*n FLOPs (n multiply-adds), a 1x1xn GEMM."""
+    x = arguments(op)["self"]
+    return _gemm_cost(op, 1, 1, 1, x.shape[0], x)
+
+
+@register(aten.addr, category="matmul")
+def addr_cost(op: CapturedOp) -> OpCost:
+    """beta*self + outer(vec1, vec2): a k = 1 GEMM, 2*m*n FLOPs (one multiply-add per output)."""
+    a = arguments(op)
+    v1, v2 = a["vec1"], a["vec2"]
+    return _gemm_cost(op, 1, v1.shape[0], v2.shape[0], 1, v1)
+
+
+def _broadcast(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
+    out = []
+    for i in range(1, max(len(a), len(b)) + 1):
+        x = a[-i] if i <= len(a) else 1
+        y = b[-i] if i <= len(b) else 1
+        out.append(max(x, y) if 1 in (x, y) else x)
+    return tuple(reversed(out))
+
+
+def matmul_shape(x: tuple[int, ...], y: tuple[int, ...]) -> tuple[int, int, int, int]:
+    """(batch, m, n, k) of ``torch.matmul`` with its 1-D and broadcasting rules."""
+    if len(x) == 1 and len(y) == 1:
+        return 1, 1, 1, x[0]
+    if len(x) == 1:
+        x = (1, x[0])
+    if len(y) == 1:
+        y = (y[0], 1)
+    m, k = x[-2], x[-1]
+    n = y[-1]
+    batch = 1
+    for s in _broadcast(x[:-2], y[:-2]):
+        batch *= s
+    return batch, m, n, k
+
+
+@register(aten.matmul, category="matmul")
+def matmul_cost(op: CapturedOp) -> OpCost:
+    """torch.matmul (broadcast batch dims, 1-D promotion): 2*batch*m*n*k FLOPs.
+
+    Normally decomposed into mm/bmm before capture; priced whole if a capture keeps it.
+    """
+    a = arguments(op)
+    x, y = a["self"], a["other"]
+    b, m, n, k = matmul_shape(x.shape, y.shape)
+    return _gemm_cost(op, b, m, n, k, x)
+
+
+@register(aten.linear, category="matmul")
+def linear_cost(op: CapturedOp) -> OpCost:
+    """input (..., k) @ weight(n, k)^T (+ bias): 2*rows*n*k FLOPs, bias not counted (as addmm)."""
+    a = arguments(op)
+    x, w = a["input"], a["weight"]
+    k = x.shape[-1]
+    n = w.shape[0] if w.ndim == 2 else 1
+    rows = 1
+    for s in x.shape[:-1]:
+        rows *= s
+    return _gemm_cost(op, 1, rows, n, k, x)

@@ -1,0 +1,325 @@
+"""The cost registry: one pure formula per aten op family.
+
+A formula takes a ``CapturedOp`` (tensors as ``TensorMeta``: shapes, dtypes, strides only) and
+returns an ``OpCost``. Register it for every overload packet it prices::
+
+    @register(aten.mm, aten.addmm, category="matmul")
+    def matmul_cost(op: CapturedOp) -> OpCost: ...
+
+Conventions (DESIGN.md): one multiply-add is 2 FLOPs and, where ``torch.utils.flop_counter``
+counts an op, our count equals its count exactly. Bytes are the compulsory traffic of one kernel:
+each tensor input read once at its own (un-broadcast) size, each output written once; views move
+nothing. An op with no formula is priced by ``fallback_cost`` (its bytes, zero FLOPs) and reported
+as unsupported by the caller; it is never silently dropped.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Literal
+
+import torch
+
+from roofline.ops import CapturedOp, TensorMeta
+
+Category = Literal[
+    "matmul",  # GEMM-shaped: priced on the calibrated matmul curve at its (batch, m, n, k)
+    "conv",  # convolution: priced on the matmul curve at its implicit-GEMM shape
+    "attention",  # fused attention kernels: matmul curve at the equivalent GEMM shape
+    "pointwise",  # elementwise arithmetic (incl. activations); fusible
+    "transcendental",  # elementwise sin/exp/tanh/gelu...: priced on the calibrated transcendental curve; fusible
+    "reduction",  # sum/mean/max/softmax/norms: one pass over the input; fusible at the end of a group
+    "norm",  # batch/layer/group/RMS norm
+    "data_movement",  # copies, casts, cat, gather/scatter, index, embedding, pooling without arithmetic
+    "creation",  # zeros/ones/full/arange/rand: writes only
+    "view",  # metadata only: no kernel, no bytes
+    "other",
+]
+
+
+@dataclass(frozen=True)
+class OpCost:
+    """What one op costs, independent of any device."""
+
+    flops: int
+    bytes_read: int
+    bytes_written: int
+    kernels: int = 1  # device kernels launched (0 for views and for ops that never reach the device)
+    category: Category = "other"
+    # Equivalent GEMM (batch, m, n, k) for categories priced on the matmul curve.
+    gemm: tuple[int, int, int, int] | None = None
+    # dtype whose compute ceiling applies (the matmul operand dtype, or the output dtype).
+    compute_dtype: torch.dtype | None = None
+
+    @property
+    def bytes(self) -> int:
+        return self.bytes_read + self.bytes_written
+
+    def __post_init__(self):
+        for name in ("flops", "bytes_read", "bytes_written", "kernels"):
+            value = getattr(self, name)
+            if value < 0:
+                raise ValueError(f"OpCost.{name} must be >= 0, got {value}")
+
+
+Formula = Callable[[CapturedOp], OpCost]
+
+_FORMULAS: dict[str, Formula] = {}
+
+
+def _packet_name(target) -> str:
+    if isinstance(target, torch._ops.OpOverloadPacket):
+        return target._qualified_op_name.replace("::", ".")
+    if isinstance(target, torch._ops.OpOverload):
+        return target.overloadpacket._qualified_op_name.replace("::", ".")
+    if isinstance(target, str):
+        return target
+    raise TypeError(f"cannot register a formula for {target!r}")
+
+
+def register(*targets, category: Category | None = None):
+    """Register ``fn`` as the formula for each target (OpOverloadPacket, OpOverload or 'aten.name').
+
+    Registration is per overload packet: ``aten.add`` covers ``add.Tensor``, ``add.Scalar``, ``add_``
+    is a separate packet and must be named separately. ``category``, when given, is filled into the
+    returned cost if the formula left the default.
+    """
+
+    def deco(fn: Formula) -> Formula:
+        def wrapped(op: CapturedOp) -> OpCost:
+            cost = fn(op)
+            if category is not None and cost.category == "other" and category != "other":
+                cost = OpCost(**{**cost.__dict__, "category": category})
+            return cost
+
+        wrapped.__name__ = fn.__name__
+        wrapped.__doc__ = fn.__doc__
+        wrapped.__wrapped__ = fn
+        for t in targets:
+            name = _packet_name(t)
+            if name in _FORMULAS:
+                raise ValueError(f"two formulas registered for {name}")
+            _FORMULAS[name] = wrapped
+        return fn
+
+    return deco
+
+
+def formula_for(op: CapturedOp) -> Formula | None:
+    """The registered formula for this op's overload packet, or None."""
+    _load_families()
+    if isinstance(op.target, str):  # "aten.mm" or "aten.mm.default"
+        return _FORMULAS.get(op.target) or _FORMULAS.get(op.packet)
+    if not isinstance(op.target, (torch._ops.OpOverload, torch._ops.OpOverloadPacket)):
+        return None  # a non-aten callable (e.g. a higher-order op): unsupported, priced by fallback
+    return _FORMULAS.get(_packet_name(op.target))
+
+
+def registered_ops() -> list[str]:
+    _load_families()
+    return sorted(_FORMULAS)
+
+
+def fallback_cost(op: CapturedOp) -> OpCost:
+    """Price for an op without a formula: its compulsory bytes, no FLOPs, one kernel."""
+    return OpCost(
+        flops=0,
+        bytes_read=sum(t.nbytes for t in op.tensor_inputs()),
+        bytes_written=sum(t.nbytes for t in op.outputs),
+        kernels=1,
+        category="other",
+    )
+
+
+def cost_of(op: CapturedOp) -> tuple[OpCost, bool]:
+    """``(cost, supported)``; unsupported ops get ``fallback_cost`` and ``supported=False``."""
+    formula = formula_for(op)
+    if formula is None:
+        return fallback_cost(op), False
+    return formula(op), True
+
+
+_loaded = False
+
+
+def _load_families() -> None:
+    """Import every family module once so that their ``@register`` calls run."""
+    global _loaded
+    if _loaded:
+        return
+    _loaded = True
+    from roofline.costs import families  # noqa: F401  (imports each family module)
+
+
+# ---- helpers shared by the family modules -------------------------------------------------------
+
+
+def out_bytes(op: CapturedOp) -> int:
+    return sum(t.nbytes for t in op.outputs)
+
+
+def in_bytes(op: CapturedOp) -> int:
+    return sum(t.nbytes for t in op.tensor_inputs())
+
+
+def tensor_arg(op: CapturedOp, i: int) -> TensorMeta:
+    x = op.args[i]
+    if not isinstance(x, TensorMeta):
+        raise TypeError(f"{op.name}: argument {i} is not a tensor")
+    return x
+
+
+def numel(shape) -> int:
+    n = 1
+    for s in shape:
+        n *= int(s)
+    return n
+
+
+def footprint_bytes(t: TensorMeta | None) -> int:
+    """Bytes a kernel must read to see every element of ``t`` once.
+
+    A broadcast (expanded) input has stride 0 along its broadcast dimensions: it is read at its own
+    size, not at the broadcast size. Empty tensors and ``None`` move nothing.
+    """
+    if t is None:
+        return 0
+    if any(s == 0 for s in t.shape):
+        return 0
+    n = 1
+    for size, stride in zip(t.shape, t.stride):
+        if stride != 0:
+            n *= size
+    return n * t.itemsize
+
+
+def is_contiguous(t: TensorMeta) -> bool:
+    """Row-major contiguity from shape and strides (size-1 dimensions may have any stride)."""
+    expected = 1
+    for size, stride in zip(reversed(t.shape), reversed(t.stride)):
+        if size == 1:
+            continue
+        if stride != expected:
+            return False
+        expected *= size
+    return True
+
+
+def tensors_in(x) -> list[TensorMeta]:
+    """Every ``TensorMeta`` in an argument value (a tensor, a list of tensors, or neither)."""
+    if isinstance(x, TensorMeta):
+        return [x]
+    if isinstance(x, (list, tuple)):
+        return [t for y in x for t in tensors_in(y)]
+    return []
+
+
+def schema_of(op: CapturedOp):
+    """The ``FunctionSchema`` of the op's overload, or None (e.g. a string target we cannot resolve)."""
+    target = op.target
+    if isinstance(target, str):
+        parts = target.split(".")
+        try:
+            packet = getattr(getattr(torch.ops, parts[0]), parts[1])
+            target = getattr(packet, parts[2] if len(parts) > 2 else "default")
+        except (AttributeError, IndexError, RuntimeError):
+            return None
+    if isinstance(target, torch._ops.OpOverload):
+        return target._schema
+    return None
+
+
+def arguments(op: CapturedOp) -> dict:
+    """The call's arguments by schema name, defaults filled in (``{'self': TensorMeta, 'dim': 1, ...}``).
+
+    Without a schema, positional arguments are returned under ``'0'``, ``'1'``, ... and kwargs as is.
+    """
+    schema = schema_of(op)
+    if schema is None:
+        out = {str(i): a for i, a in enumerate(op.args)}
+        out.update(op.kwargs)
+        return out
+    out = {}
+    for i, a in enumerate(schema.arguments):
+        if i < len(op.args) and not a.kwarg_only:
+            out[a.name] = op.args[i]
+        elif a.name in op.kwargs:
+            out[a.name] = op.kwargs[a.name]
+        elif a.has_default_value():
+            out[a.name] = a.default_value
+        else:
+            out[a.name] = None
+    return out
+
+
+def rw_bytes(op: CapturedOp, skip_read: tuple[str, ...] = ()) -> tuple[int, int]:
+    """``(bytes_read, bytes_written)`` of a one-pass kernel, from the schema's aliasing.
+
+    Every tensor argument is read once at its footprint (broadcast inputs at their own size), except
+    ``out=`` arguments and the names in ``skip_read``. An in-place op writes its mutated ``self``
+    (read and written); an ``out=`` op writes its ``out`` tensors; outputs that alias an input are not
+    written again. Without a schema: all tensor args read, all outputs written.
+    """
+    schema = schema_of(op)
+    if schema is None:
+        return (
+            sum(footprint_bytes(t) for t in op.tensor_inputs()),
+            sum(t.nbytes for t in op.outputs),
+        )
+    args = arguments(op)
+    read = written = 0
+    for a in schema.arguments:
+        ts = tensors_in(args.get(a.name))
+        if not ts:
+            continue
+        mutated = a.alias_info is not None and a.alias_info.is_write
+        if mutated:
+            written += sum(t.nbytes for t in ts)
+            if not a.kwarg_only and a.name not in skip_read:  # in-place self: read-modify-write
+                read += sum(footprint_bytes(t) for t in ts)
+        elif a.name not in skip_read:
+            read += sum(footprint_bytes(t) for t in ts)
+    # Fresh outputs: those whose return has no alias annotation.
+    returns = schema.returns
+    if all(r.alias_info is None for r in returns):
+        written += sum(t.nbytes for t in op.outputs)
+    elif len(returns) == len(op.outputs):
+        written += sum(t.nbytes for t, r in zip(op.outputs, returns) if r.alias_info is None)
+    return read, written
+
+
+def mutates_input(op: CapturedOp) -> bool:
+    """True for in-place and ``out=`` overloads."""
+    schema = schema_of(op)
+    return schema is not None and any(
+        a.alias_info is not None and a.alias_info.is_write for a in schema.arguments
+    )
+
+
+def compute_dtype_of(op: CapturedOp) -> torch.dtype | None:
+    """The dtype the arithmetic runs in: the output's, unless it is bool (comparisons), then the
+    first floating (else first) tensor input's."""
+    for t in op.outputs:
+        if t.dtype != torch.bool:
+            return t.dtype
+    ins = op.tensor_inputs()
+    for t in ins:
+        if t.dtype.is_floating_point:
+            return t.dtype
+    return ins[0].dtype if ins else (op.outputs[0].dtype if op.outputs else None)
+
+
+def first_tensor(op: CapturedOp) -> TensorMeta | None:
+    ins = op.tensor_inputs()
+    return ins[0] if ins else None
+
+
+def output_numel(op: CapturedOp) -> int:
+    """Elements of the op's first output (or of its mutated self for in-place ops)."""
+    if op.outputs:
+        return op.outputs[0].numel
+    t = first_tensor(op)
+    return t.numel if t is not None else 0
+
+
+VIEW_COST = OpCost(flops=0, bytes_read=0, bytes_written=0, kernels=0, category="view")

@@ -1,0 +1,338 @@
+"""The device profile: one machine's measured ceilings, as calibrated curves.
+
+One schema, used by ``calibrate`` (which writes it) and by prediction (which reads it). A profile
+describes one machine: its host CPU and, where there is one, its GPU. Every measured quantity keeps
+its median, spread (IQR) and sample count (``Stat``); rates are derived from those medians and are
+checked against them on load, so a hand-edited or corrupt file is rejected rather than believed.
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import datetime
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+SCHEMA_VERSION = 1
+PROFILE_KIND = "roofline-device-profile"
+
+# Sanity bounds: far outside anything real, tight enough to catch unit mistakes (ms vs s, GB vs B).
+MAX_FLOP_PER_S = 1e17  # 100 PFLOP/s
+MAX_BYTES_PER_S = 1e14  # 100 TB/s
+MAX_TIME_S = 3600.0
+
+MatmulDtype = Literal["float32", "tf32", "bfloat16", "float16"]
+BandwidthKind = Literal["copy", "read", "write"]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=False, validate_assignment=True)
+
+
+class Stat(_Strict):
+    """Summary of repeated timings of one measurement, in seconds."""
+
+    median_s: float = Field(gt=0, le=MAX_TIME_S, description="Median of the repetitions, seconds.")
+    iqr_s: float = Field(ge=0, le=MAX_TIME_S, description="Inter-quartile range (q75 - q25), seconds.")
+    samples: int = Field(ge=1, description="Number of timed repetitions the median was taken over.")
+
+    @property
+    def relative_spread(self) -> float:
+        return self.iqr_s / self.median_s
+
+
+def _close(a: float, b: float, rel: float = 1e-3) -> bool:
+    return math.isclose(a, b, rel_tol=rel)
+
+
+class MatmulPoint(_Strict):
+    """One (m, n, k) product: time and the FLOP rate it achieved (2*m*n*k / median time)."""
+
+    m: int = Field(ge=1, description="Rows of the output.")
+    n: int = Field(ge=1, description="Columns of the output.")
+    k: int = Field(ge=1, description="Reduction length.")
+    time: Stat = Field(description="Time of one product.")
+    flop_per_s: float = Field(gt=0, le=MAX_FLOP_PER_S, description="2*m*n*k / time.median_s, FLOP/s.")
+
+    @model_validator(mode="after")
+    def _rate_matches_time(self):
+        expected = 2 * self.m * self.n * self.k / self.time.median_s
+        if not _close(expected, self.flop_per_s):
+            raise ValueError(f"flop_per_s={self.flop_per_s:.4g} does not match 2mnk/median={expected:.4g}")
+        return self
+
+
+class MatmulCurve(_Strict):
+    """Achieved matmul FLOP/s over a grid of shapes, for one dtype."""
+
+    dtype: MatmulDtype = Field(description="Operand dtype; tf32 is float32 with TF32 tensor cores enabled.")
+    grid: list[int] = Field(min_length=1, description="Sizes measured along each of m, n and k; points cover the full cube.")
+    points: list[MatmulPoint] = Field(min_length=1, description="One point per (m, n, k) in grid x grid x grid.")
+    peak_probes: list[MatmulPoint] = Field(
+        default_factory=list, description="Extra large shapes measured to find the peak; not part of the cube."
+    )
+
+    @model_validator(mode="after")
+    def _cube_complete(self):
+        have = {(p.m, p.n, p.k) for p in self.points}
+        missing = [(m, n, k) for m in self.grid for n in self.grid for k in self.grid if (m, n, k) not in have]
+        if missing:
+            raise ValueError(f"matmul grid is missing {len(missing)} points, e.g. {missing[0]}")
+        return self
+
+    @property
+    def peak_flop_per_s(self) -> float:
+        return max(p.flop_per_s for p in [*self.points, *self.peak_probes])
+
+
+class BandwidthPoint(_Strict):
+    """One working-set size: time of one pass and the rate in bytes moved (read + written) per second."""
+
+    bytes: int = Field(ge=1, description="Bytes moved by one pass (read + written).")
+    working_set_bytes: int = Field(ge=1, description="Distinct bytes touched (the buffer sizes).")
+    time: Stat = Field(description="Time of one pass.")
+    bytes_per_s: float = Field(gt=0, le=MAX_BYTES_PER_S, description="bytes / time.median_s, B/s.")
+
+    @model_validator(mode="after")
+    def _rate_matches_time(self):
+        expected = self.bytes / self.time.median_s
+        if not _close(expected, self.bytes_per_s):
+            raise ValueError(f"bytes_per_s={self.bytes_per_s:.4g} does not match bytes/median={expected:.4g}")
+        return self
+
+
+class BandwidthCurve(_Strict):
+    """Memory bandwidth over working-set size for one access pattern."""
+
+    kind: BandwidthKind = Field(description="copy: read one buffer, write another; read: a full reduction; write: a fill.")
+    dtype: str = Field(default="float32", description="Element dtype of the buffers.")
+    points: list[BandwidthPoint] = Field(min_length=1, description="Points in increasing working-set size.")
+
+    @field_validator("points")
+    @classmethod
+    def _sorted(cls, points):
+        sizes = [p.working_set_bytes for p in points]
+        if sizes != sorted(sizes):
+            raise ValueError("bandwidth points must be sorted by working_set_bytes")
+        return points
+
+    @property
+    def peak_bytes_per_s(self) -> float:
+        return max(p.bytes_per_s for p in self.points)
+
+    def dram_bytes_per_s(self, cache_bytes: int | None) -> float:
+        """Best rate among working sets at least twice the last-level cache: the DRAM ceiling."""
+        limit = 2 * cache_bytes if cache_bytes else 0
+        big = [p.bytes_per_s for p in self.points if p.working_set_bytes >= limit]
+        return max(big) if big else self.points[-1].bytes_per_s
+
+
+class PointwisePoint(_Strict):
+    """One elementwise op over ``elements`` values: time, elements/s and bytes/s (read + written)."""
+
+    elements: int = Field(ge=1, description="Elements processed by one call.")
+    bytes: int = Field(ge=1, description="Bytes moved by one call (input read + output written).")
+    time: Stat = Field(description="Time of one call.")
+    elements_per_s: float = Field(gt=0, description="elements / time.median_s.")
+    bytes_per_s: float = Field(gt=0, le=MAX_BYTES_PER_S, description="bytes / time.median_s, B/s.")
+
+    @model_validator(mode="after")
+    def _rates_match_time(self):
+        if not _close(self.elements / self.time.median_s, self.elements_per_s):
+            raise ValueError("elements_per_s does not match elements/median")
+        if not _close(self.bytes / self.time.median_s, self.bytes_per_s):
+            raise ValueError("bytes_per_s does not match bytes/median")
+        return self
+
+
+class PointwiseCurve(_Strict):
+    """Throughput of one elementwise op (a transcendental such as sin) over tensor size."""
+
+    op: str = Field(description="The op measured, e.g. 'sin'.")
+    dtype: str = Field(description="Element dtype.")
+    points: list[PointwisePoint] = Field(min_length=1, description="Points in increasing size.")
+
+    @property
+    def peak_bytes_per_s(self) -> float:
+        return max(p.bytes_per_s for p in self.points)
+
+
+class TransferPoint(_Strict):
+    """One host<->device copy of ``bytes``."""
+
+    bytes: int = Field(ge=1, description="Bytes copied.")
+    time: Stat = Field(description="Time of one copy.")
+    bytes_per_s: float = Field(gt=0, le=MAX_BYTES_PER_S, description="bytes / time.median_s, B/s.")
+
+    @model_validator(mode="after")
+    def _rate_matches_time(self):
+        if not _close(self.bytes / self.time.median_s, self.bytes_per_s):
+            raise ValueError("bytes_per_s does not match bytes/median")
+        return self
+
+
+class TransferCurve(_Strict):
+    """Host<->device copy time over size, one direction and one kind of host memory."""
+
+    direction: Literal["h2d", "d2h"] = Field(description="h2d: host to device; d2h: device to host.")
+    host_memory: Literal["pinned", "pageable"] = Field(description="Page-locked or ordinary host memory.")
+    points: list[TransferPoint] = Field(min_length=1, description="Points in increasing size.")
+    latency_s: float = Field(ge=0, le=1.0, description="Fitted fixed cost per copy (intercept of time vs bytes), seconds.")
+    bandwidth_bytes_per_s: float = Field(gt=0, le=MAX_BYTES_PER_S, description="Fitted asymptotic bandwidth (inverse slope), B/s.")
+
+    @property
+    def peak_bytes_per_s(self) -> float:
+        return max(p.bytes_per_s for p in self.points)
+
+
+class Overheads(_Strict):
+    """Fixed per-call costs: what small ops pay regardless of size."""
+
+    kernel_min_s: Stat | None = Field(
+        default=None, description="GPU: device time of the smallest kernel, replayed inside a CUDA graph."
+    )
+    dispatch_s: Stat = Field(
+        description="Host time to dispatch one small aten op from Python (eager), seconds per op."
+    )
+    module_call_s: Stat = Field(description="Extra host time of one nn.Module __call__ over a plain function call.")
+    synchronize_s: Stat | None = Field(
+        default=None, description="GPU: round trip of torch.cuda.synchronize() on an idle device."
+    )
+    graph_launch_s: Stat | None = Field(
+        default=None, description="GPU: host time to launch one CUDA graph replay."
+    )
+    graph_kernel_s: Stat | None = Field(
+        default=None, description="GPU: device time per kernel inside a replayed CUDA graph of many tiny kernels."
+    )
+    dispatch_by_op_s: dict[str, Stat] = Field(
+        default_factory=dict,
+        description="Host dispatch time of a few representative small ops by name (add, relu, view, addmm, ...).",
+    )
+    op_small_s: Stat | None = Field(
+        default=None,
+        description="CPU: wall time of one tiny aten op (dispatch plus the op itself); the CPU's per-op overhead.",
+    )
+
+
+class Measurements(_Strict):
+    """Everything measured on one device."""
+
+    matmul: list[MatmulCurve] = Field(description="Matmul FLOP/s over a grid of shapes, one curve per dtype.")
+    bandwidth: list[BandwidthCurve] = Field(description="Bandwidth over working-set size: copy, read, write.")
+    pointwise: list[PointwiseCurve] = Field(description="Throughput of a transcendental elementwise op over size.")
+    overheads: Overheads = Field(description="Per-op and per-call fixed costs.")
+    transfers: list[TransferCurve] = Field(default_factory=list, description="GPU only: host<->device copies.")
+
+    def matmul_curve(self, dtype: str) -> MatmulCurve | None:
+        return next((c for c in self.matmul if c.dtype == dtype), None)
+
+    def bandwidth_curve(self, kind: str) -> BandwidthCurve | None:
+        return next((c for c in self.bandwidth if c.kind == kind), None)
+
+    def transfer_curve(self, direction: str, host_memory: str) -> TransferCurve | None:
+        return next((c for c in self.transfers if c.direction == direction and c.host_memory == host_memory), None)
+
+
+class Peaks(_Strict):
+    """Theoretical or datasheet ceilings, where they can be derived or are known."""
+
+    flop_per_s: dict[str, float] = Field(
+        default_factory=dict, description="Peak FLOP/s by dtype name (float32, tf32, bfloat16, float16)."
+    )
+    memory_bytes_per_s: float | None = Field(default=None, gt=0, le=MAX_BYTES_PER_S, description="Peak DRAM bandwidth, B/s.")
+    host_link_bytes_per_s: float | None = Field(
+        default=None, gt=0, le=MAX_BYTES_PER_S, description="Peak host<->device link bandwidth per direction (PCIe), B/s."
+    )
+    source: str = Field(description="Where the figures come from: 'datasheet: <name>' or 'derived: <formula>'.")
+
+    @field_validator("flop_per_s")
+    @classmethod
+    def _positive(cls, v):
+        for k, x in v.items():
+            if not (0 < x <= MAX_FLOP_PER_S):
+                raise ValueError(f"peak flop_per_s[{k}]={x} is not a plausible rate")
+        return v
+
+
+class CpuIdentity(_Strict):
+    """The host CPU."""
+
+    model: str = Field(description="CPU model name as the OS reports it.")
+    architecture: str = Field(description="Machine architecture, e.g. x86_64.")
+    physical_cores: int | None = Field(default=None, ge=1, description="Physical cores visible to this process.")
+    logical_cpus: int = Field(ge=1, description="Logical CPUs (hardware threads) visible to this process.")
+    threads_used: int = Field(ge=1, description="torch.get_num_threads() during calibration.")
+    max_clock_mhz: float | None = Field(default=None, gt=0, description="Maximum core clock, MHz, when the OS reports it.")
+    isa: list[str] = Field(default_factory=list, description="Vector/matrix extensions found (avx2, avx512f, amx_bf16, ...).")
+    l3_cache_bytes: int | None = Field(default=None, ge=1, description="Last-level cache size, bytes.")
+    memory_bytes: int | None = Field(default=None, ge=1, description="Host RAM, bytes.")
+
+
+class GpuIdentity(_Strict):
+    """The GPU, read through torch and pynvml."""
+
+    name: str = Field(description="Device name, e.g. 'NVIDIA H100 80GB HBM3'.")
+    index: int = Field(ge=0, description="CUDA device index calibrated.")
+    compute_capability: str = Field(description="'major.minor'.")
+    sm_count: int = Field(ge=1, description="Streaming multiprocessors.")
+    memory_bytes: int = Field(ge=1, description="Device memory, bytes.")
+    l2_cache_bytes: int | None = Field(default=None, ge=1, description="L2 cache size, bytes.")
+    driver_version: str | None = Field(default=None, description="NVIDIA driver version (pynvml).")
+    cuda_version: str | None = Field(default=None, description="CUDA runtime version torch was built with.")
+    sm_clock_max_mhz: float | None = Field(default=None, gt=0, description="Maximum SM clock, MHz (pynvml).")
+    memory_clock_max_mhz: float | None = Field(default=None, gt=0, description="Maximum memory clock, MHz (pynvml).")
+    memory_bus_width_bits: int | None = Field(default=None, ge=1, description="Memory bus width, bits (pynvml).")
+    pcie_generation: int | None = Field(default=None, ge=1, description="Current PCIe link generation (pynvml).")
+    pcie_width: int | None = Field(default=None, ge=1, description="Current PCIe link width, lanes (pynvml).")
+    power_limit_w: float | None = Field(default=None, gt=0, description="Enforced power limit, watts (pynvml).")
+
+
+class CpuPart(_Strict):
+    identity: CpuIdentity = Field(description="What the CPU is.")
+    peaks: Peaks = Field(description="Theoretical ceilings, where derivable.")
+    measurements: Measurements = Field(description="Measured curves and overheads.")
+
+
+class GpuPart(_Strict):
+    identity: GpuIdentity = Field(description="What the GPU is.")
+    peaks: Peaks = Field(description="Theoretical or datasheet ceilings.")
+    measurements: Measurements = Field(description="Measured curves, overheads and host<->device copies.")
+
+
+class CalibrationInfo(_Strict):
+    created_at: datetime = Field(description="When calibration finished (UTC).")
+    duration_s: float = Field(ge=0, description="Wall time of the calibration, seconds.")
+    quick: bool = Field(description="True for a reduced grid (--quick).")
+    command: str = Field(description="The command line that produced this profile.")
+    roofline_version: str = Field(description="Version of roofline that calibrated.")
+    torch_version: str = Field(description="torch.__version__ during calibration.")
+    python_version: str = Field(description="Python version during calibration.")
+    hostname: str | None = Field(default=None, description="Host name of the calibrated machine.")
+    warnings: list[str] = Field(default_factory=list, description="Measurements whose spread was large, and similar notes.")
+
+
+class DeviceProfile(_Strict):
+    """A calibrated machine: its host CPU and, where present, one GPU."""
+
+    kind: Literal["roofline-device-profile"] = Field(default=PROFILE_KIND, description="Marks the file as a roofline profile.")
+    schema_version: Literal[1] = Field(default=SCHEMA_VERSION, description="Version of this schema.")
+    name: str = Field(min_length=1, description="Profile name, used by --profile NAME.")
+    calibration: CalibrationInfo = Field(description="How and when the profile was made.")
+    host: CpuPart = Field(description="The host CPU.")
+    gpu: GpuPart | None = Field(default=None, description="The GPU, absent for a CPU-only profile.")
+
+    @property
+    def device(self) -> str:
+        """Human-readable device description: the GPU if present, else the CPU."""
+        return self.gpu.identity.name if self.gpu else self.host.identity.model
+
+    def part(self, device: str) -> CpuPart | GpuPart:
+        """The CPU or GPU part; ``device`` is 'cpu' or 'cuda'."""
+        if device == "cpu":
+            return self.host
+        if self.gpu is None:
+            from roofline.errors import ProfileError
+
+            raise ProfileError(f"profile '{self.name}' has no GPU part; calibrate on a GPU machine or use --device cpu")
+        return self.gpu

@@ -1,0 +1,147 @@
+"""Finding, loading and saving profiles: shipped ones under device_profiles/, saved ones in the user's dir.
+
+Loading validates against the one schema in ``roofline.profile``; a missing, corrupt, foreign or
+out-of-date file raises ``ProfileError`` with one line that says what is wrong and what to do.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from roofline.errors import ProfileError
+from roofline.profile import PROFILE_KIND, SCHEMA_VERSION, DeviceProfile
+
+
+def user_profile_dir() -> Path:
+    """Where ``roofline calibrate`` saves by default: $ROOFLINE_PROFILE_DIR or the platform's data dir."""
+    env = os.environ.get("ROOFLINE_PROFILE_DIR")
+    if env:
+        return Path(env).expanduser()
+    import platformdirs
+
+    return Path(platformdirs.user_data_dir("roofline", appauthor=False)) / "profiles"
+
+
+def shipped_profile_dir() -> Path:
+    """device_profiles/ of the source checkout (the README installs the project editable)."""
+    env = os.environ.get("ROOFLINE_SHIPPED_PROFILES")
+    if env:
+        return Path(env)
+    return Path(__file__).resolve().parent.parent / "device_profiles"
+
+
+@dataclass
+class ProfileEntry:
+    name: str
+    source: str  # "shipped" or "saved"
+    path: Path
+    device: str
+    created_at: str
+    quick: bool
+
+
+def _describe_validation_error(err: ValidationError) -> str:
+    first = err.errors()[0]
+    where = ".".join(str(p) for p in first.get("loc", ())) or "(top level)"
+    more = f" (and {err.error_count() - 1} more problems)" if err.error_count() > 1 else ""
+    return f"{where}: {first.get('msg', 'invalid')}{more}"
+
+
+def load_profile_file(path: Path) -> DeviceProfile:
+    """Load and validate one profile file."""
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        raise ProfileError(f"profile file {path} does not exist; run `roofline profiles` to list the available ones")
+    except OSError as e:
+        raise ProfileError(f"cannot read profile {path}: {e.strerror}")
+    try:
+        data = json.loads(text)
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise ProfileError(
+            f"profile {path} is corrupt (not valid JSON: {e}); delete it and run `roofline calibrate` again"
+        )
+    if not isinstance(data, dict) or data.get("kind") != PROFILE_KIND:
+        raise ProfileError(
+            f"{path} is not a roofline device profile (no \"kind\": \"{PROFILE_KIND}\"); "
+            "pass a file written by `roofline calibrate`"
+        )
+    version = data.get("schema_version")
+    if version != SCHEMA_VERSION:
+        raise ProfileError(
+            f"profile {path} has schema_version {version!r} but this roofline reads version {SCHEMA_VERSION}; "
+            "recalibrate with this version (`roofline calibrate`)"
+        )
+    try:
+        return DeviceProfile.model_validate(data)
+    except ValidationError as e:
+        raise ProfileError(f"profile {path} is invalid: {_describe_validation_error(e)}; recalibrate to replace it")
+
+
+def available_profiles() -> list[ProfileEntry]:
+    """Shipped and saved profiles; unreadable files are skipped here (loading them explains why)."""
+    entries: list[ProfileEntry] = []
+    for source, folder in (("shipped", shipped_profile_dir()), ("saved", user_profile_dir())):
+        if not folder.is_dir():
+            continue
+        for path in sorted(folder.glob("*.json")):
+            try:
+                p = load_profile_file(path)
+            except ProfileError:
+                continue
+            entries.append(
+                ProfileEntry(
+                    name=p.name,
+                    source=source,
+                    path=path,
+                    device=p.device,
+                    created_at=p.calibration.created_at.strftime("%Y-%m-%d %H:%M"),
+                    quick=p.calibration.quick,
+                )
+            )
+    return entries
+
+
+def find_profile(name_or_path: str) -> DeviceProfile:
+    """``--profile NAME|PATH``: a path if it looks like one, else a saved name, else a shipped name."""
+    candidate = Path(name_or_path).expanduser()
+    if candidate.suffix == ".json" or os.sep in name_or_path or candidate.exists():
+        return load_profile_file(candidate)
+    for folder in (user_profile_dir(), shipped_profile_dir()):
+        path = folder / f"{name_or_path}.json"
+        if path.exists():
+            return load_profile_file(path)
+    names = sorted({e.name for e in available_profiles()})
+    known = ", ".join(names) if names else "none yet"
+    raise ProfileError(f"no profile named '{name_or_path}' (available: {known}); run `roofline calibrate` or pass a path")
+
+
+def default_profile(device: str) -> DeviceProfile | None:
+    """The newest saved profile that has the requested part ('cpu' or 'cuda'), if any."""
+    best = None
+    for entry in available_profiles():
+        if entry.source != "saved":
+            continue
+        p = load_profile_file(entry.path)
+        if device == "cuda" and p.gpu is None:
+            continue
+        if best is None or p.calibration.created_at > best.calibration.created_at:
+            best = p
+    return best
+
+
+def save_profile(profile: DeviceProfile, path: Path) -> Path:
+    """Write the profile as JSON; an unwritable path is a ProfileError, not a traceback."""
+    path = Path(path).expanduser()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(profile.model_dump_json(indent=1) + "\n")
+    except OSError as e:
+        raise ProfileError(f"cannot write profile to {path}: {e.strerror or e}; choose another --output path")
+    return path

@@ -1,0 +1,58 @@
+"""`roofline calibrate` and `roofline profiles` on the CPU, and their one-line errors."""
+
+import torch
+
+from roofline.profiles import load_profile_file
+from tests.conftest import run_cli
+
+
+def test_cpu_quick_calibration_writes_a_valid_profile(cpu_quick_profile_path):
+    p = load_profile_file(cpu_quick_profile_path)
+    assert p.calibration.quick
+    assert p.calibration.duration_s > 0
+    # the CPU's fp32 matmul peak is a plausible rate: above 1 GFLOP/s, below the derived ceiling x 1.5
+    peak = p.host.measurements.matmul_curve("float32").peak_flop_per_s
+    assert peak > 1e9
+    if "float32" in p.host.peaks.flop_per_s:
+        assert peak < 1.5 * p.host.peaks.flop_per_s["float32"]
+
+
+def _assert_one_line_error(proc, *needles):
+    assert proc.returncode != 0
+    err = proc.stderr.strip()
+    assert "Traceback" not in err, err
+    assert len(err.splitlines()) == 1, err
+    for n in needles:
+        assert n in err, err
+
+
+def test_absent_gpu_is_one_clear_line():
+    if torch.cuda.is_available():
+        proc = run_cli("calibrate", "--device", "cuda:7")
+        _assert_one_line_error(proc, "cuda:7")
+    else:
+        proc = run_cli("calibrate", "--device", "cuda")
+        _assert_one_line_error(proc, "--device cpu")
+        proc = run_cli("calibrate", "--device", "cuda:7")
+        _assert_one_line_error(proc, "cuda:7")
+
+
+def test_unknown_device_string():
+    _assert_one_line_error(run_cli("calibrate", "--device", "tpu"), "unknown device")
+
+
+def test_unwritable_output_is_one_clear_line(tmp_path):
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    ro.chmod(0o500)
+    target = "/proc/roofline-cannot-write/p.json"
+    proc = run_cli("calibrate", "--device", "cpu", "--quick", "--output", target)
+    _assert_one_line_error(proc, "cannot write")
+    proc = run_cli("calibrate", "--device", "cpu", "--quick", "--output", str(tmp_path))
+    _assert_one_line_error(proc, "is a directory")
+
+
+def test_profiles_lists_saved(cpu_quick_profile_path):
+    proc = run_cli("profiles", env={"ROOFLINE_PROFILE_DIR": str(cpu_quick_profile_path.parent)})
+    assert proc.returncode == 0, proc.stderr
+    assert "cpu-quick" in proc.stdout and "saved" in proc.stdout

@@ -1,0 +1,127 @@
+"""The profile schema: round trip, rejection of impossible values, and loader errors."""
+
+import json
+
+import pytest
+
+from roofline.errors import ProfileError
+from roofline.profile import BandwidthCurve, DeviceProfile, MatmulCurve, MatmulPoint, Stat
+from roofline.profiles import find_profile, load_profile_file, save_profile
+
+
+def test_round_trip_is_lossless(cpu_quick_profile_path, tmp_path):
+    p = load_profile_file(cpu_quick_profile_path)
+    out = save_profile(p, tmp_path / "again.json")
+    q = load_profile_file(out)
+    assert q == p
+    assert q.schema_version == 1 and q.kind == "roofline-device-profile"
+
+
+def test_quick_profile_has_every_measurement(cpu_quick_profile_path):
+    p = load_profile_file(cpu_quick_profile_path)
+    m = p.host.measurements
+    assert p.gpu is None
+    assert m.matmul_curve("float32") is not None
+    assert {c.kind for c in m.bandwidth} == {"copy", "read", "write"}
+    assert m.pointwise and m.pointwise[0].op == "sin"
+    assert m.overheads.dispatch_s.median_s > 0 and m.overheads.op_small_s is not None
+    assert p.host.identity.threads_used >= 1
+    for curve in m.matmul:
+        assert len(curve.points) == len(curve.grid) ** 3
+        for point in curve.points:
+            assert point.time.samples >= 1 and point.time.iqr_s >= 0
+
+
+def test_stat_rejects_impossible_values():
+    with pytest.raises(ValueError):
+        Stat(median_s=-1e-6, iqr_s=0, samples=3)
+    with pytest.raises(ValueError):
+        Stat(median_s=1e-6, iqr_s=-1, samples=3)
+    with pytest.raises(ValueError):
+        Stat(median_s=1e-6, iqr_s=0, samples=0)
+
+
+def test_rate_must_match_time():
+    # 2*64*64*64 = 524288 FLOP in 1 us = 5.24e11 FLOP/s; 1e15 does not match the time
+    stat = Stat(median_s=1e-6, iqr_s=0, samples=5)
+    MatmulPoint(m=64, n=64, k=64, time=stat, flop_per_s=524288 / 1e-6)
+    with pytest.raises(ValueError, match="does not match"):
+        MatmulPoint(m=64, n=64, k=64, time=stat, flop_per_s=1e15)
+
+
+def test_rates_beyond_physics_rejected():
+    # 2*8192^3 FLOP in 1 ns is 1e21 FLOP/s: a unit mistake, not a GPU
+    stat = Stat(median_s=1e-9, iqr_s=0, samples=5)
+    with pytest.raises(ValueError):
+        MatmulPoint(m=8192, n=8192, k=8192, time=stat, flop_per_s=2 * 8192**3 / 1e-9)
+
+
+def test_incomplete_grid_rejected():
+    stat = Stat(median_s=1e-6, iqr_s=0, samples=5)
+    pt = MatmulPoint(m=1, n=1, k=1, time=stat, flop_per_s=2 / 1e-6)
+    with pytest.raises(ValueError, match="missing"):
+        MatmulCurve(dtype="float32", grid=[1, 2], points=[pt])
+
+
+def test_unsorted_bandwidth_rejected(cpu_quick_profile_path):
+    data = json.loads(cpu_quick_profile_path.read_text())
+    pts = data["host"]["measurements"]["bandwidth"][0]["points"]
+    pts.reverse()
+    with pytest.raises(ValueError, match="sorted"):
+        BandwidthCurve.model_validate(data["host"]["measurements"]["bandwidth"][0])
+
+
+def test_unknown_fields_rejected(cpu_quick_profile_path):
+    data = json.loads(cpu_quick_profile_path.read_text())
+    data["host"]["identity"]["bogus"] = 1
+    with pytest.raises(ValueError):
+        DeviceProfile.model_validate(data)
+
+
+def test_corrupt_file_one_line_error(tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text("{ not json")
+    with pytest.raises(ProfileError, match="corrupt") as e:
+        load_profile_file(bad)
+    assert "\n" not in str(e.value)
+
+
+def test_foreign_file_error(tmp_path):
+    foreign = tmp_path / "foreign.json"
+    foreign.write_text(json.dumps({"name": "something else", "values": [1, 2]}))
+    with pytest.raises(ProfileError, match="not a roofline device profile"):
+        load_profile_file(foreign)
+
+
+def test_newer_schema_error(cpu_quick_profile_path, tmp_path):
+    data = json.loads(cpu_quick_profile_path.read_text())
+    data["schema_version"] = 99
+    f = tmp_path / "future.json"
+    f.write_text(json.dumps(data))
+    with pytest.raises(ProfileError, match="schema_version"):
+        load_profile_file(f)
+
+
+def test_tampered_value_error_names_the_field(cpu_quick_profile_path, tmp_path):
+    data = json.loads(cpu_quick_profile_path.read_text())
+    data["host"]["measurements"]["overheads"]["dispatch_s"]["median_s"] = -5
+    f = tmp_path / "tampered.json"
+    f.write_text(json.dumps(data))
+    with pytest.raises(ProfileError, match="dispatch_s"):
+        load_profile_file(f)
+
+
+def test_find_by_name_and_unknown_name(cpu_quick_profile_path, monkeypatch):
+    monkeypatch.setenv("ROOFLINE_PROFILE_DIR", str(cpu_quick_profile_path.parent))
+    assert find_profile("cpu-quick").name == "cpu-quick"
+    with pytest.raises(ProfileError, match="no profile named"):
+        find_profile("no-such-profile")
+
+
+def test_shipped_profiles_validate():
+    from roofline.profiles import available_profiles, shipped_profile_dir
+
+    files = sorted(shipped_profile_dir().glob("*.json"))
+    for f in files:
+        load_profile_file(f)  # raises if a shipped profile does not validate
+    assert len([e for e in available_profiles() if e.source == "shipped"]) == len(files)
