@@ -5,8 +5,8 @@ Stands for the wide early-middle stages of a large CNN at training-size batches:
 2 x 64 x 56 x 56 x 256 x 256 x 9 = 237 GFLOP (947 GFLOP for the stack) against about 100 MB of
 activations in and out (bfloat16), an arithmetic intensity in the thousands of FLOP per byte.
 
-What the advisor should find (regime): compute-bound convolutions (roughly half a millisecond each in
-bf16 on an H100 at cuDNN's achievable rate, well below the matmul peak); the ReLUs are
+What the advisor should find (regime): compute-bound convolutions (roughly half a millisecond
+each in bf16 on an H100 at cuDNN's achievable rate, below the matmul peak); the ReLUs are
 memory-bound and fusible into the conv epilogue; host overhead is negligible. The GPU wins
 placement by orders of magnitude. ``DTYPE`` is bfloat16 (tensor cores); set
 ``ROOFLINE_EXAMPLE_DTYPE=float32`` to see fp32, for which PyTorch lets cuDNN use TF32 by default

@@ -6,11 +6,13 @@ layer, the gates are a (32 x (in + 512)) @ ((in + 512) x 2048) GEMM: 2 x 32 x 76
 101 MFLOP for layer 1 and 134 MFLOP for layer 2, so about 23.5 GFLOP over 100 steps.
 
 What the advisor should find (regime): the recurrence is sequential, 200 dependent small GEMMs
-(M = 32) that run far below the GPU's peak, plus the gate nonlinearities. On CUDA the whole
-LSTM is one fused cuDNN call (``aten._cudnn_rnn``), compute/latency-bound inside one kernel
-sequence; on the CPU, or wherever the capture decomposes ``aten.lstm``, it shows as per-step
-``addmm``/``mm`` + sigmoid/tanh/mul/add ops, where the small pointwise ops are overhead-bound
-on a GPU and fusible per step. The input projections of layer 1 could be batched over all 100
+(M = 32) that run far below the GPU's peak, plus the gate nonlinearities. How it appears
+depends on the backend the capture dispatches to: on CUDA the whole LSTM is one fused cuDNN call
+(``aten._cudnn_rnn``), latency-bound inside its kernel sequence; with CPU (fake) tensors in
+torch 2.13 it is one ``aten.mkldnn_rnn_layer`` per layer (oneDNN); where ``aten.lstm`` is
+decomposed it shows as per-step ``addmm``/``mm`` + sigmoid/tanh/mul/add ops, whose small
+pointwise ops are overhead-bound on a GPU and fusible per step. The cost of these fused RNN
+ops must come from their shapes (layers x steps x gate GEMMs), not be left at zero. The input projections of layer 1 could be batched over all 100
 steps at once (one large, compute-bound GEMM). ``DTYPE`` follows ``ROOFLINE_EXAMPLE_DTYPE``
 (float32 | bfloat16 | float16), default float32.
 """

@@ -25,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import inspect
 import linecache
+import logging
 import operator
 import os
 import re
@@ -37,13 +38,16 @@ import torch
 from torch import nn
 from torch.utils import _pytree as pytree
 
-from roofline.errors import CaptureError
+from roofline.errors import CaptureError, RooflineError
 from roofline.ops import CapturedGraph, CapturedOp, TensorMeta, op_name
 
 __all__ = ["capture"]
 
 _SOURCE_KEY = "roofline_source"  # node.meta key: "file.py:LINE" of the user's line
 _MODULE_KEY = "roofline_module"  # node.meta key: (path, type) from our own module stack
+
+# Pseudo-filenames of interactive code, which is the user's (fx's generated code is not).
+_INTERACTIVE = ("<stdin>", "<string>", "<console>", "<ipython-input")
 
 # Exceptions (by class name, so that torch versions which move them still match) raised when
 # code needs tensor values that fake tensors do not have.
@@ -88,10 +92,16 @@ def capture(
 
     try:
         return _trace(model, inputs, mode="fake", inference=inference, locator=locator)
-    except CaptureError:
-        raise
-    except Exception as exc:  # noqa: BLE001 - classified below, re-raised as CaptureError
-        fake_failure = exc
+    except _TraceFailed as failed:
+        fake_failure = failed.error
+    if isinstance(model, nn.Module) and _data_dependent_op(fake_failure) is None:
+        # make_fx's module-stack tracer wraps attribute access and has had bugs with unusual
+        # modules; without it, module paths come from our forward hooks instead.
+        try:
+            return _trace(model, inputs, mode="fake", inference=inference, locator=locator,
+                          module_stack=False)
+        except _TraceFailed:
+            pass
 
     where = _describe_location(fake_failure, locator)
     data_op = _data_dependent_op(fake_failure)
@@ -130,7 +140,7 @@ def _capture_real(materialize, warning: str, inference: bool, locator) -> Captur
     try:
         got = materialize()
         model, inputs = got
-    except CaptureError:
+    except RooflineError:  # e.g. the model file's own ModelFileError: already one line
         raise
     except Exception as exc:  # noqa: BLE001
         raise CaptureError(
@@ -147,9 +157,8 @@ def _capture_real(materialize, warning: str, inference: bool, locator) -> Captur
                 )
     try:
         graph = _trace(model, inputs, mode="real", inference=inference, locator=locator)
-    except CaptureError:
-        raise
-    except Exception as exc:  # noqa: BLE001
+    except _TraceFailed as failed:
+        exc = failed.error
         raise CaptureError(
             f"capture with real tensors failed at {_describe_location(exc, locator)}: "
             f"{_summary(exc)}; {_hint(exc)}"
@@ -158,7 +167,17 @@ def _capture_real(materialize, warning: str, inference: bool, locator) -> Captur
     return graph
 
 
-def _trace(model, inputs: tuple, *, mode: str, inference: bool, locator) -> CapturedGraph:
+class _TraceFailed(Exception):
+    """make_fx raised while running the user's model; ``error`` is what it raised."""
+
+    def __init__(self, error: BaseException):
+        super().__init__(str(error))
+        self.error = error
+
+
+def _trace(
+    model, inputs: tuple, *, mode: str, inference: bool, locator, module_stack: bool = True
+) -> CapturedGraph:
     from torch._subclasses.fake_tensor import FakeTensorMode
     from torch.fx.experimental.proxy_tensor import make_fx
 
@@ -189,17 +208,20 @@ def _trace(model, inputs: tuple, *, mode: str, inference: bool, locator) -> Capt
 
     def forward(state, *args):
         with grad_ctx():
-            if is_module:
-                return torch.func.functional_call(model, state, args, strict=False)
-            return model(*args)
+            return _call_model(model, is_module, state, args)
 
-    if is_module:
+    if is_module and module_stack:
         forward._orig_mod = model  # make_fx's module-stack tracer scopes paths to this root
 
     wanted = {
         "tracing_mode": mode,
         "_allow_non_fake_inputs": mode == "fake",
-        "record_module_stack": is_module,
+        "record_module_stack": is_module and module_stack,
+        # real mode: let .item() and friends read the real values (and record the op)
+        "_error_on_data_dependent_ops": mode == "fake",
+        # torch >= 2.8 only; keeps node.meta["stack_trace"] for users of graph_module (our
+        # own ``source`` does not depend on it)
+        "record_stack_traces": True,
     }
     supported = _make_fx_keywords()
     kwargs = {k: v for k, v in wanted.items() if k in supported}
@@ -208,8 +230,11 @@ def _trace(model, inputs: tuple, *, mode: str, inference: bool, locator) -> Capt
     tracker = _ModuleTracker(module_names)
     restore_training = _set_eval(model) if (is_module and inference) else (lambda: None)
     try:
-        with tracker.installed(), _record_sources(locator, tracker):
-            gm = make_fx(forward, **kwargs)(state, *traced_inputs)
+        with tracker.installed(), _record_sources(locator, tracker), _quiet_torch_logs():
+            try:
+                gm = make_fx(forward, **kwargs)(state, *traced_inputs)
+            except Exception as exc:  # the user's code (or torch on its behalf) failed
+                raise _TraceFailed(exc) from exc
     finally:
         restore_training()
 
@@ -217,28 +242,37 @@ def _trace(model, inputs: tuple, *, mode: str, inference: bool, locator) -> Capt
     graph.parameters_bytes = parameters_bytes
     graph.module_calls = tracker.calls
     graph.capture_mode = mode
-    if mode == "fake" and not supported.get("record_module_stack", False) and is_module:
-        graph.warnings.append(
-            "this torch's make_fx has no record_module_stack; module paths come from "
-            "forward hooks instead"
-        )
     return graph
 
 
-_MAKE_FX_KEYWORDS: dict[str, bool] | None = None
+def _call_model(model, is_module: bool, state: dict, args: tuple):
+    """The boundary of the user's code: frames inside this call are the model's, outside not."""
+    if is_module:
+        return torch.func.functional_call(model, state, args, strict=False)
+    return model(*args)
 
 
-def _make_fx_keywords() -> dict[str, bool]:
-    """Keywords this torch's make_fx accepts (they differ between 2.5 and later)."""
+_CALL_MODEL_CODE = _call_model.__code__
+
+_MAKE_FX_KEYWORDS: frozenset[str] | None = None
+
+
+def _make_fx_keywords() -> frozenset[str]:
+    """Keywords this torch's make_fx accepts.
+
+    torch 2.5-2.7: tracing_mode, _allow_non_fake_inputs, pre_dispatch, record_module_stack,
+    _allow_fake_constant, _error_on_data_dependent_ops. 2.8 added record_stack_traces (its
+    traces keep only frames of functions named ``forward``); 2.13 also has
+    proxy_module_inputs and _disable_torch_fn_metadata_mode.
+    """
     global _MAKE_FX_KEYWORDS
     if _MAKE_FX_KEYWORDS is None:
         from torch.fx.experimental.proxy_tensor import make_fx
 
         try:
-            params = inspect.signature(make_fx).parameters
-            _MAKE_FX_KEYWORDS = {name: True for name in params}
+            _MAKE_FX_KEYWORDS = frozenset(inspect.signature(make_fx).parameters)
         except (TypeError, ValueError):
-            _MAKE_FX_KEYWORDS = {"tracing_mode": True, "_allow_non_fake_inputs": True}
+            _MAKE_FX_KEYWORDS = frozenset({"tracing_mode", "_allow_non_fake_inputs"})
     return _MAKE_FX_KEYWORDS
 
 
@@ -322,6 +356,23 @@ class _ModuleTracker:
         finally:
             pre.remove()
             post.remove()
+
+
+@contextlib.contextmanager
+def _quiet_torch_logs():
+    """Failures become one-line CaptureErrors; torch's own error logs would only repeat them."""
+    loggers = [logging.getLogger(name) for name in _NOISY_LOGGERS]
+    levels = [lg.level for lg in loggers]
+    for lg in loggers:
+        lg.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        for lg, level in zip(loggers, levels):
+            lg.setLevel(level)
+
+
+_NOISY_LOGGERS = ("torch._subclasses.fake_tensor", "torch.fx.experimental.proxy_tensor")
 
 
 @contextlib.contextmanager
@@ -484,22 +535,17 @@ def _tensor_metas(val) -> list[TensorMeta]:
     return [_tensor_meta(t) for t in flat if isinstance(t, torch.Tensor)]
 
 
-_PATH_PREFIX = re.compile(r"^(?:L\['self'\]|L__self__|self)(?:\.|_|$)")
-
-
 def _normalize_path(path: str) -> str:
     """``L['self'].layers[3].attn`` / ``getattr(L['self'].layers, '3')`` -> ``layers.3.attn``."""
     p = str(path)
-    while True:  # getattr(a, 'b') -> a.b (innermost first)
+    while True:  # getattr(a, 'b') -> a.b, innermost first
         q = re.sub(r"getattr\(([^(),]*), '([^']*)'\)", r"\1.\2", p)
         if q == p:
             break
         p = q
     p = re.sub(r"\._modules\['([^']*)'\]", r".\1", p)
-    p = re.sub(r"\[['\"]?([^'\"\]]+)['\"]?\]", r".\1", p)
-    if p.startswith("L.self"):
-        p = p[len("L.self"):]
-    p = _PATH_PREFIX.sub("", p, count=1) if not p.startswith(".") else p
+    p = re.sub(r"\[['\"]?([^'\"\]]+)['\"]?\]", r".\1", p)  # x[0] / x['a'] -> x.0 / x.a
+    p = re.sub(r"^(?:L\.self|L__self__|self)(?=\.|$)", "", p)
     return p.strip(".")
 
 
@@ -545,13 +591,15 @@ class _FrameLocator:
         return t
 
     def _classify(self, filename: str) -> int:
-        if not filename or filename.startswith("<"):
+        if not filename:
             return 3
+        if filename.startswith("<"):
+            return 1 if filename.startswith(_INTERACTIVE) else 3
         full = os.path.abspath(filename)
+        if full.startswith(self.excluded):  # torch itself (e.g. nn.Sequential) and roofline
+            return 3
         if full in self.preferred:
             return 0
-        if full.startswith(self.excluded):
-            return 3
         library = any(part in full for part in ("site-packages", "dist-packages"))
         if library:
             return 2
@@ -574,13 +622,15 @@ class _FrameLocator:
         return None
 
     def find(self, frame) -> str | None:
-        def walk():
-            f = frame
-            while f is not None:
-                yield f.f_code.co_filename, f.f_lineno
-                f = f.f_back
-
-        hit = self.best(walk())
+        """``file.py:LINE`` of the best frame from ``frame`` out to the model call."""
+        frames = []
+        f = frame
+        while f is not None and f.f_code is not _CALL_MODEL_CODE:
+            frames.append((f.f_code.co_filename, f.f_lineno))
+            f = f.f_back
+        if f is None:  # not inside the model call: nothing of the user's to point at
+            return None
+        hit = self.best(frames)
         return f"{os.path.basename(hit[0])}:{hit[1]}" if hit else None
 
 
@@ -599,22 +649,27 @@ def _preferred_files(model, user_files) -> set[str]:
 
 
 def _exception_frames(exc: BaseException) -> list[tuple[str, int]]:
-    """Frames of ``exc``'s traceback (and of what caused it), innermost first."""
+    """Frames of the model's code in ``exc``'s traceback (and its causes'), innermost first.
+
+    Only frames inside the model call count: the caller of ``capture`` is not the model.
+    """
     frames: list[tuple[str, int]] = []
-    seen = set()
-    e: BaseException | None = exc
-    while e is not None and id(e) not in seen:
-        seen.add(id(e))
-        tb = traceback.extract_tb(e.__traceback__)
-        frames = [(f.filename, f.lineno or 0) for f in reversed(tb)] + frames
-        e = e.__cause__ or e.__context__
+    for e in _chain(exc):
+        inside, found = [], False
+        for frame, line in traceback.walk_tb(e.__traceback__):  # outermost first
+            if frame.f_code is _CALL_MODEL_CODE:
+                found, inside = True, []
+                continue
+            inside.append((frame.f_code.co_filename, line))
+        if found:
+            frames = list(reversed(inside)) + frames
     return frames
 
 
 def _describe_location(exc: BaseException, locator: _FrameLocator) -> str:
     hit = locator.best(_exception_frames(exc))
     if hit is None:
-        return "an unknown line (no frame of user code in the traceback)"
+        return "an unknown line of the model (no frame of user code in the traceback)"
     filename, line = hit
     text = linecache.getline(filename, line).strip()
     code = f" (`{_clip(text, 80)}`)" if text else ""
@@ -660,24 +715,25 @@ def _gloss(name: str) -> str:
 
 
 def _involves_meta(exc: BaseException) -> bool:
-    return any("meta" in str(e) for e in _chain(exc))
+    return any(re.search(r"\bmeta\b", str(e)) for e in _chain(exc))
 
 
 def _summary(exc: BaseException) -> str:
     message = str(exc).strip()
-    first = next((ln.strip() for ln in message.splitlines() if ln.strip()), "")
+    first = next((ln.strip() for ln in message.splitlines() if ln.strip()), "").rstrip(".")
     return f"{type(exc).__name__}: {_clip(first, 300)}" if first else type(exc).__name__
 
 
 def _hint(exc: BaseException) -> str:
     text = " ".join(str(e) for e in _chain(exc))
     names = {cls.__name__ for e in _chain(exc) for cls in type(e).__mro__}
-    if "UnsupportedOperatorException" in names or "fake" in text.lower() and "support" in text.lower():
+    lowered = text.lower()
+    if "UnsupportedOperatorException" in names or ("fake" in lowered and "support" in lowered):
         return (
             "an op without a fake-tensor kernel; capture with real CPU tensors "
             "(capture(..., materialize=...))"
         )
-    if "meta" in text:
+    if re.search(r"\bmeta\b", text):
         return (
             "a meta-device tensor reached the model outside its parameters and buffers; "
             "register it as a buffer, or capture with real CPU tensors "

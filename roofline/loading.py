@@ -299,7 +299,7 @@ def _exception_summary(exc: BaseException) -> str:
     if isinstance(exc, SystemExit):
         return f"the file called sys.exit({exc.code!r})"
     message = str(exc).strip()
-    first = next((ln.strip() for ln in message.splitlines() if ln.strip()), "")
+    first = next((ln.strip() for ln in message.splitlines() if ln.strip()), "").rstrip(".")
     name = type(exc).__name__
     return f"{name}: {_clip(first, 300)}" if first else name
 

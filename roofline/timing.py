@@ -5,7 +5,8 @@ Why each step (after ``triton.testing.do_bench`` and ``torch.utils.benchmark``):
 - synchronize before starting, so earlier queued work is not billed to us;
 - warm up until two consecutive batches agree, so lazy initialisation, kernel loading, allocator
   growth and clock ramp-up stay out of the numbers;
-- on the GPU, time each repetition with a pair of CUDA events (device time, not launch time);
+- on the GPU, time each repetition with a pair of CUDA events around kernels already queued behind
+  a spin kernel (device time, not launch time);
 - optionally flush the cache between repetitions, so a kernel is not timed reading from L2 what it
   would read from DRAM in a real run;
 - report the median and the inter-quartile range, never the mean, and warn when the spread is large.
@@ -24,7 +25,9 @@ import numpy as np
 
 from roofline.profile import Stat
 
-SPREAD_WARNING = 0.10  # IQR / median above which a measurement is flagged as noisy
+SPREAD_WARNING = 0.10
+BACKLOG_CYCLES = 100_000  # ~50 us of spin at 2 GHz before each timed repetition on the GPU
+BACKLOG_CYCLES_PER_CALL = 40_000  # ~20 us per queued call: more than one eager dispatch takes  # IQR / median above which a measurement is flagged as noisy
 
 
 @dataclass
@@ -120,6 +123,10 @@ def _run_batch(fn, reps: int, inner: int, device: str, clock: str, flush) -> np.
         for r in range(reps):
             if flush is not None:
                 flush()
+            # Back the stream up behind a spin kernel so that the timed kernels are already queued
+            # when the start event fires: the events then bracket device execution only, not the
+            # host's launch latency (which the model of time prices separately).
+            torch.cuda._sleep(int(BACKLOG_CYCLES_PER_CALL * inner + BACKLOG_CYCLES))
             starts[r].record()
             for _ in range(inner):
                 fn()

@@ -81,3 +81,23 @@ def only(ops: list[CapturedOp], packet: str) -> CapturedOp:
 
 def names(ops: list[CapturedOp]) -> list[str]:
     return [o.name for o in ops]
+
+
+def priced(packet: str, fn, *args, **kwargs):
+    """Capture ``fn(*args)``, find the single op of ``packet`` and return ``(op, cost)``; the op
+    must have a formula (``supported``)."""
+    from roofline.costs import cost_of
+
+    op = only(capture_ops(fn, *args, **kwargs), packet)
+    cost, supported = cost_of(op)
+    assert supported, f"{op.name} has no formula"
+    return op, cost
+
+
+def op_of(target, *args, outputs=(), **kwargs) -> CapturedOp:
+    """A hand-built ``CapturedOp`` (for ops that cannot run on CPU): args may hold TensorMeta."""
+    return CapturedOp(index=0, target=target, args=tuple(args), kwargs=kwargs, outputs=tuple(outputs))
+
+
+def meta(*shape, dtype=torch.float32, device="cpu") -> TensorMeta:
+    return TensorMeta.contiguous(shape, dtype=dtype, device=device)

@@ -8,7 +8,6 @@ import textwrap
 import time
 
 import pytest
-import torch
 from torch import nn
 
 from roofline.errors import ModelFileError, RooflineError

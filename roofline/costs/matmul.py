@@ -178,3 +178,70 @@ def linear_cost(op: CapturedOp) -> OpCost:
     for s in x.shape[:-1]:
         rows *= s
     return _gemm_cost(op, 1, rows, n, k, x)
+
+
+def _expanded(shape: tuple[int, ...], expand: list[int]) -> list[int]:
+    out = list(shape)
+    for d in sorted(int(e) for e in expand):
+        out.insert(d, 1)
+    return out
+
+
+@register(aten._trilinear, category="matmul")
+def trilinear_cost(op: CapturedOp) -> OpCost:
+    """nn.Bilinear's kernel: sum over ``sumdim`` of i1*i2*i3 in their broadcast product space.
+
+    2 FLOPs per element of that space (a multiply-add of the contraction): for nn.Bilinear,
+    2 * B * out * in1 * in2. Equivalent GEMM: M = output rows, N = output columns, K = the summed
+    size.
+    """
+    a = arguments(op)
+    shapes = [_expanded(a[t].shape, a[e]) for t, e in
+              (("i1", "expand1"), ("i2", "expand2"), ("i3", "expand3"))]
+    space = [max(sizes) for sizes in zip(*shapes)]
+    total = 1
+    for s in space:
+        total *= s
+    out = op.outputs[0]
+    m = out.shape[0] if out.ndim else 1
+    n = max(1, out.numel // max(1, m))
+    k = max(1, total // max(1, out.numel))
+    read, written = rw_bytes(op)
+    return OpCost(flops=2 * total, bytes_read=read, bytes_written=written, kernels=1,
+                  category="matmul", gemm=(1, m, n, k), compute_dtype=a["i1"].dtype)
+
+
+@register(aten.affine_grid_generator, category="matmul")
+def affine_grid_cost(op: CapturedOp) -> OpCost:
+    """Sampling grid = base coordinates (H*W, 3) @ theta^T (3, 2) per batch: 2*3 FLOPs per output."""
+    theta = arguments(op)["theta"]
+    out = op.outputs[0]
+    n, k = theta.shape[0], theta.shape[-1]
+    coords = theta.shape[-2]
+    read, written = rw_bytes(op)
+    return OpCost(flops=2 * k * out.numel, bytes_read=read, bytes_written=written, kernels=1,
+                  category="matmul", gemm=(n, out.numel // max(1, n * coords), coords, k),
+                  compute_dtype=theta.dtype)
+
+
+@register(aten._cdist_forward, category="matmul")
+def cdist_cost(op: CapturedOp) -> OpCost:
+    """Pairwise p-distances between (B, P, M) and (B, R, M).
+
+    Per (pair, coordinate): 1 subtract + the p-norm's per-element FLOPs (roofline.costs.reduction:
+    p = 2 -> 2); per pair the norm's finishing FLOPs (p = 2: 1 sqrt). For p = 2 the CUDA kernel is a
+    GEMM (|x|^2 + |y|^2 - 2 x.y), hence category "matmul" with gemm (B, P, R, M).
+    """
+    from roofline.costs.reduction import vector_norm_flops
+
+    a = arguments(op)
+    x1, x2 = a["x1"], a["x2"]
+    m = x1.shape[-1]
+    p_rows, r_rows = x1.shape[-2], x2.shape[-2]
+    batch = op.outputs[0].numel // max(1, p_rows * r_rows)
+    per_in, per_out = vector_norm_flops(a["p"])
+    pairs = batch * p_rows * r_rows
+    read, written = rw_bytes(op)
+    return OpCost(flops=pairs * ((per_in + 1) * m + per_out), bytes_read=read,
+                  bytes_written=written, kernels=1, category="matmul",
+                  gemm=(batch, p_rows, r_rows, m), compute_dtype=x1.dtype)

@@ -147,8 +147,11 @@ def _load_families() -> None:
     global _loaded
     if _loaded:
         return
-    _loaded = True
+    # Set the flag only after a successful import: a family that fails to import must raise on
+    # every call, not leave a half-filled registry that silently prices ops by fallback.
     from roofline.costs import families  # noqa: F401  (imports each family module)
+
+    _loaded = True
 
 
 # ---- helpers shared by the family modules -------------------------------------------------------

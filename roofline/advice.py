@@ -1,0 +1,233 @@
+"""Advice from the model of time: CPU-vs-GPU placement, fusion groups, CUDA graphs.
+
+Each piece compares whole alternatives by re-running the same timeline model on a changed program
+(fused groups as one kernel; per-op host overhead replaced by a graph launch), so the gains are as
+good as the predictions they rest on and can be checked with ``--measure``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from roofline.costs import OpCost
+from roofline.curves import DeviceModel
+from roofline.ops import CapturedGraph, CapturedOp
+from roofline.predict import Timeline, kernel_terms, predict_timeline
+from roofline.report import FusionGroup, Placement
+
+FUSIBLE = {"pointwise", "transcendental"}
+FUSIBLE_TAIL = {"reduction", "norm"}  # may end a group: the reduction reads the fused values once
+EPILOGUE_HEADS = {"matmul", "conv"}
+
+
+# ---- placement ---------------------------------------------------------------------------------
+
+
+def transfer_time_s(dev: DeviceModel, nbytes: int, direction: str, host_memory: str) -> float:
+    """Host<->device copy time: fitted latency + bytes / fitted bandwidth; 0 for nothing to copy."""
+    if nbytes <= 0:
+        return 0.0
+    curve = dev.part.measurements.transfer_curve(direction, host_memory)
+    if curve is None:
+        return 0.0
+    return curve.latency_s + nbytes / curve.bandwidth_bytes_per_s
+
+
+def placement(
+    graph: CapturedGraph,
+    gpu_timeline: Timeline | None,
+    cpu_timeline: Timeline,
+    gpu: DeviceModel | None,
+    *,
+    host_memory: str = "pageable",
+    weights_resident: bool = True,
+    calls: int = 1,
+) -> Placement:
+    """CPU alone against the GPU plus the copies one call implies, over ``calls`` calls."""
+    cpu_s = cpu_timeline.total_s
+    if gpu is None or gpu_timeline is None:
+        return Placement(recommended="cpu", cpu_s=cpu_s, gpu_s=0.0, transfer_s=0.0, calls=calls, reason="the profile has no GPU part")
+    in_bytes = sum(t.nbytes for t in graph.inputs)
+    out_bytes = sum(t.nbytes for t in graph.outputs)
+    transfer = transfer_time_s(gpu, in_bytes, "h2d", host_memory) + transfer_time_s(gpu, out_bytes, "d2h", host_memory)
+    weights = 0.0 if weights_resident else transfer_time_s(gpu, graph.parameters_bytes, "h2d", host_memory)
+    gpu_s = gpu_timeline.total_s
+    cpu_total = calls * cpu_s
+    gpu_total = calls * (gpu_s + transfer) + weights
+    recommended = "cuda" if gpu_total < cpu_total else "cpu"
+    n_ops = len(graph.ops)
+    what = f"{n_ops} ops moving {_bytes(sum(t.nbytes for t in graph.inputs) + out_bytes)} in and out"
+    per = "" if calls == 1 else f" per call over {calls} calls"
+    if recommended == "cpu":
+        if transfer > gpu_s and cpu_s < gpu_s + transfer:
+            reason = f"{what}: {_t(cpu_s)} on the CPU, {_t(gpu_s)} on the GPU, but {_t(transfer)} to copy in and out{per}"
+        else:
+            reason = f"{what}: {_t(cpu_s)} on the CPU against {_t(gpu_s)} on the GPU{per}: per-op GPU overhead outweighs its speed"
+    else:
+        reason = f"{what}: {_t(gpu_s)} on the GPU plus {_t(transfer)} of copies beats {_t(cpu_s)} on the CPU{per}"
+    return Placement(
+        recommended=recommended, cpu_s=cpu_s, gpu_s=gpu_s, transfer_s=transfer + weights / calls,
+        host_memory=host_memory, weights_resident=weights_resident, calls=calls, reason=reason,
+    )
+
+
+def _t(seconds: float) -> str:
+    if seconds >= 1:
+        return f"{seconds:.2f} s"
+    if seconds >= 1e-3:
+        return f"{seconds * 1e3:.3g} ms"
+    return f"{seconds * 1e6:.3g} us"
+
+
+def _bytes(n: int) -> str:
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if n >= scale:
+            return f"{n / scale:.3g} {unit}"
+    return f"{n} B"
+
+
+# ---- fusion ------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Group:
+    ops: list[int]
+    kind: str
+
+
+def fusion_groups(graph: CapturedGraph, costs: list[OpCost]) -> list[_Group]:
+    """Chains of pointwise ops (ending at most in one reduction or norm) whose intermediates have no
+    other consumer, and matmul/conv epilogues (bias, activation) that fold into the GEMM.
+
+    Views inside a chain are free and ride along. A value that leaves the graph, or is read by an op
+    outside the group, must be written out: the group stops before it.
+    """
+    group_of: dict[int, _Group] = {}
+    groups: list[_Group] = []
+    ops = graph.ops
+
+    def sole_consumer(producer: CapturedOp, consumer: int) -> bool:
+        return not producer.is_output and set(producer.users) == {consumer}
+
+    for i, op in enumerate(ops):
+        cat = costs[i].category
+        joinable = cat in FUSIBLE or cat in FUSIBLE_TAIL or cat == "view"
+        if not joinable:
+            continue
+        host = None
+        for j in op.input_ops:
+            if j in group_of and sole_consumer(ops[j], i):
+                g = group_of[j]
+                last_cat = costs[g.ops[-1]].category
+                if last_cat in FUSIBLE_TAIL:
+                    continue  # a group ends at its reduction
+                host = g
+                break
+            if j not in group_of and costs[j].category in EPILOGUE_HEADS and cat in FUSIBLE and sole_consumer(ops[j], i):
+                host = _Group([j], "matmul epilogue" if costs[j].category == "matmul" else "conv epilogue")
+                groups.append(host)
+                group_of[j] = host
+                break
+        if host is None:
+            if cat == "view":
+                continue
+            host = _Group([], "pointwise chain")
+            groups.append(host)
+        host.ops.append(i)
+        group_of[i] = host
+        if cat in FUSIBLE_TAIL and host.kind == "pointwise chain":
+            host.kind = "pointwise chain + reduction" if len(host.ops) > 1 else host.kind
+    real = []
+    for g in groups:
+        kernels = sum(1 for i in g.ops if costs[i].kernels > 0)
+        if kernels >= 2:
+            # drop trailing views: they belong to whatever reads them
+            while g.ops and costs[g.ops[-1]].category == "view":
+                g.ops.pop()
+            real.append(g)
+    return real
+
+
+def fused_cost(graph: CapturedGraph, costs: list[OpCost], members: list[int]) -> OpCost:
+    """One kernel for the group: only values from outside are read, only values that escape are written.
+
+    Inputs are tracked per producing op (not per argument), so a member's external bytes are its
+    tensor inputs less the outputs of the members that feed it.
+    """
+    inside = set(members)
+    read = written = 0
+    for i in members:
+        op = graph.ops[i]
+        internal = sum(t.nbytes for j in op.input_ops if j in inside for t in graph.ops[j].outputs)
+        read += max(sum(t.nbytes for t in op.tensor_inputs()) - internal, 0)
+        escapes = op.is_output or any(u not in inside for u in op.users) or i == members[-1]
+        if escapes:
+            written += sum(t.nbytes for t in op.outputs)
+    head = costs[members[0]]
+    gemm_head = head.category in EPILOGUE_HEADS
+    return OpCost(
+        flops=sum(costs[i].flops for i in members), bytes_read=read, bytes_written=written, kernels=1,
+        category=head.category if gemm_head else "pointwise",
+        gemm=head.gemm if gemm_head else None, compute_dtype=head.compute_dtype,
+    )
+
+
+def fuse_program(graph: CapturedGraph, costs: list[OpCost], groups: list[_Group]) -> tuple[CapturedGraph, list[OpCost]]:
+    """The program with each group replaced by one op at the group's last position."""
+    member_of = {i: g for g in groups for i in g.ops}
+    ops, new_costs = [], []
+    for i, op in enumerate(graph.ops):
+        g = member_of.get(i)
+        if g is None:
+            ops.append(op)
+            new_costs.append(costs[i])
+        elif i == g.ops[-1]:
+            ops.append(op)
+            new_costs.append(fused_cost(graph, costs, g.ops))
+    fused = CapturedGraph(ops=ops, inputs=graph.inputs, parameters_bytes=graph.parameters_bytes, outputs=graph.outputs, module_calls=graph.module_calls)
+    return fused, new_costs
+
+
+def fusion_report(graph: CapturedGraph, costs: list[OpCost], dev: DeviceModel, timeline: Timeline, *, allow_tf32: bool = False, is_module: bool = True) -> tuple[list[FusionGroup], float]:
+    """Fusion groups with their predicted gains, and the predicted total with every group fused."""
+    groups = fusion_groups(graph, costs)
+    out = []
+    for g in groups:
+        alone, alone_costs = fuse_program(graph, costs, [g])
+        t = predict_timeline(alone, alone_costs, dev, allow_tf32=allow_tf32, is_module=is_module)
+        gain = max(timeline.total_s - t.total_s, 0.0)
+        before_bytes = sum(costs[i].bytes for i in g.ops)
+        after = fused_cost(graph, costs, g.ops)
+        out.append(
+            FusionGroup(
+                ops=list(g.ops), kind=g.kind, module=graph.ops[g.ops[0]].module, predicted_gain_s=gain,
+                bytes_saved=max(before_bytes - after.bytes, 0),
+                kernels_saved=max(sum(costs[i].kernels for i in g.ops) - 1, 0),
+            )
+        )
+    all_fused, all_costs = fuse_program(graph, costs, groups)
+    fused_total = predict_timeline(all_fused, all_costs, dev, allow_tf32=allow_tf32, is_module=is_module).total_s if groups else timeline.total_s
+    out.sort(key=lambda f: -f.predicted_gain_s)
+    return out, fused_total
+
+
+# ---- CUDA graphs -------------------------------------------------------------------------------
+
+
+def cuda_graph_total_s(costs: list[OpCost], timeline: Timeline, dev: DeviceModel) -> float | None:
+    """Replay of the whole forward as one CUDA graph: one launch, each kernel at least the in-graph floor."""
+    ov = dev.overheads
+    if dev.kind != "cuda" or ov.graph_kernel_s is None or ov.graph_launch_s is None:
+        return None
+    per_kernel = ov.graph_kernel_s.median_s
+    device = 0.0
+    for cost, op_t in zip(costs, timeline.ops):
+        if cost.kernels:
+            work = max(op_t.compute_s, op_t.memory_s)
+            device += max(work, per_kernel * cost.kernels)
+    return ov.graph_launch_s.median_s + device + timeline.sync_s
+
+
+def kernel_time_s(op: CapturedOp, cost: OpCost, dev: DeviceModel, allow_tf32: bool = False) -> float:
+    compute, memory, floor = kernel_terms(op, cost, dev, allow_tf32)
+    return max(compute, memory, floor) if cost.kernels else 0.0

@@ -1,0 +1,190 @@
+"""One analysis: capture -> cost registry -> model of time -> advice -> ``Report``.
+
+``analyze`` is the Python API; ``roofline advise`` calls it with a loaded model file.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from pathlib import Path
+from typing import Any, Callable
+
+import torch
+
+from roofline.advice import cuda_graph_total_s, fusion_report, placement
+from roofline.capture import capture
+from roofline.costs import OpCost, cost_of
+from roofline.curves import DeviceModel
+from roofline.errors import ProfileError
+from roofline.ops import CapturedGraph
+from roofline.predict import Timeline, predict_timeline
+from roofline.profile import DeviceProfile
+from roofline.profiles import default_profile, find_profile
+from roofline.report import ModuleRollup, OpReport, ProfileRef, Report, TensorInfo, Totals
+
+
+def resolve_profile(profile: DeviceProfile | str | Path | None, device: str | None) -> tuple[DeviceProfile, str]:
+    """(profile, 'cuda'|'cpu'): the profile to use and which of its parts to predict for."""
+    if isinstance(profile, DeviceProfile):
+        p = profile
+    elif profile is not None:
+        p = find_profile(str(profile))
+    else:
+        want = device or ("cuda" if torch.cuda.is_available() else "cpu")
+        p = default_profile(want)
+        if p is None:
+            raise ProfileError(
+                f"no saved profile for {want}; run `roofline calibrate{' --device cpu --quick' if want == 'cpu' else ''}` "
+                "first, or pass --profile NAME|PATH (`roofline profiles` lists the shipped ones)"
+            )
+    kind = device or ("cuda" if p.gpu is not None else "cpu")
+    if kind.startswith("cuda"):
+        kind = "cuda"
+    if kind == "cuda" and p.gpu is None:
+        raise ProfileError(f"profile '{p.name}' has no GPU part; use --device cpu or a GPU profile")
+    return p, kind
+
+
+def _tensor_infos(metas) -> list[TensorInfo]:
+    return [TensorInfo(shape=list(t.shape), dtype=str(t.dtype).replace("torch.", "")) for t in metas]
+
+
+def _module_rollups(ops: list[OpReport]) -> list[ModuleRollup]:
+    """Time by top-level child module (``layers.3`` for ``layers.3.attn.q``), largest first."""
+    acc: dict[str, dict] = defaultdict(lambda: dict(ops=0, predicted_s=0.0, flops=0, bytes=0, regime_s=Counter(), measured=None, type=""))
+    for op in ops:
+        parts = op.module.split(".") if op.module else []
+        key = ".".join(parts[:2]) if len(parts) >= 2 and parts[1].isdigit() else (parts[0] if parts else "(top level)")
+        a = acc[key]
+        a["ops"] += 1
+        a["predicted_s"] += op.predicted_s
+        a["flops"] += op.flops
+        a["bytes"] += op.bytes_read + op.bytes_written
+        a["regime_s"][op.regime] += op.predicted_s
+        if op.measured_s is not None:
+            a["measured"] = (a["measured"] or 0.0) + op.measured_s
+        if not a["type"] and op.module_type and op.module.count(".") <= key.count("."):
+            a["type"] = op.module_type
+    rows = [
+        ModuleRollup(module=k, module_type=v["type"], ops=v["ops"], predicted_s=v["predicted_s"], flops=v["flops"], bytes=v["bytes"], regime_s=dict(v["regime_s"]), measured_s=v["measured"])
+        for k, v in acc.items()
+    ]
+    return sorted(rows, key=lambda r: -r.predicted_s)
+
+
+def build_report(
+    name: str,
+    graph: CapturedGraph,
+    costs: list[OpCost],
+    supported: list[bool],
+    timeline: Timeline,
+    profile: DeviceProfile,
+    kind: str,
+    dev: DeviceModel,
+    *,
+    allow_tf32: bool,
+    is_module: bool,
+    source: str | None = None,
+    calls: int = 1,
+    host_memory: str = "pageable",
+) -> Report:
+    ops = []
+    for op, cost, ok, t in zip(graph.ops, costs, supported, timeline.ops):
+        ops.append(
+            OpReport(
+                index=op.index, target=op.name, module=op.module, module_type=op.module_type, source=op.source,
+                category=cost.category, inputs=_tensor_infos(op.tensor_inputs()), outputs=_tensor_infos(op.outputs),
+                flops=cost.flops, bytes_read=cost.bytes_read, bytes_written=cost.bytes_written, kernels=cost.kernels,
+                kernel_s=t.kernel_s, host_s=t.host_s, compute_s=t.compute_s, memory_s=t.memory_s,
+                predicted_s=t.predicted_s, start_s=t.start_s, regime=t.regime, bound_by=t.bound_by, supported=ok,
+            )
+        )
+    flops = sum(c.flops for c in costs)
+    nbytes = sum(c.bytes for c in costs)
+    regime_s = Counter()
+    for o in ops:
+        regime_s[o.regime] += o.predicted_s
+    total_s = timeline.total_s
+    totals = Totals(
+        predicted_s=total_s, flops=flops, bytes=nbytes, kernels=sum(c.kernels for c in costs), ops=len(ops),
+        host_s=timeline.host_s, device_busy_s=timeline.device_busy_s,
+        achieved_flop_per_s=flops / total_s if total_s else 0.0, achieved_bytes_per_s=nbytes / total_s if total_s else 0.0,
+        regime_s={r: regime_s.get(r, 0.0) for r in ("compute", "memory", "overhead", "none")},
+    )
+    unsupported = Counter(op.name for op, ok in zip(graph.ops, supported) if not ok)
+
+    # Placement: the same program on the profile's CPU part (one queue) against its GPU part.
+    cpu_dev = DeviceModel(profile.host, "cpu")
+    cpu_tl = timeline if kind == "cpu" else predict_timeline(graph, costs, cpu_dev, allow_tf32=allow_tf32, is_module=is_module)
+    gpu_dev = DeviceModel(profile.gpu, "cuda") if profile.gpu is not None else None
+    gpu_tl = timeline if kind == "cuda" else (predict_timeline(graph, costs, gpu_dev, allow_tf32=allow_tf32, is_module=is_module) if gpu_dev else None)
+    place = placement(graph, gpu_tl, cpu_tl, gpu_dev, host_memory=host_memory, calls=calls)
+
+    fusion, fused_total = fusion_report(graph, costs, dev, timeline, allow_tf32=allow_tf32, is_module=is_module)
+    extras: dict[str, Any] = {"fused_total_s": fused_total}
+    advice = [f"placement: {place.recommended} — {place.reason}"]
+    graph_total = cuda_graph_total_s(costs, timeline, dev)
+    if graph_total is not None:
+        extras["cuda_graph_total_s"] = graph_total
+        gain = total_s - graph_total
+        if gain > 0.1 * total_s:
+            advice.append(
+                f"CUDA graphs: replaying the forward as one graph would take {_fmt(graph_total)} instead of {_fmt(total_s)} "
+                f"({total_s / graph_total:.1f}x): {100 * regime_s.get('overhead', 0) / total_s:.0f}% of the time is host overhead"
+            )
+    fusion_gain = total_s - fused_total
+    if fusion and fusion_gain > 0.05 * total_s:
+        advice.append(
+            f"fusion: {len(fusion)} groups of pointwise/reduction ops could run as single kernels (torch.compile): "
+            f"{_fmt(fused_total)} instead of {_fmt(total_s)} ({100 * fusion_gain / total_s:.0f}% less)"
+        )
+    if unsupported:
+        advice.append(f"{sum(unsupported.values())} ops have no cost formula and are priced by their bytes only: {', '.join(sorted(unsupported))}")
+
+    return Report(
+        model=name,
+        profile=ProfileRef(name=profile.name, device=dev.name, kind=kind, source=source),
+        capture_mode=graph.capture_mode, allow_tf32=allow_tf32, ops=ops, total=totals, modules=_module_rollups(ops),
+        placement=place, fusion=fusion, advice=advice, unsupported_ops=dict(unsupported), warnings=list(graph.warnings), extras=extras,
+    )
+
+
+def _fmt(seconds: float) -> str:
+    return f"{seconds * 1e3:.3g} ms" if seconds >= 1e-3 else f"{seconds * 1e6:.3g} us"
+
+
+def analyze(
+    model: Callable,
+    example_inputs: Any,
+    profile: DeviceProfile | str | Path | None = None,
+    *,
+    device: str | None = None,
+    name: str | None = None,
+    allow_tf32: bool | None = None,
+    materialize: Callable | None = None,
+    calls: int = 1,
+    host_memory: str = "pageable",
+    graph: CapturedGraph | None = None,
+    user_files: list | None = None,
+) -> Report:
+    """Capture, price and predict ``model(*example_inputs)`` on a profile's GPU or CPU.
+
+    ``device`` picks the profile part ('cuda' or 'cpu'; default: the GPU if the profile has one).
+    ``allow_tf32`` prices float32 matmuls on TF32 tensor cores; by default it follows
+    ``torch.backends.cuda.matmul.allow_tf32`` (False unless the user turned it on).
+    """
+    prof, kind = resolve_profile(profile, device)
+    if allow_tf32 is None:
+        allow_tf32 = bool(torch.backends.cuda.matmul.allow_tf32)
+    if graph is None:
+        graph = capture(model, example_inputs, materialize=materialize, user_files=user_files)
+    priced = [cost_of(op) for op in graph.ops]
+    costs = [c for c, _ in priced]
+    supported = [ok for _, ok in priced]
+    dev = DeviceModel(prof.gpu if kind == "cuda" else prof.host, kind)
+    is_module = isinstance(model, torch.nn.Module)
+    timeline = predict_timeline(graph, costs, dev, allow_tf32=allow_tf32, is_module=is_module)
+    return build_report(
+        name or getattr(model, "__name__", None) or type(model).__name__, graph, costs, supported, timeline, prof, kind, dev,
+        allow_tf32=allow_tf32, is_module=is_module, calls=calls, host_memory=host_memory,
+    )

@@ -1,0 +1,22 @@
+"""Imports every formula family so that their ``@register`` decorators run.
+
+One module per op family; adding a family means adding its import here.
+"""
+
+from roofline.costs import (  # noqa: F401
+    attention,
+    conv,
+    copy,
+    creation,
+    dropout,
+    embedding,
+    indexing,
+    matmul,
+    norm,
+    pointwise,
+    pooling,
+    reduction,
+    rnn,
+    shape,
+    softmax,
+)

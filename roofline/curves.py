@@ -1,0 +1,143 @@
+"""Calibrated curves as functions: achieved time or rate at any op's own size.
+
+Peaks alone overestimate small ops by orders of magnitude (a 256^3 matmul runs far below the chip's
+peak, a 1 MB copy far below its bandwidth), so prediction reads every ceiling at the op's size:
+
+- matmul: the measured time on the (m, n, k) grid, interpolated linearly in log(time) over
+  log(m), log(n), log(k); beyond the grid the rate at the nearest edge is kept (time scales with
+  FLOPs), which the peak probes show is where large GEMMs sit;
+- bandwidth and pointwise: rate over working-set size, interpolated in log-log, flat beyond the ends.
+"""
+
+from __future__ import annotations
+
+import math
+from functools import cached_property
+
+import numpy as np
+from scipy.interpolate import RegularGridInterpolator
+
+from roofline.profile import BandwidthCurve, CpuPart, GpuPart, MatmulCurve, PointwiseCurve
+
+
+def _work_time(t: float, overhead_s: float) -> float:
+    """A measured time less the per-call overhead it includes (CPU wall times include dispatch)."""
+    return max(t - overhead_s, 0.1 * t)
+
+
+class MatmulModel:
+    """Time of an (m, n, k) product of one dtype, from the calibrated grid.
+
+    ``overhead_s`` is subtracted from each measured time: on the CPU the timings are wall times that
+    include the per-op dispatch, which prediction adds back separately.
+    """
+
+    def __init__(self, curve: MatmulCurve, overhead_s: float = 0.0):
+        self.curve = curve
+        grid = sorted(set(curve.grid))
+        self.grid = np.array(grid, dtype=np.float64)
+        index = {v: i for i, v in enumerate(grid)}
+        log_t = np.empty((len(grid),) * 3)
+        for p in curve.points:
+            log_t[index[p.m], index[p.n], index[p.k]] = math.log(_work_time(p.time.median_s, overhead_s))
+        axes = (np.log(self.grid),) * 3
+        self._interp = RegularGridInterpolator(axes, log_t, method="linear") if len(grid) > 1 else None
+        self._single = math.exp(log_t.flat[0]) if len(grid) == 1 else None
+        self.peak_flop_per_s = curve.peak_flop_per_s
+
+    def time_s(self, m: int, n: int, k: int) -> float:
+        lo, hi = self.grid[0], self.grid[-1]
+        mc, nc, kc = (float(min(max(x, lo), hi)) for x in (m, n, k))
+        if self._interp is None:
+            t = self._single
+        else:
+            t = math.exp(float(self._interp([[math.log(mc), math.log(nc), math.log(kc)]])[0]))
+        # Outside the grid, keep the edge's rate: time scales with the FLOPs ratio.
+        scale = (max(m, 1) * max(n, 1) * max(k, 1)) / (mc * nc * kc)
+        t *= scale
+        # Never faster than the best rate ever measured for this dtype.
+        return max(t, 2.0 * m * n * k / self.peak_flop_per_s)
+
+
+def _loglog(xs, ys):
+    """Piecewise-linear interpolation in log-log space, flat beyond both ends."""
+    lx, ly = np.log(np.asarray(xs, dtype=np.float64)), np.log(np.asarray(ys, dtype=np.float64))
+
+    def f(x: float) -> float:
+        return float(np.exp(np.interp(math.log(max(x, 1.0)), lx, ly)))
+
+    return f
+
+
+class BandwidthModel:
+    """Achieved bytes/s for a pass over ``working_set`` bytes, by access pattern."""
+
+    def __init__(self, curves: list[BandwidthCurve], overhead_s: float = 0.0):
+        self._f = {
+            c.kind: _loglog([p.working_set_bytes for p in c.points], [p.bytes / _work_time(p.time.median_s, overhead_s) for p in c.points])
+            for c in curves
+        }
+
+    def bytes_per_s(self, working_set: int, kind: str = "copy") -> float:
+        f = self._f.get(kind) or self._f["copy"]
+        return f(working_set)
+
+
+class PointwiseModel:
+    """Elements/s of a transcendental op (the calibrated sin) over size."""
+
+    def __init__(self, curve: PointwiseCurve | None, overhead_s: float = 0.0):
+        self._f = (
+            _loglog([p.elements for p in curve.points], [p.elements / _work_time(p.time.median_s, overhead_s) for p in curve.points])
+            if curve
+            else None
+        )
+
+    def elements_per_s(self, elements: int) -> float | None:
+        return self._f(elements) if self._f else None
+
+
+class DeviceModel:
+    """Everything prediction needs from one part (GPU or CPU) of a profile."""
+
+    def __init__(self, part: GpuPart | CpuPart, kind: str):
+        self.part = part
+        self.kind = kind  # "cuda" or "cpu"
+        m = part.measurements
+        self.overheads = m.overheads
+        # CPU timings are wall times of whole calls; GPU timings are device time only.
+        included = m.overheads.dispatch_s.median_s if kind == "cpu" else 0.0
+        self.matmul = {c.dtype: MatmulModel(c, included) for c in m.matmul}
+        self.bandwidth = BandwidthModel(m.bandwidth, included)
+        self.transcendental = PointwiseModel(m.pointwise[0] if m.pointwise else None, included)
+
+    @property
+    def name(self) -> str:
+        ident = self.part.identity
+        return ident.name if hasattr(ident, "name") else ident.model
+
+    @cached_property
+    def vector_flop_per_s(self) -> float:
+        """Ceiling for non-matmul arithmetic: the datasheet fp32 rate, else the measured fp32 matmul peak."""
+        theo = self.part.peaks.flop_per_s.get("float32")
+        measured = self.matmul["float32"].peak_flop_per_s if "float32" in self.matmul else None
+        return theo or measured or 1e12
+
+    def matmul_model(self, dtype_name: str) -> MatmulModel:
+        """The curve for a dtype, falling back to the nearest measured one (bf16<->fp16, tf32->fp32)."""
+        for candidate in (dtype_name, {"bfloat16": "float16", "float16": "bfloat16", "tf32": "float32"}.get(dtype_name), "float32"):
+            if candidate in self.matmul:
+                return self.matmul[candidate]
+        return next(iter(self.matmul.values()))
+
+    @cached_property
+    def kernel_floor_s(self) -> float:
+        """The least time one kernel occupies the device (GPU: a kernel inside a CUDA graph)."""
+        k = self.overheads.kernel_min_s
+        return k.median_s if k else 0.0
+
+    def dispatch_s(self, kind: str) -> float:
+        """Host time to dispatch one op of a representative kind ('add', 'view', 'addmm', ...)."""
+        by_op = self.overheads.dispatch_by_op_s
+        stat = by_op.get(kind) or self.overheads.dispatch_s
+        return stat.median_s

@@ -1,0 +1,189 @@
+"""The model of time (DESIGN.md): per-op kernel and host times, the eager timeline, regimes.
+
+GPU, eager: two queues. The host issues op i at ``h_i = h_(i-1) + o_i``; the device starts it at
+``s_i = max(h_i, e_(i-1))`` and ends at ``e_i = s_i + t_i``; the run ends at ``max(h_N, e_N)`` plus
+one synchronize. An op whose start was set by the host, and whose wait for the host is longer than
+its own kernel, is overhead-bound (so a lone large matmul, which the idle device must also wait to
+receive, is still compute-bound); otherwise it is compute- or memory-bound by the larger term of
+``t_i = max(F / P, B / W, floor)`` (a kernel at the floor is overhead-bound too: its time is the
+fixed cost of a launch, not work).
+
+CPU: one queue, ``t_i = max(F / P_cpu, B / W_cpu) + o_cpu``.
+
+P and W are read from the calibrated curves at each op's own size (``roofline.curves``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from roofline.costs import OpCost
+from roofline.curves import DeviceModel
+from roofline.ops import CapturedGraph, CapturedOp
+
+REGIMES = ("compute", "memory", "overhead", "none")
+
+
+@dataclass
+class OpTiming:
+    """Predicted times of one op, seconds. ``predicted_s`` is what the op adds to the run's end."""
+
+    kernel_s: float
+    host_s: float
+    compute_s: float
+    memory_s: float
+    issue_s: float  # h_i: when the host has issued it
+    start_s: float  # s_i
+    end_s: float  # e_i
+    predicted_s: float
+    regime: str
+    bound_by: str  # "compute", "memory", "floor", "host" or "none": which term set the time
+
+
+@dataclass
+class Timeline:
+    ops: list[OpTiming]
+    total_s: float  # end of the run, synchronize included
+    host_s: float  # h_N: total host issue time
+    device_busy_s: float  # sum of kernel times
+    sync_s: float
+    device: str
+
+
+_DTYPE_NAMES = {torch.float32: "float32", torch.bfloat16: "bfloat16", torch.float16: "float16"}
+
+
+def matmul_dtype_name(dtype: torch.dtype | None, allow_tf32: bool) -> str:
+    name = _DTYPE_NAMES.get(dtype, "float32")
+    return "tf32" if name == "float32" and allow_tf32 else name
+
+
+def dispatch_kind(op: CapturedOp, cost: OpCost) -> str:
+    """Which calibrated representative op stands for this op's host dispatch cost."""
+    packet = op.packet
+    if cost.category == "view":
+        return "view"
+    if cost.category in ("matmul", "conv", "attention"):
+        return "addmm"
+    if "softmax" in packet:
+        return "softmax"
+    if cost.category == "norm":
+        return "layer_norm"
+    if cost.category == "reduction":
+        return "sum"
+    if packet.endswith(("cat", "stack")):
+        return "cat"
+    return "add"
+
+
+def _bandwidth_kind(cost: OpCost) -> str:
+    if cost.bytes_read == 0:
+        return "write"
+    if cost.bytes_written * 8 < cost.bytes_read:
+        return "read"
+    return "copy"
+
+
+def kernel_terms(op: CapturedOp, cost: OpCost, dev: DeviceModel, allow_tf32: bool = False) -> tuple[float, float, float]:
+    """(compute_s, memory_s, floor_s) of one op on one device; zeros for ops that launch no kernel."""
+    if cost.kernels == 0:
+        return 0.0, 0.0, 0.0
+    if cost.gemm is not None and cost.category in ("matmul", "conv", "attention"):
+        batch, m, n, k = cost.gemm
+        # cuDNN runs float32 convolutions on TF32 tensor cores by default (torch.backends.cudnn.allow_tf32).
+        tf32 = allow_tf32 or (cost.category == "conv" and dev.kind == "cuda" and torch.backends.cudnn.allow_tf32)
+        curve = dev.matmul_model(matmul_dtype_name(cost.compute_dtype, tf32))
+        compute = curve.time_s(max(batch, 1) * m, n, k) if m and n and k else 0.0
+        # FLOPs beyond the GEMM's own (bias, scaling) at the vector rate.
+        extra = max(cost.flops - 2 * max(batch, 1) * m * n * k, 0)
+        compute += extra / dev.vector_flop_per_s
+    else:
+        compute = cost.flops / dev.vector_flop_per_s
+        if cost.category == "transcendental":
+            elements = max((t.numel for t in op.outputs), default=0)
+            rate = dev.transcendental.elements_per_s(elements)
+            if rate and elements:
+                compute = max(compute, elements / rate)
+    nbytes = cost.bytes_read + cost.bytes_written
+    memory = nbytes / dev.bandwidth.bytes_per_s(max(nbytes, 1), _bandwidth_kind(cost)) if nbytes else 0.0
+    floor = dev.kernel_floor_s * cost.kernels
+    return compute, memory, floor
+
+
+def modules_entered(prev: str, cur: str) -> int:
+    """nn.Module calls begun between two consecutive ops: path components of ``cur`` not shared with ``prev``."""
+    if cur == prev:
+        return 0
+    a, b = prev.split(".") if prev else [], cur.split(".") if cur else []
+    common = 0
+    for x, y in zip(a, b):
+        if x != y:
+            break
+        common += 1
+    return len(b) - common
+
+
+def predict_timeline(graph: CapturedGraph, costs: list[OpCost], dev: DeviceModel, *, allow_tf32: bool = False, is_module: bool = True) -> Timeline:
+    """Run the model of time over the captured ops, on ``dev`` (a GPU or the CPU)."""
+    ov = dev.overheads
+    module_s = ov.module_call_s.median_s
+    gpu = dev.kind == "cuda"
+    # The root module's call is billed to the first op; after that, each op pays for the modules it enters.
+    entered = [
+        modules_entered(graph.ops[i - 1].module, op.module) if i else int(is_module) + modules_entered("", op.module)
+        for i, op in enumerate(graph.ops)
+    ]
+    # Module calls that launched no op of their own (Dropout in eval, Identity) still cost host time.
+    unattributed = max(graph.module_calls - sum(entered), 0)
+
+    h = e = 0.0
+    if graph.ops:
+        h = unattributed * module_s
+    out: list[OpTiming] = []
+    busy = 0.0
+    for op, cost, n_mod in zip(graph.ops, costs, entered):
+        compute, memory, floor = kernel_terms(op, cost, dev, allow_tf32)
+        kernel = max(compute, memory, floor) if cost.kernels else 0.0
+        host = dev.dispatch_s(dispatch_kind(op, cost)) + n_mod * module_s
+        if kernel == 0.0:
+            term = "none"
+        elif floor >= max(compute, memory):
+            term = "floor"
+        else:
+            term = "compute" if compute >= memory else "memory"
+        if gpu:
+            issue = h + host
+            start = max(issue, e)
+            end = start + kernel
+            gap = start - e  # device idle, waiting for the host to issue this op
+            predicted = end - e if end > e else 0.0
+            h, e = issue, max(end, e)
+            if kernel == 0.0:
+                regime, bound = ("overhead", "host") if gap > 0 else ("none", "none")
+            elif gap > kernel:
+                # More of what this op adds to the run is waiting for the host than device work.
+                regime, bound = "overhead", "host"
+            else:
+                regime, bound = ({"floor": "overhead"}.get(term, term)), term
+        else:
+            issue = h + host
+            start = issue
+            end = start + kernel
+            predicted = host + kernel
+            h = e = end
+            if kernel == 0.0:
+                regime, bound = ("overhead", "host") if host > 0 else ("none", "none")
+            elif host >= kernel:
+                regime, bound = "overhead", "host"
+            else:
+                regime, bound = term, term
+        busy += kernel
+        out.append(OpTiming(kernel, host, compute, memory, issue, start, end, predicted, regime, bound))
+    sync = ov.synchronize_s.median_s if (gpu and ov.synchronize_s) else 0.0
+    end_of_run = max(h, e) + sync
+    # The tail where the host is still issuing after the device finished is overhead of the last op.
+    if gpu and out and h > e:
+        out[-1].predicted_s += h - e
+    return Timeline(ops=out, total_s=end_of_run, host_s=h, device_busy_s=busy, sync_s=sync, device=dev.kind)

@@ -1,0 +1,112 @@
+"""Terminal output of a ``Report``: the ops that take the most time, a roll-up by module, the
+share of each regime, totals, advice and unsupported ops."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+
+from roofline.report import Report
+
+REGIME_STYLE = {"compute": "green", "memory": "cyan", "overhead": "magenta", "none": "dim"}
+
+
+def make_console() -> Console:
+    """A console as wide as the terminal; 160 columns when writing to a pipe or file."""
+    import sys
+
+    return Console() if sys.stdout.isatty() else Console(width=160)
+
+
+def fmt_s(x: float | None) -> str:
+    if x is None:
+        return "-"
+    if x >= 1:
+        return f"{x:.3g} s"
+    if x >= 1e-3:
+        return f"{x * 1e3:.3g} ms"
+    return f"{x * 1e6:.3g} us"
+
+
+def fmt_n(x: float, unit: str = "") -> str:
+    for scale, prefix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(x) >= scale:
+            return f"{x / scale:.3g} {prefix}{unit}"
+    return f"{x:.3g} {unit}".strip()
+
+
+def _shapes(op) -> str:
+    dims = ["x".join(map(str, t.shape)) or "()" for t in op.inputs[:3]]
+    return ", ".join(dims) + (" ..." if len(op.inputs) > 3 else "")
+
+
+def _err(pred: float, meas: float | None) -> str:
+    if not meas:
+        return "-"
+    return f"{100 * (pred - meas) / meas:+.0f}%"
+
+
+def render(report: Report, console: Console | None = None, top: int = 15) -> None:
+    console = console or make_console()
+    t = report.total
+    measured = t.measured_s is not None
+    console.print(
+        f"[bold]{report.model}[/bold] on [bold]{report.profile.device}[/bold] "
+        f"(profile '{report.profile.name}', {report.profile.kind}; capture: {report.capture_mode}"
+        f"{'; float32 matmuls as TF32' if report.allow_tf32 else ''})"
+    )
+    line = f"predicted {fmt_s(t.predicted_s)}"
+    if measured:
+        line += f", measured {fmt_s(t.measured_s)} ({_err(t.predicted_s, t.measured_s)})"
+    console.print(
+        f"{line} | {fmt_n(t.flops, 'FLOP')}, {fmt_n(t.bytes, 'B')}, {t.kernels} kernels, {t.ops} ops | "
+        f"achieved {fmt_n(t.achieved_flop_per_s, 'FLOP/s')}, {fmt_n(t.achieved_bytes_per_s, 'B/s')} | "
+        f"host {fmt_s(t.host_s)}, device busy {fmt_s(t.device_busy_s)}"
+    )
+    shares = " | ".join(
+        f"[{REGIME_STYLE[r]}]{r} {100 * s / t.predicted_s:.0f}%[/]" for r, s in t.regime_s.items() if t.predicted_s and s > 0
+    )
+    console.print(f"time by regime: {shares}")
+
+    table = Table(title=f"top {min(top, len(report.ops))} ops by predicted time", title_justify="left")
+    cols = ["#", "op", "module", "inputs", "FLOP", "bytes", "kernel", "host", "predicted", "regime"]
+    if measured:
+        cols += ["measured", "error", "of roof"]
+    for c in cols:
+        table.add_column(c, justify="right" if c in ("#", "FLOP", "bytes", "kernel", "host", "predicted", "measured", "error", "of roof") else "left", overflow="fold")
+    for op in sorted(report.ops, key=lambda o: -(o.measured_s or o.predicted_s) if measured else -o.predicted_s)[:top]:
+        row = [
+            str(op.index), op.target.replace("aten.", "").replace(".default", "") + ("" if op.supported else " (no formula)"),
+            op.module or "-", _shapes(op), fmt_n(op.flops), fmt_n(op.bytes_read + op.bytes_written, "B"),
+            fmt_s(op.kernel_s), fmt_s(op.host_s), fmt_s(op.predicted_s), f"[{REGIME_STYLE[op.regime]}]{op.regime}[/]",
+        ]
+        if measured:
+            frac = f"{100 * op.roofline_fraction:.0f}%" if op.roofline_fraction is not None else "-"
+            row += [fmt_s(op.measured_s), _err(op.predicted_s, op.measured_s), frac]
+        table.add_row(*row)
+    console.print(table)
+
+    mods = Table(title="by module", title_justify="left")
+    for c in ("module", "type", "ops", "predicted", "share", "compute", "memory", "overhead") + (("measured",) if measured else ()):
+        mods.add_column(c, justify="left" if c in ("module", "type") else "right")
+    for m in report.modules[:10]:
+        share = 100 * m.predicted_s / t.predicted_s if t.predicted_s else 0
+        row = [m.module, m.module_type, str(m.ops), fmt_s(m.predicted_s), f"{share:.0f}%"] + [fmt_s(m.regime_s.get(r, 0.0)) for r in ("compute", "memory", "overhead")]
+        if measured:
+            row.append(fmt_s(m.measured_s))
+        mods.add_row(*row)
+    if len(report.modules) > 10:
+        mods.caption = f"... {len(report.modules) - 10} more modules in the JSON report"
+    console.print(mods)
+
+    if report.fusion:
+        console.print("[bold]fusion groups[/bold] (largest predicted gain first):")
+        for f in report.fusion[:5]:
+            console.print(f"  ops {f.ops[0]}..{f.ops[-1]} ({len(f.ops)} ops, {f.kind}, {f.module or 'top level'}): saves {fmt_s(f.predicted_gain_s)}, {fmt_n(f.bytes_saved, 'B')}, {f.kernels_saved} kernels")
+    console.print("[bold]advice[/bold]:")
+    for a in report.advice:
+        console.print(f"  - {a}")
+    if report.unsupported_ops:
+        console.print("[yellow]unsupported ops (priced by bytes only): " + ", ".join(f"{k} x{v}" for k, v in sorted(report.unsupported_ops.items())) + "[/]")
+    for w in report.warnings:
+        console.print(f"[yellow]warning: {w}[/]")

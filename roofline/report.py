@@ -1,0 +1,130 @@
+"""The report: what ``roofline advise`` prints, writes with ``--json``, and ``roofline.analyze`` returns.
+
+One pydantic schema with a ``schema_version``; other tools read the JSON (DESIGN.md "JSON report").
+Times are seconds, sizes bytes, rates per second; ``measured_s`` fields stay null unless measured.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+REPORT_SCHEMA_VERSION = 1
+
+Regime = Literal["compute", "memory", "overhead", "none"]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ProfileRef(_Model):
+    name: str = Field(description="Profile name.")
+    device: str = Field(description="The device predicted for (GPU name, or CPU model).")
+    kind: Literal["cuda", "cpu"] = Field(description="Which part of the profile the prediction used.")
+    source: str | None = Field(default=None, description="File the profile was read from.")
+
+
+class TensorInfo(_Model):
+    shape: list[int]
+    dtype: str
+
+
+class OpReport(_Model):
+    index: int = Field(description="Position in execution order.")
+    target: str = Field(description="The aten op, e.g. aten.mm.default.")
+    module: str = Field(description="Dotted path of the nn.Module that issued it; '' at top level.")
+    module_type: str = Field(default="", description="Class name of that module.")
+    source: str | None = Field(default=None, description="file:line of the user's code, when known.")
+    category: str = Field(description="Cost family: matmul, conv, attention, pointwise, transcendental, reduction, norm, data_movement, creation, view, other.")
+    inputs: list[TensorInfo] = Field(default_factory=list, description="Tensor inputs (shape, dtype).")
+    outputs: list[TensorInfo] = Field(default_factory=list, description="Tensor outputs (shape, dtype).")
+    flops: int = Field(ge=0, description="Floating-point operations (a multiply-add is 2).")
+    bytes_read: int = Field(ge=0, description="Compulsory bytes read by the kernel.")
+    bytes_written: int = Field(ge=0, description="Compulsory bytes written by the kernel.")
+    kernels: int = Field(ge=0, description="Device kernels launched.")
+    kernel_s: float = Field(ge=0, description="Predicted device time of its kernels, seconds.")
+    host_s: float = Field(ge=0, description="Predicted host time to issue it (dispatch + module calls), seconds.")
+    compute_s: float = Field(ge=0, description="FLOPs over the calibrated compute rate at this size, seconds.")
+    memory_s: float = Field(ge=0, description="Bytes over the calibrated bandwidth at this size, seconds.")
+    predicted_s: float = Field(ge=0, description="What this op adds to the run's end on the timeline, seconds.")
+    start_s: float = Field(ge=0, description="Predicted start on the device timeline, seconds from the first issue.")
+    regime: Regime = Field(description="compute, memory or overhead bound; none for ops that take no time.")
+    bound_by: str = Field(description="The term that set the time: compute, memory, floor, host or none.")
+    supported: bool = Field(description="False when no formula prices this op (bytes only, FLOPs 0).")
+    measured_s: float | None = Field(default=None, description="Measured time with --measure, else null.")
+    roofline_fraction: float | None = Field(default=None, description="Measured: roofline-bound time over measured time (1 = at the roof).")
+
+
+class Totals(_Model):
+    predicted_s: float = Field(ge=0, description="Eager forward, inputs on the device, one synchronized call after warm-up, seconds.")
+    measured_s: float | None = Field(default=None, description="Measured with --measure, else null.")
+    flops: int = Field(ge=0)
+    bytes: int = Field(ge=0, description="bytes_read + bytes_written over all ops.")
+    kernels: int = Field(ge=0)
+    ops: int = Field(ge=0, description="aten ops captured.")
+    host_s: float = Field(ge=0, description="Total host issue time, seconds.")
+    device_busy_s: float = Field(ge=0, description="Sum of kernel times, seconds.")
+    achieved_flop_per_s: float = Field(ge=0, description="flops / predicted_s.")
+    achieved_bytes_per_s: float = Field(ge=0, description="bytes / predicted_s.")
+    regime_s: dict[str, float] = Field(description="Predicted time by regime, seconds.")
+    measured_spread_s: float | None = Field(default=None, description="IQR of the measured total, seconds.")
+
+
+class ModuleRollup(_Model):
+    module: str
+    module_type: str = ""
+    ops: int
+    predicted_s: float
+    flops: int
+    bytes: int
+    regime_s: dict[str, float]
+    measured_s: float | None = None
+
+
+class Placement(_Model):
+    recommended: Literal["cpu", "cuda"] = Field(description="Where this model runs faster, copies included.")
+    cpu_s: float = Field(ge=0, description="Predicted time of one call on the CPU alone, seconds.")
+    gpu_s: float = Field(ge=0, description="Predicted time of one call on the GPU, inputs already there, seconds.")
+    transfer_s: float = Field(ge=0, description="Copies one call implies: inputs in and outputs out (and weights if not resident), seconds.")
+    host_memory: Literal["pinned", "pageable"] = Field(default="pageable")
+    weights_resident: bool = Field(default=True, description="Whether weights are assumed already on the GPU.")
+    calls: int = Field(default=1, ge=1, description="Calls in the loop the comparison is for.")
+    reason: str = Field(description="One sentence: why.")
+
+
+class FusionGroup(_Model):
+    ops: list[int] = Field(description="Op indices fused into one kernel.")
+    kind: str = Field(description="pointwise chain, reduction epilogue, matmul epilogue, ...")
+    module: str = Field(default="")
+    predicted_gain_s: float = Field(ge=0, description="Predicted time saved per call, seconds.")
+    bytes_saved: int = Field(ge=0, default=0)
+    kernels_saved: int = Field(ge=0, default=0)
+
+
+class Report(_Model):
+    schema_version: Literal[1] = REPORT_SCHEMA_VERSION
+    model: str = Field(description="Model name (the model file's stem, or the callable's name).")
+    profile: ProfileRef
+    capture_mode: str = Field(description="fake (no memory allocated) or real (a fallback that ran the model on the CPU).")
+    allow_tf32: bool = Field(default=False, description="Whether float32 matmuls were priced on TF32 tensor cores.")
+    ops: list[OpReport]
+    total: Totals
+    modules: list[ModuleRollup] = Field(default_factory=list)
+    placement: Placement
+    fusion: list[FusionGroup] = Field(default_factory=list)
+    advice: list[str] = Field(default_factory=list, description="Recommendations in plain words.")
+    unsupported_ops: dict[str, int] = Field(default_factory=dict, description="aten ops without a formula: count. They still cost their bytes.")
+    warnings: list[str] = Field(default_factory=list)
+    extras: dict = Field(default_factory=dict, description="Further analyses (batch sweep, CUDA graphs, measured gains).")
+
+    def write_json(self, path) -> None:
+        from pathlib import Path
+
+        from roofline.errors import RooflineError
+
+        try:
+            Path(path).write_text(self.model_dump_json(indent=1) + "\n")
+        except OSError as e:
+            raise RooflineError(f"cannot write the JSON report to {path}: {e.strerror or e}; choose another --json path")

@@ -1,0 +1,114 @@
+"""Attention family: two-GEMM FLOPs (flop_counter's rule), GQA, causal, layouts, bytes."""
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from roofline.costs import cost_of
+from tests.opcapture import capture_ops, meta, op_of, priced
+
+aten = torch.ops.aten
+CPU_SDPA = "aten._scaled_dot_product_flash_attention_for_cpu"
+
+
+def test_sdpa_cpu():
+    # q = k = v (2, 4, 16, 8): 2*(B*H)*Sq*Sk*D twice = 4 * 8 * 16*16*8 = 65536
+    # read 3 * 1024*4 = 12288; write out 4096 + logsumexp 2*4*16*4 = 512 -> 4608
+    q = torch.randn(2, 4, 16, 8)
+    _, c = priced(CPU_SDPA, F.scaled_dot_product_attention, q, q, q)
+    assert (c.flops, c.bytes_read, c.bytes_written, c.kernels) == (65536, 12288, 4608, 1)
+    assert c.gemm == (8, 16, 16, 16) and c.category == "attention"
+
+
+def test_sdpa_causal_is_not_halved():
+    # flop_counter ignores causal masking; so do we (exact agreement): same 65536
+    q = torch.randn(2, 4, 16, 8)
+    _, c = priced(CPU_SDPA, lambda a: F.scaled_dot_product_attention(a, a, a, is_causal=True), q)
+    assert c.flops == 65536
+
+
+def test_sdpa_gqa_and_different_kv_length():
+    # q (2, 4, 16, 8), k/v (2, 2, 32, 8): per QUERY head: 4 * (2*4) * 16 * 32 * 8 = 131072
+    # K/V read at their own size: q 4096 + k 4096 + v 4096 bytes
+    q, k = torch.randn(2, 4, 16, 8), torch.randn(2, 2, 32, 8)
+    _, c = priced(CPU_SDPA, lambda a, b: F.scaled_dot_product_attention(a, b, b, enable_gqa=True), q, k)
+    assert c.flops == 131072 and c.bytes_read == 3 * 4096
+
+
+def test_sdpa_value_dim_differs():
+    # Dqk = 8, Dv = 4: 2*8*16*16*8 + 2*8*16*16*4 = 32768 + 16384 = 49152; gemm k = 8 + 4
+    q, v = meta(2, 4, 16, 8), meta(2, 4, 16, 4)
+    op = op_of(aten._scaled_dot_product_efficient_attention.default, q, q, v, None, False,
+               outputs=[meta(2, 4, 16, 4)])
+    c, _ = cost_of(op)
+    assert c.flops == 49152 and c.gemm == (8, 16, 16, 12)
+    # on CPU this shape takes the math path: its two bmm carry the same 49152 FLOPs
+    ops = capture_ops(F.scaled_dot_product_attention, torch.randn(2, 4, 16, 8), torch.randn(2, 4, 16, 8),
+                      torch.randn(2, 4, 16, 4))
+    assert sum(cost_of(o)[0].flops for o in ops if o.packet == "aten.bmm") == 49152
+
+
+def test_sdpa_mask_is_read():
+    # a float mask (16, 16) is read once: 12288 + 1024 bytes
+    q = torch.randn(2, 4, 16, 8)
+    mask = torch.randn(16, 16)
+    _, c = priced(CPU_SDPA, lambda a: F.scaled_dot_product_attention(a, a, a, attn_mask=mask), q)
+    assert c.bytes_read == 12288 + 1024 and c.flops == 65536
+
+
+def test_cuda_backends_by_hand():
+    # (B, H, S, D) = (2, 8, 128, 64) fp16: 4 * 16 * 128*128*64 = 67108864
+    q = meta(2, 8, 128, 64, dtype=torch.float16, device="cuda")
+    out = [meta(2, 8, 128, 64, dtype=torch.float16, device="cuda"), meta(2, 8, 128, device="cuda")]
+    for target, args in [
+        (aten._scaled_dot_product_flash_attention.default, (q, q, q)),
+        (aten._scaled_dot_product_efficient_attention.default, (q, q, q, None, True)),
+        (aten._scaled_dot_product_cudnn_attention.default, (q, q, q, None, True)),
+    ]:
+        c, ok = cost_of(op_of(target, *args, outputs=out))
+        assert ok and c.flops == 67108864 and c.kernels == 1 and c.compute_dtype == torch.float16
+
+
+def test_flash_attention_forward_bshd_layout():
+    # _flash_attention_forward takes (B, S, H, D) = (2, 128, 8, 64): same 67108864 as above
+    q = meta(2, 128, 8, 64, dtype=torch.float16)
+    op = op_of(aten._flash_attention_forward.default, q, q, q, None, None, 128, 128, 0.0, False, False,
+               outputs=[q])
+    assert cost_of(op)[0].flops == 67108864
+
+
+def test_efficient_attention_forward_packed_varlen():
+    # packed (1, total, H, D) with cu_seqlens of 3 sequences, max 50: counted as 3 x (50, 50)
+    # 4 * (3*4) * 50*50 * 16 = 1920000
+    q = meta(1, 120, 4, 16)
+    cu = meta(4, dtype=torch.int32)
+    op = op_of(aten._efficient_attention_forward.default, q, q, q, None, cu, cu, 50, 50, 0.0, 0,
+               outputs=[q])
+    assert cost_of(op)[0].flops == 1920000
+
+
+def test_native_multi_head_attention_fast_path():
+    # nn.MultiheadAttention(8, 2), eval + no_grad, B=2, L=S=5, E=8: one fused op
+    # projections q, k, v, out: 4 * 2*B*L*E*E = 4 * 1280 = 5120; attention 4*B*L*S*E = 1600
+    # softmax 5 * B*heads*L*S = 500 -> 7220
+    m = nn.MultiheadAttention(8, 2, batch_first=True).eval()
+    x = torch.randn(2, 5, 8)
+    _, c = priced("aten._native_multi_head_attention", lambda t: m(t, t, t), x)
+    assert c.flops == 7220 and c.category == "attention"
+
+
+def test_transformer_encoder_layer_fast_path():
+    # E=8, heads 2, F=16, B=2, L=5: attention 6720 GEMM + 500 softmax; FFN 2 * 2*10*8*16 = 5120
+    # relu 1 * 10*16 = 160; 2 layer norms 2*7*80 = 1120; residuals 2*80 = 160 -> 13780
+    layer = nn.TransformerEncoderLayer(8, 2, 16, batch_first=True).eval()
+    _, c = priced("aten._transformer_encoder_layer_fwd", layer, torch.randn(2, 5, 8))
+    assert c.flops == 6720 + 500 + 5120 + 160 + 1120 + 160
+
+
+def test_math_path_decomposes_into_priced_ops():
+    # with dropout in training, the CPU math path: bmm, _safe_softmax, dropout ops, bmm
+    q = torch.randn(2, 4, 16, 8)
+    ops = capture_ops(lambda a: F.scaled_dot_product_attention(a, a, a, dropout_p=0.5), q)
+    assert all(cost_of(o)[1] for o in ops)
+    bmm = sum(cost_of(o)[0].flops for o in ops if o.packet == "aten.bmm")
+    assert bmm == 65536  # the same two GEMMs

@@ -1,0 +1,125 @@
+"""Matmul family: FLOPs 2*b*m*n*k, bytes = operands + output, GEMM shape and dtype."""
+
+import torch
+import torch.nn.functional as F
+
+from roofline.costs import cost_of
+from tests.opcapture import capture_ops, meta, op_of, priced
+
+aten = torch.ops.aten
+
+
+def test_mm():
+    # mm 64x32 @ 32x16: 2*64*32*16 = 65536 FLOPs; read (64*32+32*16)*4 = 10240; write 64*16*4 = 4096
+    _, c = priced("aten.mm", torch.mm, torch.randn(64, 32), torch.randn(32, 16))
+    assert (c.flops, c.bytes_read, c.bytes_written, c.kernels) == (65536, 10240, 4096, 1)
+    assert c.category == "matmul" and c.gemm == (1, 64, 16, 32) and c.compute_dtype == torch.float32
+
+
+def test_linear_with_bias_is_addmm_bias_not_counted():
+    # linear 4x8 -> 5 with bias: addmm 2*4*5*8 = 320 FLOPs (bias add not counted, as flop_counter)
+    # read x 4*8*4=128 + W 5*8*4=160 + b 5*4=20 = 308; write 4*5*4 = 80; cuBLASLt bias epilogue: 1 kernel
+    _, c = priced("aten.addmm", F.linear, torch.randn(4, 8), torch.randn(5, 8), torch.randn(5))
+    assert (c.flops, c.bytes_read, c.bytes_written, c.kernels) == (320, 308, 80, 1)
+    assert c.gemm == (1, 4, 5, 8)
+
+
+def test_addmm_with_2d_self_copies_first():
+    # addmm(C 4x5, A 4x8, B 8x5): C is copied into the result, then the GEMM: 2 kernels
+    _, c = priced("aten.addmm", torch.addmm, torch.randn(4, 5), torch.randn(4, 8), torch.randn(8, 5))
+    assert c.kernels == 2 and c.flops == 2 * 4 * 5 * 8
+
+
+def test_addmm_beta_zero_does_not_read_self():
+    # beta=0: self ignored; read A 4*8*4=128 + B 8*5*4=160 = 288
+    _, c = priced("aten.addmm", lambda c_, a, b: torch.addmm(c_, a, b, beta=0),
+                  torch.randn(4, 5), torch.randn(4, 8), torch.randn(8, 5))
+    assert c.bytes_read == 288 and c.kernels == 1
+
+
+def test_bmm():
+    # bmm (3, 4, 8) @ (3, 8, 5): 2*3*4*5*8 = 960; read (96+120)*4 = 864; write 60*4 = 240
+    _, c = priced("aten.bmm", torch.bmm, torch.randn(3, 4, 8), torch.randn(3, 8, 5))
+    assert (c.flops, c.bytes_read, c.bytes_written) == (960, 864, 240)
+    assert c.gemm == (3, 4, 5, 8)
+
+
+def test_baddbmm():
+    # baddbmm: 2*3*4*5*8 = 960 FLOPs (the beta*self term is not counted); copy + GEMM = 2 kernels
+    _, c = priced("aten.baddbmm", torch.baddbmm, torch.randn(3, 4, 5), torch.randn(3, 4, 8),
+                  torch.randn(3, 8, 5))
+    assert c.flops == 960 and c.kernels == 2
+
+
+def test_batched_matmul_broadcast_decomposes_to_bmm():
+    # (2,1,4,8) @ (3,8,5) -> broadcast batch 2*3 = 6: expand + clone copies, then bmm 2*6*4*5*8 = 1920
+    ops = capture_ops(torch.matmul, torch.randn(2, 1, 4, 8), torch.randn(3, 8, 5))
+    bmm = [cost_of(o)[0] for o in ops if o.packet == "aten.bmm"]
+    assert [c.flops for c in bmm] == [1920]
+    # the clone of the expanded (2,1,4,8) input reads its own 2*4*8*4 = 256 bytes, writes 6*4*8*4 = 768
+    clones = [cost_of(o)[0] for o in ops if o.packet == "aten.clone"]
+    assert (clones[0].bytes_read, clones[0].bytes_written) == (256, 768)
+
+
+def test_matmul_whole_op_broadcast():
+    # aten.matmul kept whole: (2,1,4,8) @ (3,8,5): batch 6, 2*6*4*5*8 = 1920
+    op = op_of(aten.matmul.default, meta(2, 1, 4, 8), meta(3, 8, 5), outputs=[meta(2, 3, 4, 5)])
+    c, ok = cost_of(op)
+    assert ok and c.flops == 1920 and c.gemm == (6, 4, 5, 8)
+    # 1-D @ 2-D: (8,) @ (8, 5): 2*1*5*8 = 80
+    op = op_of(aten.matmul.default, meta(8), meta(8, 5), outputs=[meta(5)])
+    assert cost_of(op)[0].flops == 80
+
+
+def test_linear_whole_op():
+    # aten.linear kept whole: (2, 3, 8) x W(5, 8): rows 6, 2*6*5*8 = 480
+    op = op_of(aten.linear.default, meta(2, 3, 8), meta(5, 8), meta(5), outputs=[meta(2, 3, 5)])
+    c, _ = cost_of(op)
+    assert c.flops == 480 and c.gemm == (1, 6, 5, 8)
+    assert c.bytes_read == (48 + 40 + 5) * 4
+
+
+def test_mv_dot_addr():
+    # mv (6, 8) @ (8,): 2*6*8 = 96; dot 8 . 8: 16; addr outer 4x5: 2*4*5 = 40
+    assert priced("aten.mv", torch.mv, torch.randn(6, 8), torch.randn(8))[1].flops == 96
+    assert priced("aten.dot", torch.dot, torch.randn(8), torch.randn(8))[1].flops == 16
+    _, c = priced("aten.addr", torch.addr, torch.randn(4, 5), torch.randn(4), torch.randn(5))
+    assert c.flops == 40
+
+
+def test_half_precision_compute_dtype_and_bytes():
+    # bf16 mm 16x16 @ 16x16: 2*16^3 = 8192 FLOPs; read 2*256*2 = 1024 bytes
+    _, c = priced("aten.mm", torch.mm, torch.randn(16, 16, dtype=torch.bfloat16),
+                  torch.randn(16, 16, dtype=torch.bfloat16))
+    assert c.flops == 8192 and c.bytes_read == 1024 and c.compute_dtype == torch.bfloat16
+
+
+def test_scaled_mm_fp8():
+    # _scaled_mm fp8 (16, 32) @ (32, 16): 2*16*16*32 = 16384 FLOPs; reads 1-byte operands
+    a = meta(16, 32, dtype=torch.float8_e4m3fn)
+    b = meta(32, 16, dtype=torch.float8_e4m3fn)
+    op = op_of(aten._scaled_mm.default, a, b, meta(), meta(), out_dtype=torch.bfloat16,
+               outputs=[meta(16, 16, dtype=torch.bfloat16)])
+    c, _ = cost_of(op)
+    assert c.flops == 16384 and c.compute_dtype == torch.float8_e4m3fn
+    assert c.bytes_read == 16 * 32 + 32 * 16 + 4 + 4 and c.bytes_written == 16 * 16 * 2
+
+
+def test_bilinear_trilinear():
+    # nn.Bilinear(4, 5, 6) on B=3: _trilinear product space (3, 6, 4, 5) = 360, 2 FLOPs each = 720
+    import torch.nn as nn
+    _, c = priced("aten._trilinear", nn.Bilinear(4, 5, 6), torch.randn(3, 4), torch.randn(3, 5))
+    assert c.flops == 720 and c.gemm == (1, 3, 6, 20)
+
+
+def test_cdist():
+    # cdist p=2 between (1, 4, 3) and (1, 5, 3): 20 pairs * (3 * (2 + 1) + 1) = 200
+    _, c = priced("aten._cdist_forward", torch.cdist, torch.randn(1, 4, 3), torch.randn(1, 5, 3))
+    assert c.flops == 200 and c.gemm == (1, 4, 5, 3)
+
+
+def test_affine_grid():
+    # theta (2, 2, 3) -> grid (2, 8, 8, 2) = 256 values, 2*3 FLOPs each = 1536
+    _, c = priced("aten.affine_grid_generator",
+                  lambda t: F.affine_grid(t, (2, 3, 8, 8), align_corners=False), torch.randn(2, 2, 3))
+    assert c.flops == 1536

@@ -1,0 +1,69 @@
+"""RNN family: fused recurrent ops priced as projections + gate arithmetic."""
+
+import pytest
+import torch
+import torch.nn as nn
+
+from roofline.costs import cost_of
+from tests.opcapture import capture_ops, meta, op_of
+
+aten = torch.ops.aten
+
+
+def _lstm_layer_flops(rows, i, h, biases=True):
+    # 2*R*4H*I + 2*R*4H*H + R*H*(19 + 8 bias)
+    return 2 * rows * 4 * h * i + 2 * rows * 4 * h * h + rows * h * (19 + (8 if biases else 0))
+
+
+def test_cpu_lstm_is_mkldnn_rnn_layer_per_layer_and_direction():
+    # LSTM(8, 16, 2 layers, bidirectional), T=5, B=3: 4 mkldnn_rnn_layer ops
+    # layer 0: I = 8; layer 1: I = 2*16 = 32 (concatenated directions)
+    ops = capture_ops(nn.LSTM(8, 16, num_layers=2, bidirectional=True), torch.randn(5, 3, 8))
+    layers = [cost_of(o) for o in ops if o.packet == "aten.mkldnn_rnn_layer"]
+    assert len(layers) == 4 and all(ok for _, ok in layers)
+    total = sum(c.flops for c, _ in layers)
+    assert total == 2 * _lstm_layer_flops(15, 8, 16) + 2 * _lstm_layer_flops(15, 32, 16)
+    c = layers[0][0]
+    # equivalent GEMM: T steps of a B-row GEMM, N = 4H, K = I + H; kernels 1 + 2T = 11
+    assert c.gemm == (5, 3, 64, 24) and c.kernels == 11 and c.category == "matmul"
+
+
+@pytest.mark.filterwarnings("ignore:LSTM with projections")
+def test_every_op_of_gru_and_rnn_is_priced():
+    # GRU / RNN decompose on CPU into addmm, sigmoid_, tanh_, mul_, add_, unsafe_split, stack ...
+    for m in (nn.GRU(8, 16), nn.RNN(8, 16), nn.LSTMCell(8, 16), nn.GRUCell(8, 16), nn.LSTM(8, 16, proj_size=4)):
+        ops = capture_ops(m, torch.randn(5, 3, 8) if not isinstance(m, nn.RNNCellBase) else torch.randn(3, 8))
+        missing = [o.name for o in ops if not cost_of(o)[1]]
+        assert missing == [], (type(m).__name__, missing)
+
+
+def test_whole_lstm_op_by_hand():
+    # aten.lstm.input, 1 layer, unidirectional, T=5, B=3, I=8, H=16, with biases
+    x = meta(5, 3, 8)
+    params = [meta(64, 8), meta(64, 16), meta(64), meta(64)]
+    op = op_of(aten.lstm.input, x, [meta(1, 3, 16), meta(1, 3, 16)], params, True, 1, 0.0, False, False, False,
+               outputs=[meta(5, 3, 16), meta(1, 3, 16), meta(1, 3, 16)])
+    c, ok = cost_of(op)
+    assert ok and c.flops == _lstm_layer_flops(15, 8, 16) and c.kernels == 11
+
+
+def test_cudnn_rnn_gru_by_hand():
+    # _cudnn_rnn mode 3 (GRU), 1 layer, weight_stride0 4: 2*R*3H*I + 2*R*3H*H + R*H*(14 + 6)
+    x = meta(5, 3, 8)
+    w = [meta(48, 8), meta(48, 16), meta(48), meta(48)]
+    op = op_of(aten._cudnn_rnn.default, x, w, 4, None, meta(1, 3, 16), None, 3, 16, 0, 1, False, 0.0,
+               False, False, [], None, outputs=[meta(5, 3, 16), meta(1, 3, 16)])
+    rows = 15
+    assert cost_of(op)[0].flops == 2 * rows * 48 * 8 + 2 * rows * 48 * 16 + rows * 16 * 20
+
+
+def test_cells_by_hand():
+    # lstm_cell B=3, I=8, H=16 with biases: 2*3*64*8 + 2*3*64*16 + 3*16*27 = 3072 + 6144 + 1296
+    op = op_of(aten.lstm_cell.default, meta(3, 8), [meta(3, 16), meta(3, 16)], meta(64, 8), meta(64, 16),
+               meta(64), meta(64), outputs=[meta(3, 16), meta(3, 16)])
+    assert cost_of(op)[0].flops == 3072 + 6144 + 1296
+    # _thnn_fused_lstm_cell: gates (3, 64) -> 3*16 units * (19 + 8)
+    op = op_of(aten._thnn_fused_lstm_cell.default, meta(3, 64), meta(3, 64), meta(3, 16), meta(64), meta(64),
+               outputs=[meta(3, 16), meta(3, 16), meta(3, 64)])
+    c, _ = cost_of(op)
+    assert c.flops == 48 * 27 and c.kernels == 1 and c.category == "transcendental"

@@ -1,0 +1,150 @@
+"""The model of time: the two-queue eager timeline, the CPU queue, regimes, curve interpolation."""
+
+import math
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+from roofline.costs import OpCost
+from roofline.curves import BandwidthModel, MatmulModel
+from roofline.ops import CapturedGraph, CapturedOp, TensorMeta
+from roofline.predict import modules_entered, predict_timeline
+from roofline.profile import BandwidthCurve, BandwidthPoint, MatmulCurve, MatmulPoint, Stat
+
+US = 1e-6
+
+
+def _stat(s):
+    return Stat(median_s=s, iqr_s=0.0, samples=5)
+
+
+class StubDevice:
+    """A device with round numbers: dispatch 10 us, module call 2 us, sync 5 us, 1 TB/s, 100 TFLOP/s."""
+
+    def __init__(self, kind="cuda", dispatch_us=10.0, floor_us=1.0):
+        self.kind = kind
+        self.overheads = SimpleNamespace(
+            module_call_s=_stat(2 * US), synchronize_s=_stat(5 * US) if kind == "cuda" else None, dispatch_s=_stat(dispatch_us * US)
+        )
+        self._dispatch = dispatch_us * US
+        self.kernel_floor_s = floor_us * US if kind == "cuda" else 0.0
+        self.vector_flop_per_s = 100e12
+        self.bandwidth = SimpleNamespace(bytes_per_s=lambda ws, kind="copy": 1e12)
+        self.transcendental = SimpleNamespace(elements_per_s=lambda n: None)
+
+    def dispatch_s(self, kind):
+        return self._dispatch
+
+    def matmul_model(self, dtype):
+        return SimpleNamespace(time_s=lambda m, n, k: 2 * m * n * k / 100e12)
+
+
+def _op(i, module="", category="pointwise"):
+    x = TensorMeta.contiguous((4,))
+    return CapturedOp(index=i, target=torch.ops.aten.relu.default, args=(x,), kwargs={}, outputs=(x,), module=module)
+
+
+def _graph(n, modules=None):
+    modules = modules or [""] * n
+    return CapturedGraph(ops=[_op(i, modules[i]) for i in range(n)], module_calls=0)
+
+
+def _cost(nbytes=0, flops=0, kernels=1, category="pointwise"):
+    return OpCost(flops=flops, bytes_read=nbytes, bytes_written=0, kernels=kernels, category=category)
+
+
+def test_host_bound_chain_is_overhead():
+    # 3 ops, host 10 us each, kernels 1 MB / 1 TB/s = 1 us: device idles between ops.
+    # h = 10, 20, 30; e = 11, 21, 31; end = max(30, 31) + 5 us sync = 36 us
+    tl = predict_timeline(_graph(3), [_cost(nbytes=1_000_000)] * 3, StubDevice(), is_module=False)
+    assert tl.total_s == pytest.approx(36 * US)
+    assert [o.regime for o in tl.ops] == ["overhead"] * 3
+    # each op adds 10 us except the first, which adds 11 (its issue + its kernel)
+    assert [round(o.predicted_s / US, 6) for o in tl.ops] == [11, 10, 10]
+
+
+def test_device_bound_chain_is_memory():
+    # kernels 100 MB / 1 TB/s = 100 us each, host 10 us: the host runs ahead after the first issue.
+    # e = 10+100, 210, 310; end = 310 + 5 = 315 us
+    tl = predict_timeline(_graph(3), [_cost(nbytes=100_000_000)] * 3, StubDevice(), is_module=False)
+    assert tl.total_s == pytest.approx(315 * US)
+    assert [o.regime for o in tl.ops] == ["memory"] * 3
+    assert tl.ops[1].start_s == pytest.approx(110 * US)  # waits for the device, not the host
+
+
+def test_lone_big_kernel_is_compute_not_overhead():
+    # one matmul of 2e12 FLOP at 100 TFLOP/s = 20 ms; the 10 us issue does not make it overhead-bound
+    cost = OpCost(flops=2 * 10_000**3, bytes_read=0, bytes_written=0, kernels=1, category="matmul", gemm=(1, 10_000, 10_000, 10_000))
+    tl = predict_timeline(_graph(1), [cost], StubDevice(), is_module=False)
+    assert tl.ops[0].regime == "compute"
+    assert tl.total_s == pytest.approx(10 * US + 20e-3 + 5 * US)
+
+
+def test_floor_makes_tiny_kernels_overhead():
+    # 1 kB at 1 TB/s = 1 ns, below the 1 us floor: kernel time is the floor
+    dev = StubDevice(dispatch_us=0.1)
+    tl = predict_timeline(_graph(2), [_cost(nbytes=1000)] * 2, dev, is_module=False)
+    assert tl.ops[1].kernel_s == pytest.approx(1 * US)
+    assert tl.ops[1].bound_by == "floor" and tl.ops[1].regime == "overhead"
+
+
+def test_views_take_no_device_time():
+    costs = [_cost(nbytes=100_000_000), _cost(kernels=0, category="view")]
+    tl = predict_timeline(_graph(2), costs, StubDevice(), is_module=False)
+    assert tl.ops[1].kernel_s == 0 and tl.ops[1].regime == "none" and tl.ops[1].predicted_s == 0
+
+
+def test_cpu_is_one_queue():
+    # CPU: each op = dispatch 10 us + 100 MB at 1 TB/s = 100 us -> 110 us each, no sync
+    tl = predict_timeline(_graph(2), [_cost(nbytes=100_000_000)] * 2, StubDevice("cpu"), is_module=False)
+    assert tl.total_s == pytest.approx(220 * US)
+    assert [o.regime for o in tl.ops] == ["memory", "memory"]
+    tl = predict_timeline(_graph(2), [_cost(nbytes=1000)] * 2, StubDevice("cpu"), is_module=False)
+    assert [o.regime for o in tl.ops] == ["overhead", "overhead"]
+
+
+def test_module_calls_cost_host_time():
+    # Sequential(Linear, ReLU): root + "0" before op 0, "1" before op 1 -> host 10+2+2, 10+2
+    assert modules_entered("", "0") == 1
+    assert modules_entered("0", "1") == 1
+    assert modules_entered("layers.0.fc", "layers.0.act") == 1
+    assert modules_entered("layers.0.fc", "layers.1.fc") == 2
+    assert modules_entered("a.b", "a.b") == 0
+    tl = predict_timeline(_graph(2, ["0", "1"]), [_cost(nbytes=1000)] * 2, StubDevice(), is_module=True)
+    assert tl.ops[0].host_s == pytest.approx(14 * US)
+    assert tl.ops[1].host_s == pytest.approx(12 * US)
+
+
+def _matmul_curve():
+    # times: 1 us at 1x1x1 ... grid [1, 1024]; 2*1024^3 FLOP in 10 us = 214.7 TFLOP/s at the top corner
+    pts = []
+    for m in (1, 1024):
+        for n in (1, 1024):
+            for k in (1, 1024):
+                t = 1e-6 * (10 if (m, n, k) == (1024, 1024, 1024) else 1 + (m * n * k) / 1024**3)
+                pts.append(MatmulPoint(m=m, n=n, k=k, time=_stat(t), flop_per_s=2 * m * n * k / t))
+    return MatmulCurve(dtype="bfloat16", grid=[1, 1024], points=pts)
+
+
+def test_matmul_interpolation_hits_grid_points_and_scales_beyond():
+    mm = MatmulModel(_matmul_curve())
+    assert mm.time_s(1024, 1024, 1024) == pytest.approx(10e-6)
+    assert mm.time_s(1, 1, 1) == pytest.approx(1e-6)
+    # beyond the grid the edge's rate holds: twice the m, twice the time
+    assert mm.time_s(2048, 1024, 1024) == pytest.approx(20e-6)
+    # inside: log-linear between 1 and 10 us along a line where the other corners are ~1-2 us
+    t = mm.time_s(32, 1024, 1024)
+    assert 1e-6 < t < 10e-6
+
+
+def test_bandwidth_loglog_interpolation_and_flat_ends():
+    pts = [
+        BandwidthPoint(bytes=b, working_set_bytes=b, time=_stat(b / r), bytes_per_s=r)
+        for b, r in ((1_000, 1e9), (1_000_000, 1e12))
+    ]
+    bw = BandwidthModel([BandwidthCurve(kind="copy", points=pts)])
+    # geometric midpoint of size -> geometric midpoint of rate (log-log line)
+    assert bw.bytes_per_s(math.sqrt(1e3 * 1e6)) == pytest.approx(math.sqrt(1e9 * 1e12), rel=1e-6)
+    assert bw.bytes_per_s(10) == pytest.approx(1e9)
+    assert bw.bytes_per_s(1e12) == pytest.approx(1e12)
