@@ -34,9 +34,13 @@ class Plan:
     transfer_sizes: list[int] = field(default_factory=list)
     point_budget_s: float = 0.02
     overhead_budget_s: float = 0.05
+    probe_dtypes: list[str] | None = None  # dtypes that get the peak probes (None: all)
+
+    def probes_for(self, dtype: str) -> list[tuple[int, int, int]]:
+        return self.matmul_probes if self.probe_dtypes is None or dtype in self.probe_dtypes else []
 
     def steps(self, gpu: bool) -> int:
-        n = len(self.matmul_dtypes) * (len(self.matmul_grid) ** 3 + len(self.matmul_probes))
+        n = sum(len(self.matmul_grid) ** 3 + len(self.probes_for(d)) for d in self.matmul_dtypes)
         n += 3 * len(self.bandwidth_sizes) + len(self.sin_sizes) + len(overhead.representative_ops("cpu")) + 2
         if gpu:
             n += 4 * len(self.transfer_sizes)
@@ -65,12 +69,15 @@ def cpu_plan(ident, quick: bool) -> Plan:
             point_budget_s=0.01,
             overhead_budget_s=0.02,
         )
-    top = min(max(4 * llc, 256 << 20), ram // 8, 2 << 30)
+    # x4 steps up to the last-level cache, then x2 steps to 8x beyond it: several DRAM-sized points.
+    top = min(max(8 * llc, 256 << 20), ram // 8, 4 << 30)
+    sizes = _geometric(1 << 12, llc, 4)
+    sizes += [s for s in _geometric(sizes[-1] * 2, top, 2)]
     return Plan(
         matmul_dtypes=dtypes,
         matmul_grid=[1, 16, 128, 512, 1024],
         matmul_probes=[(2048, 2048, 2048)],
-        bandwidth_sizes=_geometric(1 << 12, top, 4),
+        bandwidth_sizes=sizes,
         sin_sizes=_geometric(1 << 10, 1 << 26, 4),
         point_budget_s=0.02,
         overhead_budget_s=0.05,
@@ -93,12 +100,14 @@ def gpu_plan(quick: bool, memory_bytes: int) -> Plan:
         )
     return Plan(
         matmul_dtypes=dtypes,
-        matmul_grid=[1, 16, 128, 1024, 4096, 8192],
-        matmul_probes=[(16384, 16384, 16384)],
+        matmul_grid=[1, 32, 256, 2048, 8192],
+        # Tensor-core dtypes peak at larger shapes than the grid's top corner; float32 peaks inside it.
+        matmul_probes=[(16384, 16384, 16384), (4096, 4096, 16384), (8192, 8192, 16384)],
+        probe_dtypes=["tf32", "bfloat16", "float16"],
         bandwidth_sizes=_geometric(1 << 12, top, 2),
         sin_sizes=_geometric(1 << 10, 1 << 28, 4),
         transfer_sizes=_geometric(1 << 10, 1 << 30, 4),
-        point_budget_s=0.02,
+        point_budget_s=0.01,
         overhead_budget_s=0.05,
     )
 
@@ -163,28 +172,41 @@ class _Progress:
             self.bar.advance(self.task)
 
 
-def _measure_part(device: str, plan: Plan, progress: _Progress, warnings: list, l2_bytes: int = 0) -> Measurements:
+def _measure_part(device: str, plan: Plan, progress: _Progress, warnings: list, l2_bytes: int = 0, stages: dict | None = None) -> Measurements:
     gpu = device.startswith("cuda")
+    stages = stages if stages is not None else {}
+    clock = [time.perf_counter()]
+    part = "gpu" if gpu else "cpu"
+
+    def lap(name: str):
+        now = time.perf_counter()
+        stages[f"{part} {name}"] = round(now - clock[0], 3)
+        clock[0] = now
+
     flush = 2 * l2_bytes if gpu else 0
     curves = []
     for dtype in plan.matmul_dtypes:
         progress.stage(f"{device} matmul {dtype}")
         curves.append(
             matmul.measure_curve(
-                dtype, plan.matmul_grid, device, peak_probes=plan.matmul_probes, flush_bytes=flush,
+                dtype, plan.matmul_grid, device, peak_probes=plan.probes_for(dtype), flush_bytes=flush,
                 budget_s=plan.point_budget_s, warnings=warnings, progress=progress.step,
             )
         )
+        lap(f"matmul {dtype}")
     bandwidth = []
     for kind in ("copy", "read", "write"):
         progress.stage(f"{device} bandwidth {kind}")
         bandwidth.append(
             memory.measure_bandwidth(kind, plan.bandwidth_sizes, device, budget_s=plan.point_budget_s, warnings=warnings, progress=progress.step)
         )
+        lap(f"bandwidth {kind}")
     progress.stage(f"{device} pointwise sin")
     pointwise = [memory.measure_pointwise(plan.sin_sizes, device, budget_s=plan.point_budget_s, warnings=warnings, progress=progress.step)]
+    lap("pointwise sin")
     progress.stage(f"{device} overheads")
     overheads = overhead.measure_overheads(device, budget_s=plan.overhead_budget_s, warnings=warnings, progress=progress.step)
+    lap("overheads")
     transfers = []
     if gpu:
         for direction in ("h2d", "d2h"):
@@ -192,9 +214,10 @@ def _measure_part(device: str, plan: Plan, progress: _Progress, warnings: list, 
                 progress.stage(f"copy {direction} {host_memory}")
                 transfers.append(
                     transfer.measure_transfer(
-                        direction, host_memory, plan.transfer_sizes, device, budget_s=plan.point_budget_s, warnings=warnings, progress=progress.step
+                        direction, host_memory, plan.transfer_sizes, device, budget_s=4 * plan.point_budget_s, warnings=warnings, progress=progress.step
                     )
                 )
+                lap(f"copy {direction} {host_memory}")
     return Measurements(matmul=curves, bandwidth=bandwidth, pointwise=pointwise, overheads=overheads, transfers=transfers)
 
 
@@ -215,11 +238,12 @@ def run_calibration(device: str = "cuda", *, quick: bool = False, name: str | No
         gpu_ident = identity.gpu_identity(index)
         gplan = gpu_plan(quick, gpu_ident.memory_bytes)
     total = cplan.steps(False) + (gplan.steps(True) if gplan else 0)
+    stages: dict[str, float] = {}
     with torch.inference_mode(), _Progress(total, show_progress) as progress:
         if gplan is not None:
-            gpu_meas = _measure_part(device, gplan, progress, warnings, l2_bytes=gpu_ident.l2_cache_bytes or (50 << 20))
+            gpu_meas = _measure_part(device, gplan, progress, warnings, l2_bytes=gpu_ident.l2_cache_bytes or (50 << 20), stages=stages)
             gpu_part = GpuPart(identity=gpu_ident, peaks=identity.gpu_peaks(gpu_ident), measurements=gpu_meas)
-        cpu_meas = _measure_part("cpu", cplan, progress, warnings)
+        cpu_meas = _measure_part("cpu", cplan, progress, warnings, stages=stages)
     host = CpuPart(identity=cpu_ident, peaks=identity.cpu_peaks(cpu_ident), measurements=cpu_meas)
     info = CalibrationInfo(
         created_at=datetime.now(timezone.utc),
@@ -231,6 +255,7 @@ def run_calibration(device: str = "cuda", *, quick: bool = False, name: str | No
         python_version=platform.python_version(),
         hostname=socket.gethostname(),
         warnings=warnings,
+        stage_seconds=stages,
     )
     return DeviceProfile(name=name or default_name(device), calibration=info, host=host, gpu=gpu_part)
 

@@ -122,10 +122,16 @@ class BandwidthCurve(_Strict):
         return max(p.bytes_per_s for p in self.points)
 
     def dram_bytes_per_s(self, cache_bytes: int | None) -> float:
-        """Best rate among working sets at least twice the last-level cache: the DRAM ceiling."""
+        """Median rate over working sets at least twice the last-level cache: the DRAM ceiling.
+
+        The median of several large sizes, not the best one, so that one lucky or unlucky point on a
+        shared host does not move the figure between calibrations."""
         limit = 2 * cache_bytes if cache_bytes else 0
-        big = [p.bytes_per_s for p in self.points if p.working_set_bytes >= limit]
-        return max(big) if big else self.points[-1].bytes_per_s
+        big = sorted(p.bytes_per_s for p in self.points if p.working_set_bytes >= limit)
+        if not big:
+            return self.points[-1].bytes_per_s
+        mid = len(big) // 2
+        return big[mid] if len(big) % 2 else 0.5 * (big[mid - 1] + big[mid])
 
 
 class PointwisePoint(_Strict):
@@ -310,6 +316,7 @@ class CalibrationInfo(_Strict):
     python_version: str = Field(description="Python version during calibration.")
     hostname: str | None = Field(default=None, description="Host name of the calibrated machine.")
     warnings: list[str] = Field(default_factory=list, description="Measurements whose spread was large, and similar notes.")
+    stage_seconds: dict[str, float] = Field(default_factory=dict, description="Wall time of each calibration stage, seconds.")
 
 
 class DeviceProfile(_Strict):
