@@ -166,6 +166,7 @@ def analyze(
     host_memory: str = "pageable",
     graph: CapturedGraph | None = None,
     user_files: list | None = None,
+    capture_device: str = "cpu",
 ) -> Report:
     """Capture, price and predict ``model(*example_inputs)`` on a profile's GPU or CPU.
 
@@ -173,18 +174,62 @@ def analyze(
     ``allow_tf32`` prices float32 matmuls on TF32 tensor cores; by default it follows
     ``torch.backends.cuda.matmul.allow_tf32`` (False unless the user turned it on).
     """
+    return run_analysis(
+        model, example_inputs, profile, device=device, name=name, allow_tf32=allow_tf32, materialize=materialize,
+        calls=calls, host_memory=host_memory, graph=graph, user_files=user_files, capture_device=capture_device,
+    )[0]
+
+
+def run_analysis(
+    model, example_inputs, profile, *, device=None, name=None, allow_tf32=None, materialize=None, calls=1,
+    host_memory="pageable", graph=None, user_files=None, capture_device="cpu",
+) -> tuple[Report, CapturedGraph, DeviceModel]:
+    """``analyze``, also returning the captured graph and the device model (``--measure`` needs both)."""
     prof, kind = resolve_profile(profile, device)
     if allow_tf32 is None:
         allow_tf32 = bool(torch.backends.cuda.matmul.allow_tf32)
     if graph is None:
-        graph = capture(model, example_inputs, materialize=materialize, user_files=user_files)
+        graph = capture(model, example_inputs, materialize=materialize, user_files=user_files, device=capture_device)
     priced = [cost_of(op) for op in graph.ops]
     costs = [c for c, _ in priced]
     supported = [ok for _, ok in priced]
     dev = DeviceModel(prof.gpu if kind == "cuda" else prof.host, kind)
     is_module = isinstance(model, torch.nn.Module)
     timeline = predict_timeline(graph, costs, dev, allow_tf32=allow_tf32, is_module=is_module)
-    return build_report(
+    report = build_report(
         name or getattr(model, "__name__", None) or type(model).__name__, graph, costs, supported, timeline, prof, kind, dev,
         allow_tf32=allow_tf32, is_module=is_module, calls=calls, host_memory=host_memory,
     )
+    return report, graph, dev
+
+
+def attach_measurement(report: Report, measurement, dev: DeviceModel) -> Report:
+    """Fill ``measured_s``, per-op errors and roofline fractions from a ``roofline.measure.Measurement``."""
+    from roofline.measure import roofline_time_s
+    from roofline.predict import matmul_dtype_name
+
+    report.total.measured_s = measurement.total.median_s
+    report.total.measured_spread_s = measurement.total.iqr_s
+    cache = getattr(dev.part.identity, "l2_cache_bytes", None) or getattr(dev.part.identity, "l3_cache_bytes", None)
+    copy_curve = dev.part.measurements.bandwidth_curve("copy")
+    peak_bw = copy_curve.dram_bytes_per_s(cache) if copy_curve else 0.0
+    gpu = report.profile.kind == "cuda"
+    for op, measured in zip(report.ops, measurement.op_s):
+        op.measured_s = measured
+        if measured is None or measured <= 0:
+            continue
+        predicted = op.kernel_s if gpu else op.predicted_s
+        if predicted > 0 or op.kernels:
+            op.error = (predicted - measured) / measured
+        if op.kernels:
+            if op.category in ("matmul", "conv", "attention"):
+                dtype = op.inputs[0].dtype if op.inputs else "float32"
+                name = matmul_dtype_name(getattr(torch, dtype, torch.float32), report.allow_tf32)
+                peak_flops = dev.matmul_model(name).peak_flop_per_s
+            else:
+                peak_flops = dev.vector_flop_per_s
+            roof = roofline_time_s(op.flops, op.bytes_read + op.bytes_written, peak_flops, peak_bw)
+            op.roofline_fraction = roof / measured if roof > 0 else None
+    report.modules = _module_rollups(report.ops)
+    report.warnings += measurement.notes
+    return report

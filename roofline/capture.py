@@ -70,8 +70,12 @@ def capture(
     materialize: Callable[[], tuple[Any, Any]] | None = None,
     inference: bool = True,
     user_files: Iterable[str | os.PathLike] | None = None,
+    device: str = "cpu",
 ) -> CapturedGraph:
     """Capture one forward pass of ``model(*example_inputs)`` as aten ops.
+
+    ``device`` is where the fake tensors live ('cpu' by default, which works on any machine;
+    'cuda' on a GPU machine records the ops a GPU run dispatches, e.g. its attention backend).
 
     ``model`` is an ``nn.Module`` (parameters real or on the meta device) or any callable.
     ``example_inputs`` is a tuple of positional inputs (a single tensor or a list is accepted).
@@ -91,7 +95,7 @@ def capture(
     locator = _FrameLocator(_preferred_files(model, user_files))
 
     try:
-        return _trace(model, inputs, mode="fake", inference=inference, locator=locator)
+        return _trace(model, inputs, mode="fake", inference=inference, locator=locator, device=device)
     except _TraceFailed as failed:
         fake_failure = failed.error
     if isinstance(model, nn.Module) and _data_dependent_op(fake_failure) is None:
@@ -99,7 +103,7 @@ def capture(
         # modules; without it, module paths come from our forward hooks instead.
         try:
             return _trace(model, inputs, mode="fake", inference=inference, locator=locator,
-                          module_stack=False)
+                          module_stack=False, device=device)
         except _TraceFailed:
             pass
 
@@ -176,7 +180,8 @@ class _TraceFailed(Exception):
 
 
 def _trace(
-    model, inputs: tuple, *, mode: str, inference: bool, locator, module_stack: bool = True
+    model, inputs: tuple, *, mode: str, inference: bool, locator, module_stack: bool = True,
+    device: str = "cpu",
 ) -> CapturedGraph:
     from torch._subclasses.fake_tensor import FakeTensorMode
     from torch.fx.experimental.proxy_tensor import make_fx
@@ -193,7 +198,7 @@ def _trace(
                 return x
             with fake_mode:
                 return torch.empty_strided(
-                    tuple(x.shape), tuple(x.stride()), dtype=x.dtype, device="cpu"
+                    tuple(x.shape), tuple(x.stride()), dtype=x.dtype, device=device
                 )
 
     else:

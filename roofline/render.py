@@ -72,6 +72,8 @@ def render(report: Report, console: Console | None = None, top: int = 15) -> Non
     cols = ["#", "op", "module", "inputs", "FLOP", "bytes", "kernel", "host", "predicted", "regime"]
     if measured:
         cols += ["measured", "error", "of roof"]
+        gpu = report.profile.kind == "cuda"
+        table.caption = "measured: kernel device time per op (error against 'kernel')" if gpu else "measured: wall time per op (error against 'predicted')"
     for c in cols:
         table.add_column(c, justify="right" if c in ("#", "FLOP", "bytes", "kernel", "host", "predicted", "measured", "error", "of roof") else "left", overflow="fold")
     for op in sorted(report.ops, key=lambda o: -(o.measured_s or o.predicted_s) if measured else -o.predicted_s)[:top]:
@@ -82,7 +84,8 @@ def render(report: Report, console: Console | None = None, top: int = 15) -> Non
         ]
         if measured:
             frac = f"{100 * op.roofline_fraction:.0f}%" if op.roofline_fraction is not None else "-"
-            row += [fmt_s(op.measured_s), _err(op.predicted_s, op.measured_s), frac]
+            err = f"{100 * op.error:+.0f}%" if op.error is not None else "-"
+            row += [fmt_s(op.measured_s), err, frac]
         table.add_row(*row)
     console.print(table)
 

@@ -53,7 +53,12 @@ class OpReport(_Model):
     regime: Regime = Field(description="compute, memory or overhead bound; none for ops that take no time.")
     bound_by: str = Field(description="The term that set the time: compute, memory, floor, host or none.")
     supported: bool = Field(description="False when no formula prices this op (bytes only, FLOPs 0).")
-    measured_s: float | None = Field(default=None, description="Measured time with --measure, else null.")
+    measured_s: float | None = Field(
+        default=None, description="Measured with --measure: device time of its kernels on a GPU, wall time on the CPU; else null."
+    )
+    error: float | None = Field(
+        default=None, description="(predicted - measured) / measured, predicted being kernel_s on a GPU and predicted_s on the CPU."
+    )
     roofline_fraction: float | None = Field(default=None, description="Measured: roofline-bound time over measured time (1 = at the roof).")
 
 

@@ -1,0 +1,238 @@
+"""Accuracy benchmark: predicted against measured, model by model, beside PyTorch's RuntimeEstimator.
+
+    python benchmarks/accuracy.py --profile PATH_OR_NAME [--device cuda|cpu] [--json OUT] [--only NAME ...]
+
+For each case (a model file of examples/, a dtype, a size from its sweep) it captures the model on
+the target device under fake tensors, predicts with the profile, runs it for real with the shared
+timing protocol (`roofline.measure`), and prints predicted, measured and error, plus
+RuntimeEstimator's "operator-level-cost-model" estimate for the same model (GPU only: it needs
+CUDA). Then: median and max |error| end to end, median per-op |error| over ops measured at
+>= 20 us, and agreement of the dominant regime (predicted shares against measured ones: the
+device-idle share of the measured run is overhead; kernel time splits into compute and memory by
+each op's roofline).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+import torch  # noqa: E402
+
+from roofline.analysis import attach_measurement, resolve_profile, run_analysis  # noqa: E402
+from roofline.loading import load_model_file  # noqa: E402
+from roofline.measure import device_for, measure  # noqa: E402
+
+# (label, example file, dtype or None, sweep label or None, regime the case is meant to exercise)
+CASES_GPU = [
+    ("mlp_tiny", "mlp_tiny.py", None, None, "overhead"),
+    ("linear_relu h128 b1", "seed003_linear_relu.py", None, "hidden=128 batch=1", "overhead"),
+    ("linear_relu h1024 b64", "seed003_linear_relu.py", None, "hidden=1024 batch=64", "overhead"),
+    ("linear_relu h4096 b512", "seed003_linear_relu.py", None, "hidden=4096 batch=512", "compute"),
+    ("rnn_step", "seed002_rnn_step.py", None, None, "overhead"),
+    ("rnn_loop", "rnn_loop.py", None, None, "overhead"),
+    ("nested_sin 2^24", "seed000_nested_sin.py", None, None, "memory"),
+    ("pointwise_chain fp32", "pointwise_chain.py", "float32", None, "memory"),
+    ("pointwise_chain bf16", "pointwise_chain.py", "bfloat16", None, "memory"),
+    ("norms_softmax fp32", "norms_softmax.py", "float32", None, "memory"),
+    ("norms_softmax fp16", "norms_softmax.py", "float16", None, "memory"),
+    ("embedding", "embedding.py", None, None, "memory"),
+    ("matmul 4096 fp32", "seed000_matmul.py", None, None, "compute"),
+    ("conv_big bf16", "conv_big.py", "bfloat16", None, "compute"),
+    ("resnet_cnn fp32", "resnet_cnn.py", "float32", None, "compute"),
+    ("attention bf16", "attention.py", "bfloat16", None, "compute"),
+    ("attention fp16", "attention.py", "float16", None, "compute"),
+    ("gpt_block bf16 b8", "gpt_block.py", "bfloat16", None, "compute"),
+    ("gpt_block fp16 b1", "gpt_block.py", "float16", "batch=1", "compute"),
+    ("lstm fp32", "lstm.py", "float32", None, "overhead"),
+]
+
+CASES_CPU = [
+    ("mlp_tiny", "mlp_tiny.py", None, None, "overhead"),
+    ("linear_relu h128 b1", "seed003_linear_relu.py", None, "hidden=128 batch=1", "overhead"),
+    ("linear_relu h1024 b64", "seed003_linear_relu.py", None, "hidden=1024 batch=64", "compute"),
+    ("rnn_step", "seed002_rnn_step.py", None, None, "overhead"),
+    ("rnn_loop", "rnn_loop.py", None, None, "overhead"),
+    ("nested_sin 2^20", "seed000_nested_sin.py", None, "numel=2**20", "memory"),
+    ("pointwise_chain 2^18", "pointwise_chain.py", "float32", "numel=2**18", "memory"),
+    ("matmul 512", "seed000_matmul.py", None, "dim=512", "compute"),
+    ("matmul 1024", "seed000_matmul.py", None, "dim=1024", "compute"),
+    ("embedding", "embedding.py", None, None, "memory"),
+    ("lstm b1", "lstm.py", "float32", "batch=1", "overhead"),
+    ("gpt_block b1", "gpt_block.py", "float32", "batch=1", "compute"),
+]
+
+
+def _pick(loaded, sweep_label):
+    """The default model and inputs, or the sweep entry whose label matches."""
+    if sweep_label is None:
+        return loaded.model, loaded.example_inputs
+    sweep = getattr(loaded.module, "sweep", None)
+    if sweep is None:
+        raise SystemExit(f"{loaded.path} has no sweep()")
+    want = set(sweep_label.replace(" ", ",").split(",")) - {""}
+    labels = []
+    for label, model, inputs in sweep():
+        labels.append(label)
+        if want <= set(label.replace(" ", ",").split(",")):
+            return model, inputs
+    raise SystemExit(f"{loaded.path}: no sweep entry {sweep_label!r}; have {labels}")
+
+
+def runtime_estimator_s(model, inputs, device: str) -> float | None:
+    """PyTorch's RuntimeEstimator (operator-level-cost-model) under FakeTensorMode, seconds."""
+    try:
+        from torch._subclasses.fake_tensor import FakeTensorMode
+        from torch.distributed._tools.runtime_estimator import RuntimeEstimator
+        from torch.utils import _pytree as pytree
+
+        from roofline.capture import _named_state
+    except Exception:
+        return None
+    try:
+        with FakeTensorMode(allow_non_fake_inputs=True):
+            def fake(t):
+                if not isinstance(t, torch.Tensor):
+                    return t
+                return torch.empty_strided(tuple(t.shape), tuple(t.stride()), dtype=t.dtype, device=device)
+
+            f_inputs = pytree.tree_map(fake, tuple(inputs))
+            rte = RuntimeEstimator()
+            with rte("operator-level-cost-model"), torch.no_grad():
+                if isinstance(model, torch.nn.Module):
+                    state = {n: fake(t) for n, t in _named_state(model)}
+                    torch.func.functional_call(model.eval(), state, f_inputs, strict=False)
+                else:
+                    model(*f_inputs)
+        return rte.total_runtime * 1e-3
+    except Exception as e:  # report, never hide, a baseline that cannot run
+        print(f"    RuntimeEstimator failed: {type(e).__name__}: {str(e).splitlines()[0][:120]}")
+        return None
+
+
+def measured_regime_shares(report) -> dict[str, float]:
+    """Shares of the measured run: idle device time is overhead; kernel time splits by each op's roofline term."""
+    total = report.total.measured_s or 0.0
+    gpu = report.profile.kind == "cuda"
+    shares = {"compute": 0.0, "memory": 0.0, "overhead": 0.0}
+    busy = 0.0
+    for op in report.ops:
+        if op.measured_s is None or not op.kernels:
+            continue
+        t = op.measured_s
+        if not gpu:  # CPU: the part of an op's wall time beyond its work is its overhead
+            work = max(op.compute_s, op.memory_s)
+            shares["overhead"] += max(t - work, 0.0)
+            t = min(t, work)
+        busy += t
+        shares["compute" if op.compute_s >= op.memory_s else "memory"] += t
+    if gpu:
+        shares["overhead"] += max(total - busy, 0.0)
+    s = sum(shares.values()) or 1.0
+    return {k: v / s for k, v in shares.items()}
+
+
+def dominant(shares: dict[str, float]) -> str:
+    return max(("compute", "memory", "overhead"), key=lambda k: shares.get(k, 0.0))
+
+
+def run_case(case, profile, kind, device, with_rte: bool) -> dict:
+    label, file, dtype, sweep_label, intended = case
+    if dtype:
+        os.environ["ROOFLINE_EXAMPLE_DTYPE"] = dtype
+    else:
+        os.environ.pop("ROOFLINE_EXAMPLE_DTYPE", None)
+    path = REPO / "examples" / file
+    meta = load_model_file(path, materialize=False)
+    with torch.device("meta"):
+        meta_model, meta_inputs = _pick(meta, sweep_label)
+    real = load_model_file(path, materialize=True)
+    real_model, real_inputs = _pick(real, sweep_label)
+    t0 = time.perf_counter()
+    report, graph, dev = run_analysis(
+        meta_model, meta_inputs, profile, device=kind, name=label, user_files=[path],
+        capture_device="cuda" if kind == "cuda" else "cpu",
+    )
+    analyze_s = time.perf_counter() - t0
+    attach_measurement(report, measure(graph, real_model, real_inputs, device), dev)
+    pred, meas = report.total.predicted_s, report.total.measured_s
+    rte = runtime_estimator_s(meta_model, meta_inputs, "cuda") if with_rte else None
+    op_errors = [abs(o.error) for o in report.ops if o.error is not None and o.measured_s and o.measured_s >= 20e-6]
+    p_shares = {k: v / pred for k, v in report.total.regime_s.items() if k != "none"}
+    m_shares = measured_regime_shares(report)
+    return dict(
+        label=label, intended=intended, predicted_s=pred, measured_s=meas, spread_s=report.total.measured_spread_s,
+        error=(pred - meas) / meas, rte_s=rte, rte_error=((rte - meas) / meas) if rte is not None else None,
+        op_errors=op_errors, ops=len(report.ops), analyze_s=analyze_s,
+        predicted_regime=dominant(p_shares), measured_regime=dominant(m_shares),
+        predicted_shares=p_shares, measured_shares=m_shares, warnings=report.warnings[:3],
+        ops_detail=[
+            dict(i=o.index, target=o.target, kernel_s=o.kernel_s, predicted_s=o.predicted_s, measured_s=o.measured_s, regime=o.regime)
+            for o in report.ops if o.measured_s is not None and o.measured_s >= 5e-6
+        ][:200],
+    )
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--profile", required=True)
+    ap.add_argument("--device", choices=["cuda", "cpu"], default=None)
+    ap.add_argument("--json")
+    ap.add_argument("--only", nargs="*", help="labels (substrings) to run")
+    ap.add_argument("--no-rte", action="store_true", help="skip the RuntimeEstimator baseline")
+    args = ap.parse_args()
+
+    profile, kind = resolve_profile(args.profile, args.device)
+    device = device_for(profile, kind)
+    cases = CASES_GPU if kind == "cuda" else CASES_CPU
+    if args.only:
+        cases = [c for c in cases if any(s in c[0] for s in args.only)]
+    print(f"accuracy on {profile.device} ({kind}), profile '{profile.name}', torch {torch.__version__}, {time.strftime('%Y-%m-%d')}")
+    rows = []
+    for case in cases:
+        try:
+            r = run_case(case, profile, kind, device, with_rte=kind == "cuda" and not args.no_rte)
+        except Exception as e:
+            print(f"  {case[0]:<26} FAILED: {type(e).__name__}: {str(e).splitlines()[0][:160]}")
+            continue
+        rows.append(r)
+        rte = f"{r['rte_s'] * 1e3:9.3f} ms {100 * r['rte_error']:+6.0f}%" if r["rte_s"] is not None else f"{'-':>19}"
+        print(
+            f"  {r['label']:<26} predicted {r['predicted_s'] * 1e3:9.3f} ms  measured {r['measured_s'] * 1e3:9.3f} ms "
+            f"(IQR {100 * (r['spread_s'] or 0) / r['measured_s']:3.0f}%)  error {100 * r['error']:+6.1f}%  |  RTE {rte}  |  "
+            f"regime {r['predicted_regime']}/{r['measured_regime']}",
+            flush=True,
+        )
+    if not rows:
+        return 1
+    errs = [abs(r["error"]) for r in rows]
+    op_errs = [e for r in rows for e in r["op_errors"]]
+    agree = sum(r["predicted_regime"] == r["measured_regime"] for r in rows)
+    rte_rows = [r for r in rows if r["rte_s"] is not None]
+    wins = sum(abs(r["error"]) < abs(r["rte_error"]) for r in rte_rows)
+    print()
+    print(f"models: {len(rows)}")
+    print(f"end-to-end |error|: median {100 * statistics.median(errs):.1f}%, max {100 * max(errs):.1f}%")
+    if op_errs:
+        print(f"per-op |error| for ops >= 20 us: median {100 * statistics.median(op_errs):.1f}% over {len(op_errs)} ops")
+    print(f"dominant regime agrees: {agree}/{len(rows)}")
+    if rte_rows:
+        print(
+            f"RuntimeEstimator: median |error| {100 * statistics.median(abs(r['rte_error']) for r in rte_rows):.1f}%; "
+            f"roofline lower on {wins}/{len(rte_rows)} models"
+        )
+    if args.json:
+        Path(args.json).write_text(json.dumps(dict(device=profile.device, kind=kind, profile=profile.name, torch=torch.__version__, rows=rows), indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,155 @@
+"""``--measure``: run the model on the profile's device and put measured times beside predicted ones.
+
+- End to end: the eager forward, inputs already on the device, one call plus synchronize, timed by
+  the shared protocol (``roofline.timing``) after warm-up. This is what ``total.predicted_s`` predicts.
+- Per op: the captured aten graph is replayed on real tensors under ``torch.profiler``; each graph
+  node is one top-level aten event, so profiler times map back to the captured ops by order. On a GPU
+  an op's time is the device time of the kernels it launched (what ``kernel_s`` predicts); on the CPU
+  it is the op's wall time (what ``predicted_s`` predicts).
+
+A profile measured on another machine is refused: comparing its predictions with this machine's
+timings would measure the difference between the machines, not the model.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass, field
+
+import torch
+from torch.utils import _pytree as pytree
+
+from roofline.errors import DeviceNotAvailable, ProfileError
+from roofline.ops import CapturedGraph
+from roofline.profile import DeviceProfile
+from roofline.timing import Timing, time_fn
+
+
+def device_for(profile: DeviceProfile, kind: str) -> str:
+    """The torch device to measure on, after checking this machine is the profile's machine."""
+    if kind == "cuda":
+        if not torch.cuda.is_available():
+            raise DeviceNotAvailable(
+                f"--measure needs the profile's GPU ({profile.gpu.identity.name}) but torch sees no CUDA device here; "
+                "drop --measure to predict only, or run on that machine"
+            )
+        want = profile.gpu.identity.name
+        for index in range(torch.cuda.device_count()):
+            if torch.cuda.get_device_name(index) == want:
+                return f"cuda:{index}"
+        here = torch.cuda.get_device_name(0)
+        raise ProfileError(
+            f"--measure: profile '{profile.name}' describes a {want} but this machine has a {here}; "
+            "calibrate this machine (`roofline calibrate`) and use its profile"
+        )
+    from calibrate.identity import cpu_identity
+
+    here = cpu_identity(torch.get_num_threads())
+    want = profile.host.identity
+    if here.model != want.model or here.logical_cpus != want.logical_cpus:
+        raise ProfileError(
+            f"--measure: profile '{profile.name}' describes a CPU '{want.model}' with {want.logical_cpus} CPUs but this "
+            f"machine has '{here.model}' with {here.logical_cpus}; run `roofline calibrate --device cpu` here and use that profile"
+        )
+    return "cpu"
+
+
+@dataclass
+class Measurement:
+    total: Timing
+    op_s: list[float | None]  # per captured op; None where no event matched
+    profiled_runs: int
+    notes: list[str] = field(default_factory=list)
+
+
+def _to_device(x, device: str):
+    return x.to(device) if isinstance(x, torch.Tensor) else x
+
+
+def _sync(device: str):
+    if device.startswith("cuda"):
+        torch.cuda.synchronize(device)
+
+
+def measure_total(model, inputs: tuple, device: str, *, budget_s: float = 1.0) -> Timing:
+    """Eager forward plus synchronize, after warm-up: the quantity ``total.predicted_s`` predicts."""
+
+    def call():
+        model(*inputs)
+        _sync(device)
+
+    with torch.no_grad():
+        return time_fn(call, device=device, clock="host", inner=1, budget_s=budget_s, warmup_budget_s=0.5, min_samples=10, label="forward")
+
+
+def _event_time_us(evt, device: str) -> float:
+    if device.startswith("cuda"):
+        for attr in ("device_time_total", "cuda_time_total"):
+            if hasattr(evt, attr):
+                return float(getattr(evt, attr))
+        return 0.0
+    return float(evt.cpu_time_total)
+
+
+def measure_ops(graph: CapturedGraph, state: dict, inputs: tuple, device: str, *, runs: int = 5) -> tuple[list[float | None], list[str]]:
+    """Per-op times (seconds) from the profiler over ``runs`` replays of the captured graph."""
+    from torch.profiler import ProfilerActivity, profile
+
+    gm = graph.graph_module
+    notes: list[str] = []
+    if gm is None:
+        return [None] * len(graph.ops), ["no graph to replay: per-op times not measured"]
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.startswith("cuda") else [])
+    with torch.no_grad():
+        for _ in range(3):
+            gm(state, *inputs)
+        _sync(device)
+        with profile(activities=activities) as prof:
+            for _ in range(runs):
+                gm(state, *inputs)
+                _sync(device)
+    events = [e for e in prof.events() if e.cpu_parent is None and e.name.startswith("aten::")]
+    expected = [f"{op.target.namespace}::{op.target._opname}" if hasattr(op.target, "_opname") else "" for op in graph.ops]
+    per_op: list[list[float]] = [[] for _ in graph.ops]
+    i = 0
+    unmatched = 0
+    for evt in events:
+        # walk the expected sequence (wrapping at each run); events that match nothing are skipped
+        for step in range(len(expected)):
+            j = (i + step) % len(expected)
+            if expected[j] == evt.name:
+                per_op[j].append(_event_time_us(evt, device) * 1e-6)
+                i = (j + 1) % len(expected)
+                break
+        else:
+            unmatched += 1
+    if unmatched:
+        notes.append(f"{unmatched} profiler events matched no captured op")
+    times = [statistics.median(t) if t else None for t in per_op]
+    missing = sum(1 for t in times if t is None)
+    if missing:
+        notes.append(f"{missing} captured ops had no profiler event")
+    return times, notes
+
+
+def measure(graph: CapturedGraph, model, inputs: tuple, device: str, *, budget_s: float = 1.0, runs: int = 5) -> Measurement:
+    """Move a real model and inputs to ``device``, then measure the total and the per-op times."""
+    from roofline.capture import _named_state
+
+    if isinstance(model, torch.nn.Module):
+        model = model.to(device).eval()
+    inputs = pytree.tree_map(lambda x: _to_device(x, device), tuple(inputs))
+    total = measure_total(model, inputs, device, budget_s=budget_s)
+    state = dict(_named_state(model)) if isinstance(model, torch.nn.Module) else {}
+    try:
+        op_s, notes = measure_ops(graph, state, inputs, device, runs=runs)
+    except Exception as e:  # a graph that cannot be replayed still leaves the end-to-end figure
+        op_s, notes = [None] * len(graph.ops), [f"per-op replay failed ({type(e).__name__}: {str(e).splitlines()[0][:160]})"]
+    if total.warning:
+        notes.append(total.warning)
+    return Measurement(total=total, op_s=op_s, profiled_runs=runs, notes=notes)
+
+
+def roofline_time_s(flops: int, nbytes: int, peak_flop_per_s: float, peak_bytes_per_s: float) -> float:
+    """The roof: the least time the op could take at the device's best measured rates."""
+    return max(flops / peak_flop_per_s if peak_flop_per_s else 0.0, nbytes / peak_bytes_per_s if peak_bytes_per_s else 0.0)
