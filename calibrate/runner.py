@@ -70,7 +70,7 @@ def cpu_plan(ident, quick: bool) -> Plan:
             overhead_budget_s=0.02,
         )
     # x4 steps up to the last-level cache, then x2 steps to 8x beyond it: several DRAM-sized points.
-    top = min(max(8 * llc, 256 << 20), ram // 8, 4 << 30)
+    top = min(max(8 * llc, 256 << 20), ram // 8, 2 << 30)
     sizes = _geometric(1 << 12, llc, 4)
     sizes += [s for s in _geometric(sizes[-1] * 2, top, 2)]
     return Plan(
@@ -78,8 +78,8 @@ def cpu_plan(ident, quick: bool) -> Plan:
         matmul_grid=[1, 16, 128, 512, 1024],
         matmul_probes=[(2048, 2048, 2048)],
         bandwidth_sizes=sizes,
-        sin_sizes=_geometric(1 << 10, 1 << 26, 4),
-        point_budget_s=0.02,
+        sin_sizes=_geometric(1 << 10, 1 << 28, 4),
+        point_budget_s=0.03,
         overhead_budget_s=0.05,
     )
 

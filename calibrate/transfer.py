@@ -40,7 +40,13 @@ def measure_transfer(direction: str, host_memory: str, sizes_bytes: list[int], d
             def fn():
                 host.copy_(dev, non_blocking=pinned)
                 torch.cuda.synchronize(device)
-        t = time_fn(fn, device=device, clock="host", budget_s=budget_s, warmup_budget_s=budget_s, min_samples=5, label=f"{direction} {host_memory} {n} B")
+        # Pageable copies go through a staging buffer and the OS's page tables: their speed settles
+        # only after several large copies, so large pageable sizes get a longer warm-up and more samples.
+        slow = not pinned and n >= (16 << 20)
+        t = time_fn(
+            fn, device=device, clock="host", budget_s=budget_s * (6 if slow else 1), warmup_budget_s=budget_s * (10 if slow else 1),
+            min_samples=5, label=f"{direction} {host_memory} {n} B",
+        )
         if t.warning:
             warnings.append(t.warning)
         stat = t.stat()

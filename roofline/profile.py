@@ -42,6 +42,16 @@ class Stat(_Strict):
         return self.iqr_s / self.median_s
 
 
+def _median_rate_beyond(points, cache_bytes: int | None, size_of) -> float:
+    """Median ``bytes_per_s`` over points whose size is at least twice the cache (the last point if none)."""
+    limit = 2 * cache_bytes if cache_bytes else 0
+    big = sorted(p.bytes_per_s for p in points if size_of(p) >= limit)
+    if not big:
+        return points[-1].bytes_per_s
+    mid = len(big) // 2
+    return big[mid] if len(big) % 2 else 0.5 * (big[mid - 1] + big[mid])
+
+
 def _close(a: float, b: float, rel: float = 1e-3) -> bool:
     return math.isclose(a, b, rel_tol=rel)
 
@@ -126,12 +136,7 @@ class BandwidthCurve(_Strict):
 
         The median of several large sizes, not the best one, so that one lucky or unlucky point on a
         shared host does not move the figure between calibrations."""
-        limit = 2 * cache_bytes if cache_bytes else 0
-        big = sorted(p.bytes_per_s for p in self.points if p.working_set_bytes >= limit)
-        if not big:
-            return self.points[-1].bytes_per_s
-        mid = len(big) // 2
-        return big[mid] if len(big) % 2 else 0.5 * (big[mid - 1] + big[mid])
+        return _median_rate_beyond(self.points, cache_bytes, lambda p: p.working_set_bytes)
 
 
 class PointwisePoint(_Strict):
@@ -162,6 +167,10 @@ class PointwiseCurve(_Strict):
     @property
     def peak_bytes_per_s(self) -> float:
         return max(p.bytes_per_s for p in self.points)
+
+    def dram_bytes_per_s(self, cache_bytes: int | None) -> float:
+        """Median rate over sizes whose input and output exceed twice the cache: DRAM-bound throughput."""
+        return _median_rate_beyond(self.points, cache_bytes, lambda p: p.bytes)
 
 
 class TransferPoint(_Strict):
