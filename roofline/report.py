@@ -108,6 +108,45 @@ class FusionGroup(_Model):
     kernels_saved: int = Field(ge=0, default=0)
 
 
+class BatchPoint(_Model):
+    batch: int = Field(ge=1, description="Batch size (the leading dimension of every input).")
+    predicted_s: float = Field(ge=0, description="Predicted forward time at this batch size, seconds.")
+    per_sample_s: float = Field(ge=0, description="predicted_s / batch.")
+    regime: Regime = Field(description="The regime with the largest share of the time.")
+    regime_s: dict[str, float] = Field(default_factory=dict, description="Predicted time by regime, seconds.")
+    measured_s: float | None = Field(default=None, description="Measured with --measure, else null.")
+
+
+class BatchSweep(_Model):
+    """Time per sample over batch size (seed 001's doubling test, made quantitative)."""
+
+    device: Literal["cuda", "cpu"]
+    points: list[BatchPoint]
+    leaves_overhead_at: int | None = Field(default=None, description="Smallest batch whose dominant regime is no longer overhead.")
+    compute_bound_at: int | None = Field(default=None, description="Smallest batch whose dominant regime is compute.")
+    doubling_ratio: float | None = Field(default=None, description="time(2B)/time(B) at the model's own batch: ~1 overhead-bound, ~2 throughput-bound.")
+
+
+class PlacementPoint(_Model):
+    size: int = Field(description="Problem size (the swept parameter).")
+    label: str
+    cpu_s: float = Field(ge=0)
+    gpu_s: float = Field(ge=0, description="GPU compute only, inputs already there.")
+    transfer_s: float = Field(ge=0, description="Copies in and out.")
+    recommended: Literal["cpu", "cuda"]
+    measured_cpu_s: float | None = None
+    measured_gpu_total_s: float | None = Field(default=None, description="Measured GPU time including copies.")
+
+
+class PlacementSweep(_Model):
+    """CPU against GPU plus copies over problem size; where the GPU starts to win."""
+
+    parameter: str = Field(description="What was swept, e.g. 'dim' or 'numel'.")
+    points: list[PlacementPoint]
+    crossover: int | None = Field(default=None, description="Smallest size from which the GPU (copies included) wins, if any.")
+    measured_crossover: int | None = None
+
+
 class Report(_Model):
     schema_version: Literal[1] = REPORT_SCHEMA_VERSION
     model: str = Field(description="Model name (the model file's stem, or the callable's name).")
@@ -122,7 +161,9 @@ class Report(_Model):
     advice: list[str] = Field(default_factory=list, description="Recommendations in plain words.")
     unsupported_ops: dict[str, int] = Field(default_factory=dict, description="aten ops without a formula: count. They still cost their bytes.")
     warnings: list[str] = Field(default_factory=list)
-    extras: dict = Field(default_factory=dict, description="Further analyses (batch sweep, CUDA graphs, measured gains).")
+    batch_sweep: BatchSweep | None = Field(default=None, description="Time per sample over batch size, when computed.")
+    placement_sweep: PlacementSweep | None = Field(default=None, description="CPU vs GPU over problem size, when the model file has a sweep().")
+    extras: dict = Field(default_factory=dict, description="Further analyses (fused and CUDA-graph totals, measured gains).")
 
     def write_json(self, path) -> None:
         from pathlib import Path
