@@ -50,14 +50,40 @@ def measure_bandwidth(kind: str, sizes_bytes: list[int], device: str, *, budget_
     return BandwidthCurve(kind=kind, dtype="float32", points=points)
 
 
-def measure_pointwise(sizes_elements: list[int], device: str, *, op: str = "sin", budget_s: float, warnings: list, progress=None) -> PointwiseCurve:
-    fn_op = getattr(torch, op)
-    points = []
-    for n in sizes_elements:
+ROW = 1024  # row length of the layer_norm and softmax benchmarks
+
+
+def _pointwise_call(op: str, n: int, device: str):
+    """(callable, bytes moved) for one representative kernel of an op family over n float32 elements."""
+    import torch.nn.functional as F
+
+    if op in ("sin", "exp", "tanh"):
         x = torch.rand(n, device=device)
         y = torch.empty_like(x)
-        stat = _timed(lambda: fn_op(x, out=y), device, budget_s, f"{op} over {n} elements", warnings)
-        moved = 8 * n
+        fn_op = getattr(torch, op)
+        return (lambda: fn_op(x, out=y)), 8 * n
+    if op == "add":
+        x, z = torch.rand(n, device=device), torch.rand(n, device=device)
+        y = torch.empty_like(x)
+        return (lambda: torch.add(x, z, out=y)), 12 * n
+    rows = max(n // ROW, 1)
+    x = torch.rand(rows, ROW, device=device)
+    if op == "layer_norm":
+        w, b = torch.rand(ROW, device=device), torch.rand(ROW, device=device)
+        return (lambda: F.layer_norm(x, (ROW,), w, b)), 8 * rows * ROW + 8 * ROW
+    if op == "softmax":
+        return (lambda: torch.softmax(x, dim=-1)), 8 * rows * ROW
+    raise ValueError(op)
+
+
+def measure_pointwise(sizes_elements: list[int], device: str, *, op: str = "sin", budget_s: float, warnings: list, progress=None) -> PointwiseCurve:
+    """Throughput of one op family's representative kernel over size: sin (transcendental), add
+    (binary elementwise), layer_norm and softmax (row-wise over rows of 1024)."""
+    points = []
+    for n in sizes_elements:
+        fn, moved = _pointwise_call(op, n, device)
+        n = max(n // ROW, 1) * ROW if op in ("layer_norm", "softmax") else n
+        stat = _timed(fn, device, budget_s, f"{op} over {n} elements", warnings)
         points.append(
             PointwisePoint(
                 elements=n, bytes=moved, time=stat, elements_per_s=n / stat.median_s, bytes_per_s=moved / stat.median_s
@@ -66,3 +92,24 @@ def measure_pointwise(sizes_elements: list[int], device: str, *, op: str = "sin"
         if progress:
             progress()
     return PointwiseCurve(op=op, dtype="float32", points=points)
+
+
+def measure_attention(device: str, dtype_name: str, head_dim: int, causal: bool, *, seqs: list[int], tokens: list[int], budget_s: float, warnings: list, progress=None):
+    """Fused SDPA forward over sequence length x tokens in flight (batch*heads*seq)."""
+    import torch.nn.functional as F
+
+    from roofline.profile import AttentionCurve, AttentionPoint
+
+    dtype = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}[dtype_name]
+    points = []
+    for seq in seqs:
+        for tok in tokens:
+            bh = max(tok // seq, 1)
+            q = torch.randn(1, bh, seq, head_dim, device=device, dtype=dtype)
+            k, v = torch.randn_like(q), torch.randn_like(q)
+            stat = _timed(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal), device, budget_s, f"sdpa {dtype_name} bh={bh} s={seq}", warnings)
+            flops = 4 * bh * seq * seq * head_dim
+            points.append(AttentionPoint(batch_heads=bh, seq=seq, time=stat, flop_per_s=flops / stat.median_s))
+            if progress:
+                progress()
+    return AttentionCurve(dtype=dtype_name, head_dim=head_dim, causal=causal, points=points)

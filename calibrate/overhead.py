@@ -32,6 +32,31 @@ def _host(fn, device, label, warnings, budget_s, inner=INNER):
     return t
 
 
+def _module_call_cost(device: str, budget_s: float, warnings: list):
+    """Host cost of one nn.Module call in context: an 8-layer Linear+ReLU nn.Sequential against the
+    same calls made functionally, divided by the 16 module calls (a pass-through module alone
+    under-measures it: real calls also go through Sequential's iteration and hook checks)."""
+    from roofline.profile import Stat
+
+    layers = []
+    for _ in range(8):
+        layers += [torch.nn.Linear(8, 8), torch.nn.ReLU()]
+    seq = torch.nn.Sequential(*layers).to(device).eval()
+    params = [(m.weight, m.bias) for m in seq if isinstance(m, torch.nn.Linear)]
+    x = torch.rand(1, 8, device=device)
+
+    def functional():
+        y = x
+        for w, b in params:
+            y = torch.relu(F.linear(y, w, b))
+        return y
+
+    with_modules = _host(lambda: seq(x), device, "Sequential MLP", warnings, budget_s, inner=10)
+    without = _host(functional, device, "functional MLP", warnings, budget_s, inner=10)
+    per_call = max((with_modules.median_s - without.median_s) / 17, 1e-9)  # 16 layers + the Sequential
+    return Stat(median_s=per_call, iqr_s=(with_modules.iqr_s + without.iqr_s) / 17, samples=min(with_modules.n, without.n))
+
+
 def representative_ops(device: str) -> dict:
     """Small ops whose host dispatch cost stands for each op category in prediction."""
     x = torch.rand(8, 8, device=device)
@@ -40,6 +65,7 @@ def representative_ops(device: str) -> dict:
     b = torch.rand(8, device=device)
     return {
         "add": lambda: torch.add(x, y),
+        "mul_scalar": lambda: x * 0.5,  # a Python number is wrapped into a tensor on every call
         "relu": lambda: torch.relu(x),
         "view": lambda: x.view(64),
         "addmm": lambda: F.linear(x, w, b),
@@ -50,27 +76,22 @@ def representative_ops(device: str) -> dict:
     }
 
 
-def measure_overheads(device: str, *, budget_s: float, warnings: list, progress=None) -> Overheads:
+def measure_overheads(device: str, *, budget_s: float, warnings: list, progress=None, compiled: bool = False) -> Overheads:
     by_op = {}
     for name, fn in representative_ops(device).items():
         by_op[name] = _host(fn, device, f"dispatch {name}", warnings, budget_s).stat()
         if progress:
             progress()
 
-    x = torch.rand(8, device=device)
-    module = _Passthrough()
-    module_t = _host(lambda: module(x), device, "nn.Module call", warnings, budget_s)
-    plain_t = _host(lambda: _passthrough(x), device, "plain call", warnings, budget_s)
-    extra = max(module_t.median_s - plain_t.median_s, 1e-9)
-    from roofline.profile import Stat
-
-    module_call = Stat(median_s=extra, iqr_s=module_t.iqr_s, samples=module_t.n)
+    module_call = _module_call_cost(device, budget_s, warnings)
     if progress:
         progress()
 
     fields = dict(dispatch_s=by_op["add"], module_call_s=module_call, dispatch_by_op_s=by_op)
     if device.startswith("cuda"):
         fields.update(_gpu_overheads(device, budget_s, warnings))
+        if compiled:
+            fields.update(measure_compiled_overheads(device, budget_s=budget_s, warnings=warnings))
     else:
         fields["op_small_s"] = by_op["add"]
     if progress:
@@ -112,3 +133,57 @@ def _gpu_overheads(device: str, budget_s: float, warnings: list) -> dict:
         graph_launch_s=launch.stat(),
         synchronize_s=sync.stat(),
     )
+
+
+def _compiled_chain(k: int):
+    def chain(x, w):
+        for _ in range(k):
+            x = torch.mm(x, w)
+        return x
+
+    return chain
+
+
+def _kernels_per_call(fn, device: str) -> int:
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        fn()
+        torch.cuda.synchronize(device)
+    return sum(1 for e in prof.events() if getattr(e, "device_type", None) == torch.autograd.DeviceType.CUDA) or 1
+
+
+def measure_compiled_overheads(device: str, *, budget_s: float, warnings: list) -> dict:
+    """Host cost of torch.compile'd code: per call and per launched kernel.
+
+    Two chains of small GEMMs (cuBLAS calls Inductor cannot fuse) are compiled; each call's host
+    time and kernel count (from the profiler) give a line: time = call + kernels x per_kernel.
+    Returns {} when torch.compile is not usable here (no Triton, an old torch): prediction then
+    falls back to eager dispatch costs and says so.
+    """
+    from roofline.profile import Stat
+
+    try:
+        import torch._dynamo  # noqa: F401
+
+        x = torch.rand(64, 64, device=device)
+        w = torch.rand(64, 64, device=device) / 64
+        points = []
+        for k in (2, 16):
+            compiled = torch.compile(_compiled_chain(k), dynamic=False)
+            for _ in range(3):
+                compiled(x, w)
+            torch.cuda.synchronize(device)
+            n = _kernels_per_call(lambda: compiled(x, w), device)
+            t = _host(lambda: compiled(x, w), device, f"compiled chain of {k}", warnings, budget_s, inner=20)
+            points.append((n, t))
+        (n1, t1), (n2, t2) = points
+        per_kernel = max((t2.median_s - t1.median_s) / max(n2 - n1, 1), 1e-8)
+        call = max(t1.median_s - n1 * per_kernel, 1e-8)
+        return dict(
+            compiled_call_s=Stat(median_s=call, iqr_s=t1.iqr_s, samples=t1.n),
+            compiled_kernel_s=Stat(median_s=per_kernel, iqr_s=t2.iqr_s / max(n2, 1), samples=t2.n),
+        )
+    except Exception as e:  # noqa: BLE001 - any failure here only removes an optional figure
+        warnings.append(f"torch.compile overhead not measured ({type(e).__name__}: {str(e).splitlines()[0][:100]})")
+        return {}

@@ -22,6 +22,9 @@ from roofline.errors import DeviceNotAvailable
 from roofline.profile import CalibrationInfo, CpuPart, DeviceProfile, GpuPart, Measurements
 
 
+POINTWISE_OPS = ("sin", "add", "layer_norm", "softmax")
+
+
 @dataclass
 class Plan:
     """Sizes and time budgets for one device."""
@@ -35,13 +38,17 @@ class Plan:
     point_budget_s: float = 0.02
     overhead_budget_s: float = 0.05
     probe_dtypes: list[str] | None = None  # dtypes that get the peak probes (None: all)
+    compiled_overheads: bool = False  # measure torch.compile's host costs (GPU, full plan)
+    attention_seqs: list[int] = field(default_factory=list)  # GPU: SDPA sequence lengths
+    attention_tokens: list[int] = field(default_factory=list)  # GPU: batch*heads*seq in flight
 
     def probes_for(self, dtype: str) -> list[tuple[int, int, int]]:
         return self.matmul_probes if self.probe_dtypes is None or dtype in self.probe_dtypes else []
 
     def steps(self, gpu: bool) -> int:
         n = sum(len(self.matmul_grid) ** 3 + len(self.probes_for(d)) for d in self.matmul_dtypes)
-        n += 3 * len(self.bandwidth_sizes) + len(self.sin_sizes) + len(overhead.representative_ops("cpu")) + 2
+        n += 3 * len(self.bandwidth_sizes) + len(POINTWISE_OPS) * len(self.sin_sizes) + len(overhead.representative_ops("cpu")) + 2
+        n += 12 * len(self.attention_seqs) * len(self.attention_tokens)
         if gpu:
             n += 4 * len(self.transfer_sizes)
         return n
@@ -70,7 +77,7 @@ def cpu_plan(ident, quick: bool) -> Plan:
             overhead_budget_s=0.02,
         )
     # x4 steps up to the last-level cache, then x2 steps to 8x beyond it: several DRAM-sized points.
-    top = min(max(8 * llc, 256 << 20), ram // 8, 2 << 30)
+    top = min(max(4 * llc, 256 << 20), ram // 8, 2 << 30)
     sizes = _geometric(1 << 12, llc, 4)
     sizes += [s for s in _geometric(sizes[-1] * 2, top, 2)]
     return Plan(
@@ -97,18 +104,23 @@ def gpu_plan(quick: bool, memory_bytes: int) -> Plan:
             transfer_sizes=_geometric(1 << 10, 1 << 26, 16),
             point_budget_s=0.01,
             overhead_budget_s=0.02,
+            attention_seqs=[512, 4096],
+            attention_tokens=[65536],
         )
     return Plan(
         matmul_dtypes=dtypes,
-        matmul_grid=[1, 32, 256, 2048, 8192],
+        matmul_grid=[1, 64, 512, 2048, 4096, 8192],
         # Tensor-core dtypes peak at larger shapes than the grid's top corner; float32 peaks inside it.
         matmul_probes=[(16384, 16384, 16384), (4096, 4096, 16384), (8192, 8192, 16384)],
         probe_dtypes=["tf32", "bfloat16", "float16"],
         bandwidth_sizes=_geometric(1 << 12, top, 2),
         sin_sizes=_geometric(1 << 10, 1 << 28, 4),
         transfer_sizes=_geometric(1 << 10, 1 << 30, 4),
-        point_budget_s=0.01,
+        point_budget_s=0.006,
         overhead_budget_s=0.05,
+        compiled_overheads=True,
+        attention_seqs=[128, 512, 2048, 8192],
+        attention_tokens=[4096, 65536],
     )
 
 
@@ -183,7 +195,10 @@ def _measure_part(device: str, plan: Plan, progress: _Progress, warnings: list, 
         stages[f"{part} {name}"] = round(now - clock[0], 3)
         clock[0] = now
 
-    flush = 2 * l2_bytes if gpu else 0
+    # No cache flush for matmuls: in a forward pass a GEMM's activations were just written by the op
+    # before it and are L2-hot, and repeated timing of one GEMM keeps them so (accuracy runs showed
+    # cold-L2 timings over-predicting mid-size GEMMs by 25-40%).
+    flush = 0
     curves = []
     for dtype in plan.matmul_dtypes:
         progress.stage(f"{device} matmul {dtype}")
@@ -201,11 +216,28 @@ def _measure_part(device: str, plan: Plan, progress: _Progress, warnings: list, 
             memory.measure_bandwidth(kind, plan.bandwidth_sizes, device, budget_s=plan.point_budget_s, warnings=warnings, progress=progress.step)
         )
         lap(f"bandwidth {kind}")
-    progress.stage(f"{device} pointwise sin")
-    pointwise = [memory.measure_pointwise(plan.sin_sizes, device, budget_s=plan.point_budget_s, warnings=warnings, progress=progress.step)]
-    lap("pointwise sin")
+    pointwise = []
+    for op in POINTWISE_OPS:
+        progress.stage(f"{device} pointwise {op}")
+        pointwise.append(memory.measure_pointwise(plan.sin_sizes, device, op=op, budget_s=plan.point_budget_s, warnings=warnings, progress=progress.step))
+        lap(f"pointwise {op}")
+    attention = []
+    if gpu and plan.attention_seqs:
+        progress.stage(f"{device} attention")
+        for dtype in ("bfloat16", "float16", "float32"):
+            for head_dim in (64, 128):
+                for causal in (False, True):
+                    attention.append(
+                        memory.measure_attention(
+                            device, dtype, head_dim, causal, seqs=plan.attention_seqs, tokens=plan.attention_tokens,
+                            budget_s=plan.point_budget_s, warnings=warnings, progress=progress.step,
+                        )
+                    )
+        lap("attention")
     progress.stage(f"{device} overheads")
-    overheads = overhead.measure_overheads(device, budget_s=plan.overhead_budget_s, warnings=warnings, progress=progress.step)
+    overheads = overhead.measure_overheads(
+        device, budget_s=plan.overhead_budget_s, warnings=warnings, progress=progress.step, compiled=plan.compiled_overheads
+    )
     lap("overheads")
     transfers = []
     if gpu:
@@ -218,7 +250,7 @@ def _measure_part(device: str, plan: Plan, progress: _Progress, warnings: list, 
                     )
                 )
                 lap(f"copy {direction} {host_memory}")
-    return Measurements(matmul=curves, bandwidth=bandwidth, pointwise=pointwise, overheads=overheads, transfers=transfers)
+    return Measurements(matmul=curves, bandwidth=bandwidth, pointwise=pointwise, overheads=overheads, transfers=transfers, attention=attention)
 
 
 def run_calibration(device: str = "cuda", *, quick: bool = False, name: str | None = None, show_progress: bool = True, command: str = "") -> DeviceProfile:
@@ -305,6 +337,8 @@ def summary_rows(profile: DeviceProfile) -> list[tuple[str, str, str, str, str]]
             rows.append((label, "CUDA graph launch (host)", fmt_time(o.graph_launch_s), "-", "-"))
         if o.synchronize_s:
             rows.append((label, "synchronize round trip", fmt_time(o.synchronize_s), "-", "-"))
+        if o.compiled_call_s and o.compiled_kernel_s:
+            rows.append((label, "torch.compile call / kernel launch (host)", f"{fmt_time(o.compiled_call_s)} / {fmt_time(o.compiled_kernel_s)}", "-", "-"))
         if o.op_small_s:
             rows.append((label, f"tiny op ({part.identity.threads_used} threads)" if label == "CPU" else "tiny op", fmt_time(o.op_small_s), "-", "-"))
     return rows

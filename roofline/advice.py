@@ -42,8 +42,12 @@ def placement(
     host_memory: str = "pageable",
     weights_resident: bool = True,
     calls: int = 1,
+    copies_per_call: bool = True,
 ) -> Placement:
-    """CPU alone against the GPU plus the copies one call implies, over ``calls`` calls."""
+    """CPU alone against the GPU plus the copies the user's code implies, over ``calls`` calls.
+
+    ``copies_per_call``: inputs go in and outputs come out on every call (a model called from CPU
+    code); False: once for the whole loop (state that stays on the device between steps)."""
     cpu_s = cpu_timeline.total_s
     if gpu is None or gpu_timeline is None:
         return Placement(recommended="cpu", cpu_s=cpu_s, gpu_s=0.0, transfer_s=0.0, calls=calls, reason="the profile has no GPU part")
@@ -53,20 +57,26 @@ def placement(
     weights = 0.0 if weights_resident else transfer_time_s(gpu, graph.parameters_bytes, "h2d", host_memory)
     gpu_s = gpu_timeline.total_s
     cpu_total = calls * cpu_s
-    gpu_total = calls * (gpu_s + transfer) + weights
+    copies = transfer * (calls if copies_per_call else 1)
+    gpu_total = calls * gpu_s + copies + weights
     recommended = "cuda" if gpu_total < cpu_total else "cpu"
     n_ops = len(graph.ops)
     what = f"{n_ops} ops moving {_bytes(sum(t.nbytes for t in graph.inputs) + out_bytes)} in and out"
-    per = "" if calls == 1 else f" per call over {calls} calls"
-    if recommended == "cpu":
-        if transfer > gpu_s and cpu_s < gpu_s + transfer:
-            reason = f"{what}: {_t(cpu_s)} on the CPU, {_t(gpu_s)} on the GPU, but {_t(transfer)} to copy in and out{per}"
-        else:
-            reason = f"{what}: {_t(cpu_s)} on the CPU against {_t(gpu_s)} on the GPU{per}: per-op GPU overhead outweighs its speed"
+    if calls == 1:
+        loop = ""
     else:
-        reason = f"{what}: {_t(gpu_s)} on the GPU plus {_t(transfer)} of copies beats {_t(cpu_s)} on the CPU{per}"
+        loop = f" per call; over {calls} calls {_t(cpu_total)} on the CPU against {_t(gpu_total)} on the GPU" + (
+            "" if copies_per_call else " with one copy in and out"
+        )
+    if recommended == "cpu":
+        if transfer > gpu_s and cpu_s < gpu_s + transfer and copies_per_call:
+            reason = f"{what}: {_t(cpu_s)} on the CPU, {_t(gpu_s)} on the GPU, but {_t(transfer)} to copy in and out{loop}"
+        else:
+            reason = f"{what}: {_t(cpu_s)} on the CPU against {_t(gpu_s)} on the GPU{loop}: per-op GPU overhead outweighs its speed"
+    else:
+        reason = f"{what}: {_t(gpu_s)} on the GPU plus {_t(transfer)} of copies beats {_t(cpu_s)} on the CPU{loop}"
     return Placement(
-        recommended=recommended, cpu_s=cpu_s, gpu_s=gpu_s, transfer_s=transfer + weights / calls,
+        recommended=recommended, cpu_s=cpu_s, gpu_s=gpu_s, transfer_s=(copies + weights) / calls,
         host_memory=host_memory, weights_resident=weights_resident, calls=calls, reason=reason,
     )
 
@@ -211,7 +221,41 @@ def fusion_report(graph: CapturedGraph, costs: list[OpCost], dev: DeviceModel, t
     return out, fused_total
 
 
-# ---- CUDA graphs -------------------------------------------------------------------------------
+# ---- torch.compile and CUDA graphs --------------------------------------------------------------
+
+
+def compile_groups(groups: list[_Group], costs: list[OpCost]) -> list[_Group]:
+    """What Inductor fuses: pointwise chains (with a trailing reduction); a GEMM stays a cuBLAS call,
+    so a matmul epilogue becomes the GEMM plus one fused kernel for the ops after it."""
+    out = []
+    for g in groups:
+        if costs[g.ops[0]].category in EPILOGUE_HEADS:
+            rest = g.ops[1:]
+            if sum(1 for i in rest if costs[i].kernels) >= 2:
+                out.append(_Group(rest, "pointwise chain"))
+        else:
+            out.append(g)
+    return out
+
+
+def compiled_total_s(graph: CapturedGraph, costs: list[OpCost], dev: DeviceModel, *, allow_tf32: bool = False, cuda_graphs: bool = False) -> float | None:
+    """Predicted forward under torch.compile: Inductor's fusion, its generated-code launch costs and,
+    with ``cuda_graphs`` (mode="reduce-overhead"), one graph replay instead of per-kernel launches."""
+    ov = dev.overheads
+    if dev.kind != "cuda" or ov.compiled_call_s is None or ov.compiled_kernel_s is None:
+        return None
+    groups = compile_groups(fusion_groups(graph, costs), costs)
+    fused, fused_costs = fuse_program(graph, costs, groups)
+    if cuda_graphs:
+        base = predict_timeline(fused, fused_costs, dev, allow_tf32=allow_tf32, is_module=False)
+        return cuda_graph_total_s(fused_costs, base, dev) + ov.compiled_call_s.median_s
+    per_kernel = ov.compiled_kernel_s.median_s
+    tl = predict_timeline(
+        fused, fused_costs, dev, allow_tf32=allow_tf32, is_module=False,
+        host_cost=lambda op, cost: per_kernel * cost.kernels, start_host_s=ov.compiled_call_s.median_s,
+    )
+    return tl.total_s
+
 
 
 def cuda_graph_total_s(costs: list[OpCost], timeline: Timeline, dev: DeviceModel) -> float | None:
@@ -231,3 +275,32 @@ def cuda_graph_total_s(costs: list[OpCost], timeline: Timeline, dev: DeviceModel
 def kernel_time_s(op: CapturedOp, cost: OpCost, dev: DeviceModel, allow_tf32: bool = False) -> float:
     compute, memory, floor = kernel_terms(op, cost, dev, allow_tf32)
     return max(compute, memory, floor) if cost.kernels else 0.0
+
+
+# ---- copies and streams (seed 004) ---------------------------------------------------------------
+
+
+def stream_pipeline(dev: DeviceModel, compute_s: float, in_bytes: int, out_bytes: int, batches: int) -> dict | None:
+    """A stream of ``batches`` independent batches: copy in, compute, copy out.
+
+    Sequential on one stream, each stage waits for the last: N x (in + compute + out). Pageable copies
+    are staged through a bounce buffer by the host and cannot overlap anything. With pinned memory and
+    one stream per stage the copy engines (one per direction) and the SMs work at once: after the
+    pipeline fills, each batch costs only its slowest stage: sum + (N - 1) x max.
+    """
+    if dev.kind != "cuda" or not dev.part.measurements.transfers:
+        return None
+    stages = {}
+    for mem in ("pageable", "pinned"):
+        stages[mem] = (transfer_time_s(dev, in_bytes, "h2d", mem), compute_s, transfer_time_s(dev, out_bytes, "d2h", mem))
+    seq_pageable = batches * sum(stages["pageable"])
+    seq_pinned = batches * sum(stages["pinned"])
+    pinned = stages["pinned"]
+    overlapped = sum(pinned) + (batches - 1) * max(pinned)
+    return dict(
+        batches=batches, h2d_pageable_s=stages["pageable"][0], h2d_pinned_s=pinned[0], compute_s=compute_s,
+        d2h_pageable_s=stages["pageable"][2], d2h_pinned_s=pinned[2],
+        sequential_pageable_s=seq_pageable, sequential_pinned_s=seq_pinned, streams_pinned_s=overlapped,
+        pinned_gain=seq_pageable / seq_pinned if seq_pinned else None,
+        streams_gain=seq_pinned / overlapped if overlapped else None,
+    )

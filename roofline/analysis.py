@@ -11,7 +11,7 @@ from typing import Any, Callable
 
 import torch
 
-from roofline.advice import cuda_graph_total_s, fusion_report, placement
+from roofline.advice import compiled_total_s, cuda_graph_total_s, fusion_report, placement, stream_pipeline
 from roofline.capture import capture
 from roofline.costs import OpCost, cost_of
 from roofline.curves import DeviceModel
@@ -87,6 +87,7 @@ def build_report(
     source: str | None = None,
     calls: int = 1,
     host_memory: str = "pageable",
+    copies_per_call: bool = True,
 ) -> Report:
     ops = []
     for op, cost, ok, t in zip(graph.ops, costs, supported, timeline.ops):
@@ -118,26 +119,25 @@ def build_report(
     cpu_tl = timeline if kind == "cpu" else predict_timeline(graph, costs, cpu_dev, allow_tf32=allow_tf32, is_module=is_module)
     gpu_dev = DeviceModel(profile.gpu, "cuda") if profile.gpu is not None else None
     gpu_tl = timeline if kind == "cuda" else (predict_timeline(graph, costs, gpu_dev, allow_tf32=allow_tf32, is_module=is_module) if gpu_dev else None)
-    place = placement(graph, gpu_tl, cpu_tl, gpu_dev, host_memory=host_memory, calls=calls)
+    place = placement(graph, gpu_tl, cpu_tl, gpu_dev, host_memory=host_memory, calls=calls, copies_per_call=copies_per_call)
 
     fusion, fused_total = fusion_report(graph, costs, dev, timeline, allow_tf32=allow_tf32, is_module=is_module)
     extras: dict[str, Any] = {"fused_total_s": fused_total}
     advice = [f"placement: {place.recommended} — {place.reason}"]
-    graph_total = cuda_graph_total_s(costs, timeline, dev)
-    if graph_total is not None:
-        extras["cuda_graph_total_s"] = graph_total
-        gain = total_s - graph_total
-        if gain > 0.1 * total_s:
-            advice.append(
-                f"CUDA graphs: replaying the forward as one graph would take {_fmt(graph_total)} instead of {_fmt(total_s)} "
-                f"({total_s / graph_total:.1f}x): {100 * regime_s.get('overhead', 0) / total_s:.0f}% of the time is host overhead"
-            )
-    fusion_gain = total_s - fused_total
-    if fusion and fusion_gain > 0.05 * total_s:
-        advice.append(
-            f"fusion: {len(fusion)} groups of pointwise/reduction ops could run as single kernels (torch.compile): "
-            f"{_fmt(fused_total)} instead of {_fmt(total_s)} ({100 * fusion_gain / total_s:.0f}% less)"
-        )
+    advice += _speedup_advice(graph, costs, dev, timeline, regime_s, fusion, fused_total, extras, allow_tf32)
+    if gpu_dev is not None and gpu_tl is not None:
+        in_b, out_b = sum(t.nbytes for t in graph.inputs), sum(t.nbytes for t in graph.outputs)
+        streams = stream_pipeline(gpu_dev, gpu_tl.total_s, in_b, out_b, batches=max(calls, 16))
+        if streams:
+            extras["streams"] = streams
+            copy_share = (streams["h2d_pinned_s"] + streams["d2h_pinned_s"]) / max(sum((streams["h2d_pinned_s"], streams["compute_s"], streams["d2h_pinned_s"])), 1e-12)
+            if place.recommended == "cuda" and copy_share > 0.2 and copies_per_call:
+                advice.append(
+                    f"copies: for a stream of {streams['batches']} batches, pinned host memory takes the loop from "
+                    f"{_fmt(streams['sequential_pageable_s'])} to {_fmt(streams['sequential_pinned_s'])} ({streams['pinned_gain']:.1f}x), "
+                    f"and overlapping copies with compute on separate CUDA streams to {_fmt(streams['streams_pinned_s'])} "
+                    f"(a further {streams['streams_gain']:.1f}x)"
+                )
     if unsupported:
         advice.append(f"{sum(unsupported.values())} ops have no cost formula and are priced by their bytes only: {', '.join(sorted(unsupported))}")
 
@@ -147,6 +147,54 @@ def build_report(
         capture_mode=graph.capture_mode, allow_tf32=allow_tf32, ops=ops, total=totals, modules=_module_rollups(ops),
         placement=place, fusion=fusion, advice=advice, unsupported_ops=dict(unsupported), warnings=list(graph.warnings), extras=extras,
     )
+
+
+GAIN_WORTH_IT = 0.10  # a change that saves less than this share of the time is not worth a user's effort
+
+
+def _speedup_advice(graph, costs, dev, timeline, regime_s, fusion, fused_total, extras, allow_tf32) -> list[str]:
+    """Predicted totals under torch.compile, CUDA graphs and both; a recommendation when one pays."""
+    total_s = timeline.total_s
+    alternatives = {"eager": total_s}
+    graph_total = cuda_graph_total_s(costs, timeline, dev)
+    if graph_total is not None:
+        alternatives["cuda_graphs"] = graph_total
+    compiled = compiled_total_s(graph, costs, dev, allow_tf32=allow_tf32)
+    if compiled is not None:
+        alternatives["torch_compile"] = compiled
+        both = compiled_total_s(graph, costs, dev, allow_tf32=allow_tf32, cuda_graphs=True)
+        if both is not None:
+            alternatives["torch_compile_reduce_overhead"] = both
+    extras["alternatives_s"] = alternatives
+    if graph_total is not None:
+        extras["cuda_graph_total_s"] = graph_total
+    lines = []
+    overhead_pct = 100 * regime_s.get("overhead", 0) / total_s if total_s else 0
+    best_name, best = min(alternatives.items(), key=lambda kv: kv[1])
+    names = {
+        "cuda_graphs": "capture the forward in a CUDA graph (torch.cuda.graphs) and replay it",
+        "torch_compile": "torch.compile the model",
+        "torch_compile_reduce_overhead": 'torch.compile(model, mode="reduce-overhead") (fusion plus CUDA graphs)',
+    }
+    if best_name != "eager" and total_s - best > GAIN_WORTH_IT * total_s:
+        detail = ", ".join(f"{k.replace('_', ' ')} {_fmt(v)}" for k, v in alternatives.items())
+        lines.append(
+            f"recommended: {names[best_name]}: {_fmt(best)} instead of {_fmt(total_s)} ({total_s / best:.1f}x); "
+            f"{overhead_pct:.0f}% of eager time is host overhead ({detail})"
+        )
+    else:
+        lines.append(
+            f"no change recommended: torch.compile or CUDA graphs would save under {100 * GAIN_WORTH_IT:.0f}% "
+            f"({', '.join(f'{k.replace(chr(95), chr(32))} {_fmt(v)}' for k, v in alternatives.items())})"
+        )
+    fusion_gain = total_s - fused_total
+    if fusion and fusion_gain > 0.05 * total_s:
+        lines.append(
+            f"fusion: {len(fusion)} groups of pointwise/reduction ops could each run as one kernel: "
+            f"{_fmt(fused_total)} instead of {_fmt(total_s)} ({100 * fusion_gain / total_s:.0f}% less); largest: ops "
+            f"{fusion[0].ops[0]}..{fusion[0].ops[-1]} ({fusion[0].kind}) saves {_fmt(fusion[0].predicted_gain_s)}"
+        )
+    return lines
 
 
 def _fmt(seconds: float) -> str:
@@ -164,6 +212,7 @@ def analyze(
     materialize: Callable | None = None,
     calls: int = 1,
     host_memory: str = "pageable",
+    copies_per_call: bool = True,
     graph: CapturedGraph | None = None,
     user_files: list | None = None,
     capture_device: str = "cpu",
@@ -176,13 +225,14 @@ def analyze(
     """
     return run_analysis(
         model, example_inputs, profile, device=device, name=name, allow_tf32=allow_tf32, materialize=materialize,
-        calls=calls, host_memory=host_memory, graph=graph, user_files=user_files, capture_device=capture_device,
+        calls=calls, host_memory=host_memory, copies_per_call=copies_per_call, graph=graph, user_files=user_files,
+        capture_device=capture_device,
     )[0]
 
 
 def run_analysis(
     model, example_inputs, profile, *, device=None, name=None, allow_tf32=None, materialize=None, calls=1,
-    host_memory="pageable", graph=None, user_files=None, capture_device="cpu",
+    host_memory="pageable", copies_per_call=True, graph=None, user_files=None, capture_device="cpu",
 ) -> tuple[Report, CapturedGraph, DeviceModel]:
     """``analyze``, also returning the captured graph and the device model (``--measure`` needs both)."""
     prof, kind = resolve_profile(profile, device)
@@ -198,7 +248,7 @@ def run_analysis(
     timeline = predict_timeline(graph, costs, dev, allow_tf32=allow_tf32, is_module=is_module)
     report = build_report(
         name or getattr(model, "__name__", None) or type(model).__name__, graph, costs, supported, timeline, prof, kind, dev,
-        allow_tf32=allow_tf32, is_module=is_module, calls=calls, host_memory=host_memory,
+        allow_tf32=allow_tf32, is_module=is_module, calls=calls, host_memory=host_memory, copies_per_call=copies_per_call,
     )
     return report, graph, dev
 

@@ -84,17 +84,51 @@ class BandwidthModel:
 
 
 class PointwiseModel:
-    """Elements/s of a transcendental op (the calibrated sin) over size."""
+    """Throughput of one op family's calibrated kernel (sin, add, layer_norm, softmax) over size."""
 
     def __init__(self, curve: PointwiseCurve | None, overhead_s: float = 0.0):
-        self._f = (
-            _loglog([p.elements for p in curve.points], [p.elements / _work_time(p.time.median_s, overhead_s) for p in curve.points])
-            if curve
-            else None
-        )
+        self.curve = curve
+        if curve:
+            times = [_work_time(p.time.median_s, overhead_s) for p in curve.points]
+            self._elements = _loglog([p.elements for p in curve.points], [p.elements / t for p, t in zip(curve.points, times)])
+            self._bytes = _loglog([p.bytes for p in curve.points], [p.bytes / t for p, t in zip(curve.points, times)])
+        else:
+            self._elements = self._bytes = None
 
     def elements_per_s(self, elements: int) -> float | None:
-        return self._f(elements) if self._f else None
+        return self._elements(elements) if self._elements else None
+
+    def bytes_per_s(self, nbytes: int) -> float | None:
+        """Bytes moved per second by a kernel of this family that moves ``nbytes``."""
+        return self._bytes(nbytes) if self._bytes else None
+
+
+class AttentionModel:
+    """Dense-equivalent FLOP/s of fused attention over (sequence length, tokens in flight), log-bilinear."""
+
+    def __init__(self, curve):
+        self.curve = curve
+        seqs = sorted({p.seq for p in curve.points})
+        toks = sorted({p.batch_heads * p.seq for p in curve.points})
+        grid = {(p.seq, p.batch_heads * p.seq): p.flop_per_s for p in curve.points}
+        self._ok = len(grid) == len(seqs) * len(toks)
+        self.seqs, self.toks = np.log(seqs), np.log(toks)
+        self.values = np.array([[math.log(grid.get((s, t), 1.0)) for t in toks] for s in seqs])
+        self.peak = max(p.flop_per_s for p in curve.points)
+
+    def flop_per_s(self, seq: int, tokens: int) -> float:
+        if not self._ok:
+            return self.peak
+        ls = min(max(math.log(max(seq, 1)), self.seqs[0]), self.seqs[-1])
+        lt = min(max(math.log(max(tokens, 1)), self.toks[0]), self.toks[-1])
+        if len(self.seqs) == 1 and len(self.toks) == 1:
+            return float(math.exp(self.values[0, 0]))
+        if len(self.toks) == 1:
+            return float(math.exp(np.interp(ls, self.seqs, self.values[:, 0])))
+        if len(self.seqs) == 1:
+            return float(math.exp(np.interp(lt, self.toks, self.values[0, :])))
+        interp = RegularGridInterpolator((self.seqs, self.toks), self.values)
+        return float(math.exp(interp([[ls, lt]])[0]))
 
 
 class DeviceModel:
@@ -109,7 +143,9 @@ class DeviceModel:
         included = m.overheads.dispatch_s.median_s if kind == "cpu" else 0.0
         self.matmul = {c.dtype: MatmulModel(c, included) for c in m.matmul}
         self.bandwidth = BandwidthModel(m.bandwidth, included)
-        self.transcendental = PointwiseModel(m.pointwise[0] if m.pointwise else None, included)
+        self.family = {c.op: PointwiseModel(c, included) for c in m.pointwise}
+        self.transcendental = self.family.get("sin") or PointwiseModel(None)
+        self.attention = {(c.dtype, c.head_dim, c.causal): AttentionModel(c) for c in m.attention}
 
     @property
     def name(self) -> str:
@@ -129,6 +165,19 @@ class DeviceModel:
             if candidate in self.matmul:
                 return self.matmul[candidate]
         return next(iter(self.matmul.values()))
+
+    def family_bytes_per_s(self, family: str, nbytes: int) -> float | None:
+        """Calibrated bytes/s of an op family's kernel at this size, or None if not calibrated."""
+        model = self.family.get(family)
+        return model.bytes_per_s(max(nbytes, 1)) if model else None
+
+    def attention_model(self, dtype_name: str, head_dim: int, causal: bool) -> AttentionModel | None:
+        """The attention curve for this dtype and mask at the nearest calibrated head size."""
+        options = [k for k in self.attention if k[0] == dtype_name and k[2] == causal] or [k for k in self.attention if k[0] == dtype_name]
+        if not options:
+            return None
+        best = min(options, key=lambda k: (abs(math.log(k[1] / max(head_dim, 1))), k[2] != causal))
+        return self.attention[best]
 
     @cached_property
     def kernel_floor_s(self) -> float:

@@ -75,7 +75,16 @@ def dispatch_kind(op: CapturedOp, cost: OpCost) -> str:
         return "sum"
     if packet.endswith(("cat", "stack")):
         return "cat"
+    if cost.category in ("pointwise", "transcendental") and _has_python_scalar(op):
+        return "mul_scalar"
     return "add"
+
+
+def _has_python_scalar(op: CapturedOp) -> bool:
+    """A Tensor overload called with a Python number (``x * 0.5``): the number is wrapped into a
+    tensor on every call, which costs the host about as much again as the op."""
+    overload = getattr(op.target, "_overloadname", "")
+    return overload == "Tensor" and any(isinstance(a, (int, float)) and not isinstance(a, bool) for a in op.args[1:2])
 
 
 def _bandwidth_kind(cost: OpCost) -> str:
@@ -90,7 +99,10 @@ def kernel_terms(op: CapturedOp, cost: OpCost, dev: DeviceModel, allow_tf32: boo
     """(compute_s, memory_s, floor_s) of one op on one device; zeros for ops that launch no kernel."""
     if cost.kernels == 0:
         return 0.0, 0.0, 0.0
-    if cost.gemm is not None and cost.category in ("matmul", "conv", "attention"):
+    attention = _attention_time(op, cost, dev) if cost.category == "attention" else None
+    if attention is not None:
+        compute = attention
+    elif cost.gemm is not None and cost.category in ("matmul", "conv", "attention"):
         batch, m, n, k = cost.gemm
         # cuDNN runs float32 convolutions on TF32 tensor cores by default (torch.backends.cudnn.allow_tf32).
         tf32 = allow_tf32 or (cost.category == "conv" and dev.kind == "cuda" and torch.backends.cudnn.allow_tf32)
@@ -101,15 +113,50 @@ def kernel_terms(op: CapturedOp, cost: OpCost, dev: DeviceModel, allow_tf32: boo
         compute += extra / dev.vector_flop_per_s
     else:
         compute = cost.flops / dev.vector_flop_per_s
-        if cost.category == "transcendental":
-            elements = max((t.numel for t in op.outputs), default=0)
-            rate = dev.transcendental.elements_per_s(elements)
-            if rate and elements:
-                compute = max(compute, elements / rate)
     nbytes = cost.bytes_read + cost.bytes_written
-    memory = nbytes / dev.bandwidth.bytes_per_s(max(nbytes, 1), _bandwidth_kind(cost)) if nbytes else 0.0
+    memory = 0.0
+    if nbytes:
+        # An op family's own calibrated kernel (sin, add, layer_norm, softmax) says what bandwidth
+        # such kernels reach at this size; other ops get the plain copy/read/write curves.
+        rate = dev.family_bytes_per_s(_family(op, cost), nbytes)
+        memory = nbytes / (rate or dev.bandwidth.bytes_per_s(max(nbytes, 1), _bandwidth_kind(cost)))
     floor = dev.kernel_floor_s * cost.kernels
     return compute, memory, floor
+
+
+def _family(op: CapturedOp, cost: OpCost) -> str | None:
+    """Which calibrated op-family curve prices this op's memory traffic, if any."""
+    if cost.category == "transcendental":
+        return "sin"
+    if cost.category == "pointwise":
+        return "add"
+    if cost.category == "norm":
+        return "layer_norm"
+    if cost.category == "reduction" and "softmax" in op.packet:
+        return "softmax"
+    return None
+
+
+def _attention_time(op: CapturedOp, cost: OpCost, dev: DeviceModel) -> float | None:
+    """Fused attention priced on the calibrated SDPA curve: dense FLOPs over the rate measured at
+    this sequence length and number of tokens in flight; None when the profile has no curve."""
+    if not dev.attention or not op.tensor_inputs():
+        return None
+    q = op.tensor_inputs()[0]
+    if q.ndim < 2:
+        return None
+    from roofline.costs.registry import arguments
+
+    try:
+        causal = bool(arguments(op).get("is_causal", False))
+    except Exception:
+        causal = False
+    seq, head_dim = q.shape[-2], q.shape[-1]
+    tokens = q.numel // max(head_dim, 1)
+    model = dev.attention_model(_DTYPE_NAMES.get(q.dtype, "float32"), head_dim, causal)
+    if model is None:
+        return None
+    return cost.flops / model.flop_per_s(seq, tokens)
 
 
 def modules_entered(prev: str, cur: str) -> int:
@@ -125,10 +172,24 @@ def modules_entered(prev: str, cur: str) -> int:
     return len(b) - common
 
 
-def predict_timeline(graph: CapturedGraph, costs: list[OpCost], dev: DeviceModel, *, allow_tf32: bool = False, is_module: bool = True) -> Timeline:
-    """Run the model of time over the captured ops, on ``dev`` (a GPU or the CPU)."""
+def predict_timeline(
+    graph: CapturedGraph,
+    costs: list[OpCost],
+    dev: DeviceModel,
+    *,
+    allow_tf32: bool = False,
+    is_module: bool = True,
+    host_cost=None,
+    start_host_s: float = 0.0,
+) -> Timeline:
+    """Run the model of time over the captured ops, on ``dev`` (a GPU or the CPU).
+
+    ``host_cost(op, cost)``, when given, replaces eager dispatch and module-call costs (compiled
+    code launches kernels from generated Python, not through nn.Module and the dispatcher);
+    ``start_host_s`` is host time spent before the first op (e.g. a compiled function's guards).
+    """
     ov = dev.overheads
-    module_s = ov.module_call_s.median_s
+    module_s = 0.0 if host_cost is not None else ov.module_call_s.median_s
     gpu = dev.kind == "cuda"
     # The root module's call is billed to the first op; after that, each op pays for the modules it enters.
     entered = [
@@ -140,13 +201,13 @@ def predict_timeline(graph: CapturedGraph, costs: list[OpCost], dev: DeviceModel
 
     h = e = 0.0
     if graph.ops:
-        h = unattributed * module_s
+        h = unattributed * module_s + start_host_s
     out: list[OpTiming] = []
     busy = 0.0
     for op, cost, n_mod in zip(graph.ops, costs, entered):
         compute, memory, floor = kernel_terms(op, cost, dev, allow_tf32)
         kernel = max(compute, memory, floor) if cost.kernels else 0.0
-        host = dev.dispatch_s(dispatch_kind(op, cost)) + n_mod * module_s
+        host = host_cost(op, cost) if host_cost is not None else dev.dispatch_s(dispatch_kind(op, cost)) + n_mod * module_s
         if kernel == 0.0:
             term = "none"
         elif floor >= max(compute, memory):

@@ -173,6 +173,24 @@ class PointwiseCurve(_Strict):
         return _median_rate_beyond(self.points, cache_bytes, lambda p: p.bytes)
 
 
+class AttentionPoint(_Strict):
+    """One fused scaled-dot-product attention forward: batch x heads sequences of ``seq`` tokens."""
+
+    batch_heads: int = Field(ge=1, description="Batch size times query heads.")
+    seq: int = Field(ge=1, description="Query and key length.")
+    time: Stat = Field(description="Time of one call.")
+    flop_per_s: float = Field(gt=0, le=MAX_FLOP_PER_S, description="Dense FLOPs (4 x BH x seq^2 x head_dim, as flop_counter counts) / median time.")
+
+
+class AttentionCurve(_Strict):
+    """Achieved SDPA throughput over sequence length and token count, for one dtype, head size and mask."""
+
+    dtype: str = Field(description="Element dtype of q, k, v.")
+    head_dim: int = Field(ge=1, description="Head size.")
+    causal: bool = Field(description="Causal mask (is_causal=True).")
+    points: list[AttentionPoint] = Field(min_length=1)
+
+
 class TransferPoint(_Strict):
     """One host<->device copy of ``bytes``."""
 
@@ -224,6 +242,12 @@ class Overheads(_Strict):
         default_factory=dict,
         description="Host dispatch time of a few representative small ops by name (add, relu, view, addmm, ...).",
     )
+    compiled_call_s: Stat | None = Field(
+        default=None, description="GPU: host time of one call into a torch.compile'd function, beyond its kernel launches."
+    )
+    compiled_kernel_s: Stat | None = Field(
+        default=None, description="GPU: host time per kernel launched from torch.compile (Inductor) generated code."
+    )
     op_small_s: Stat | None = Field(
         default=None,
         description="CPU: wall time of one tiny aten op (dispatch plus the op itself); the CPU's per-op overhead.",
@@ -238,6 +262,10 @@ class Measurements(_Strict):
     pointwise: list[PointwiseCurve] = Field(description="Throughput of a transcendental elementwise op over size.")
     overheads: Overheads = Field(description="Per-op and per-call fixed costs.")
     transfers: list[TransferCurve] = Field(default_factory=list, description="GPU only: host<->device copies.")
+    attention: list[AttentionCurve] = Field(default_factory=list, description="GPU only: fused attention throughput.")
+
+    def pointwise_curve(self, op: str) -> PointwiseCurve | None:
+        return next((c for c in self.pointwise if c.op == op), None)
 
     def matmul_curve(self, dtype: str) -> MatmulCurve | None:
         return next((c for c in self.matmul if c.dtype == dtype), None)

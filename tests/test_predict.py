@@ -33,6 +33,11 @@ class StubDevice:
         self.bandwidth = SimpleNamespace(bytes_per_s=lambda ws, kind="copy": 1e12)
         self.transcendental = SimpleNamespace(elements_per_s=lambda n: None)
 
+    attention = {}
+
+    def family_bytes_per_s(self, family, nbytes):
+        return None  # no op-family curves: the plain bandwidth curve prices memory traffic
+
     def dispatch_s(self, kind):
         return self._dispatch
 
