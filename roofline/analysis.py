@@ -15,7 +15,7 @@ from roofline.advice import compiled_total_s, cuda_graph_total_s, fusion_report,
 from roofline.capture import capture
 from roofline.costs import OpCost, cost_of
 from roofline.curves import DeviceModel
-from roofline.errors import ProfileError
+from roofline.errors import CaptureError, ProfileError
 from roofline.ops import CapturedGraph
 from roofline.predict import Timeline, predict_timeline
 from roofline.profile import DeviceProfile
@@ -239,7 +239,14 @@ def run_analysis(
     if allow_tf32 is None:
         allow_tf32 = bool(torch.backends.cuda.matmul.allow_tf32)
     if graph is None:
-        graph = capture(model, example_inputs, materialize=materialize, user_files=user_files, device=capture_device)
+        try:
+            graph = capture(model, example_inputs, materialize=materialize, user_files=user_files, device=capture_device)
+        except CaptureError as e:
+            if capture_device == "cpu":
+                raise
+            # Some CUDA-only kernels (cuDNN RNNs) have no fake-tensor support: price the CPU trace.
+            graph = capture(model, example_inputs, materialize=materialize, user_files=user_files, device="cpu")
+            graph.warnings.append(f"captured on the CPU because capture on {capture_device} failed ({str(e)[:160]}); per-op replay may not be possible")
     priced = [cost_of(op) for op in graph.ops]
     costs = [c for c, _ in priced]
     supported = [ok for _, ok in priced]
