@@ -242,17 +242,21 @@ def compiled_total_s(graph: CapturedGraph, costs: list[OpCost], dev: DeviceModel
     """Predicted forward under torch.compile: Inductor's fusion, its generated-code launch costs and,
     with ``cuda_graphs`` (mode="reduce-overhead"), one graph replay instead of per-kernel launches."""
     ov = dev.overheads
-    if dev.kind != "cuda" or ov.compiled_call_s is None or ov.compiled_kernel_s is None:
+    if dev.kind != "cuda":
         return None
+    # Without calibrated torch.compile host costs (an older profile), launches are priced like eager
+    # dispatch: the fusion gain is still predicted, the host saving is not.
+    call_s = ov.compiled_call_s.median_s if ov.compiled_call_s else 0.0
+    per_kernel = ov.compiled_kernel_s.median_s if ov.compiled_kernel_s else ov.dispatch_s.median_s
     groups = compile_groups(fusion_groups(graph, costs), costs)
     fused, fused_costs = fuse_program(graph, costs, groups)
     if cuda_graphs:
         base = predict_timeline(fused, fused_costs, dev, allow_tf32=allow_tf32, is_module=False)
-        return cuda_graph_total_s(fused_costs, base, dev) + ov.compiled_call_s.median_s
-    per_kernel = ov.compiled_kernel_s.median_s
+        graphed = cuda_graph_total_s(fused_costs, base, dev)
+        return None if graphed is None else graphed + call_s
     tl = predict_timeline(
         fused, fused_costs, dev, allow_tf32=allow_tf32, is_module=False,
-        host_cost=lambda op, cost: per_kernel * cost.kernels, start_host_s=ov.compiled_call_s.median_s,
+        host_cost=lambda op, cost: per_kernel * cost.kernels, start_host_s=call_s,
     )
     return tl.total_s
 

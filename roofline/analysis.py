@@ -216,6 +216,7 @@ def analyze(
     graph: CapturedGraph | None = None,
     user_files: list | None = None,
     capture_device: str = "cpu",
+    batch_sweep: bool | None = None,
 ) -> Report:
     """Capture, price and predict ``model(*example_inputs)`` on a profile's GPU or CPU.
 
@@ -226,13 +227,13 @@ def analyze(
     return run_analysis(
         model, example_inputs, profile, device=device, name=name, allow_tf32=allow_tf32, materialize=materialize,
         calls=calls, host_memory=host_memory, copies_per_call=copies_per_call, graph=graph, user_files=user_files,
-        capture_device=capture_device,
+        capture_device=capture_device, batch_sweep=batch_sweep,
     )[0]
 
 
 def run_analysis(
     model, example_inputs, profile, *, device=None, name=None, allow_tf32=None, materialize=None, calls=1,
-    host_memory="pageable", copies_per_call=True, graph=None, user_files=None, capture_device="cpu",
+    host_memory="pageable", copies_per_call=True, graph=None, user_files=None, capture_device="cpu", batch_sweep=None,
 ) -> tuple[Report, CapturedGraph, DeviceModel]:
     """``analyze``, also returning the captured graph and the device model (``--measure`` needs both)."""
     prof, kind = resolve_profile(profile, device)
@@ -257,7 +258,20 @@ def run_analysis(
         name or getattr(model, "__name__", None) or type(model).__name__, graph, costs, supported, timeline, prof, kind, dev,
         allow_tf32=allow_tf32, is_module=is_module, calls=calls, host_memory=host_memory, copies_per_call=copies_per_call,
     )
+    if batch_sweep is None:
+        batch_sweep = len(graph.ops) <= BATCH_SWEEP_MAX_OPS
+    if batch_sweep:
+        from roofline.sweeps import batch_sweep as sweep_batches
+        from roofline.sweeps import describe_batch_sweep, leading_batch
+
+        sweep = sweep_batches(model, example_inputs, dev, allow_tf32=allow_tf32)
+        if sweep is not None:
+            report.batch_sweep = sweep
+            report.advice.append(describe_batch_sweep(sweep, leading_batch(example_inputs)))
     return report, graph, dev
+
+
+BATCH_SWEEP_MAX_OPS = 600  # beyond this, a batch sweep (one capture per point) is opt-in
 
 
 def attach_measurement(report: Report, measurement, dev: DeviceModel) -> Report:
@@ -289,4 +303,27 @@ def attach_measurement(report: Report, measurement, dev: DeviceModel) -> Report:
             op.roofline_fraction = roof / measured if roof > 0 else None
     report.modules = _module_rollups(report.ops)
     report.warnings += measurement.notes
+    return report
+
+
+def attach_alternatives(report: Report, measured: dict, notes: list[str]) -> Report:
+    """Put measured CUDA-graph and torch.compile times beside the predicted ones, with the gains."""
+    predicted = report.extras.get("alternatives_s", {})
+    eager_measured = report.total.measured_s
+    report.extras["measured_alternatives_s"] = measured
+    rows = []
+    for key, value in measured.items():
+        pred = predicted.get(key)
+        if pred is None or not eager_measured:
+            continue
+        pred_gain = report.total.predicted_s - pred
+        meas_gain = eager_measured - value
+        err = (pred_gain - meas_gain) / abs(meas_gain) if meas_gain else None
+        rows.append(dict(alternative=key, predicted_s=pred, measured_s=value, predicted_gain_s=pred_gain, measured_gain_s=meas_gain, gain_error=err))
+        report.advice.append(
+            f"checked: {key.replace('_', ' ')} measured {_fmt(value)} against eager {_fmt(eager_measured)} "
+            f"(gain {_fmt(meas_gain)}; predicted {_fmt(pred_gain)}" + (f", {100 * err:+.0f}%)" if err is not None else ")")
+        )
+    report.extras["alternative_gains"] = rows
+    report.warnings += notes
     return report

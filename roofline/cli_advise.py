@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import argparse
+
 
 def add_advise_parsers(sub) -> None:
     adv = sub.add_parser("advise", help="trace a model file, predict per-op time and regime, and advise")
@@ -14,6 +16,9 @@ def add_advise_parsers(sub) -> None:
     adv.add_argument("--calls", type=int, default=1, help="placement over a loop of this many calls")
     adv.add_argument("--pinned", action="store_true", help="placement with pinned host memory for the copies")
     adv.add_argument("--measure", action="store_true", help="also run the model on the profile's device and report measured times and errors")
+    adv.add_argument("--copies", choices=["per-call", "once"], default="per-call", help="placement: inputs/outputs copied on every call, or once for the whole --calls loop")
+    adv.add_argument("--batch-sweep", action=argparse.BooleanOptionalAction, default=None, help="predict time per sample over batch sizes (default: on for models of up to 600 ops)")
+    adv.add_argument("--placement-sweep", action="store_true", help="CPU vs GPU over the sizes of the model file's sweep(), with the crossover")
     adv.set_defaults(func=_cmd_advise)
 
 
@@ -34,7 +39,10 @@ def _cmd_advise(args) -> int:
         loaded.model, loaded.example_inputs, profile, device=kind, name=loaded.name, allow_tf32=args.tf32 or None,
         materialize=loaded.materializer(), calls=args.calls, host_memory="pinned" if args.pinned else "pageable",
         user_files=[loaded.path], capture_device="cuda" if measure_device and kind == "cuda" else "cpu",
+        copies_per_call=args.copies == "per-call", batch_sweep=args.batch_sweep,
     )
+    if args.placement_sweep:
+        _placement_sweep(report, loaded, profile, args, measure_device)
     report.warnings = list(loaded.warnings) + report.warnings
     if measure_device:
         from roofline.analysis import attach_measurement
@@ -46,8 +54,50 @@ def _cmd_advise(args) -> int:
             torch.backends.cuda.matmul.allow_tf32 = True
         real = load_model_file(args.model_file, materialize=True)
         attach_measurement(report, measure(graph, real.model, real.example_inputs, measure_device), dev)
+        if kind == "cuda":
+            from roofline.analysis import attach_alternatives
+            from roofline.measure import measure_alternatives
+
+            attach_alternatives(report, *measure_alternatives(real.model, real.example_inputs, measure_device))
     render(report, top=args.top)
     if args.json:
         report.write_json(args.json)
         print(f"wrote {args.json}")
     return 0
+
+
+def _placement_sweep(report, loaded, profile, args, measure_device) -> None:
+    """Fill report.placement_sweep from the model file's sweep(); measure each size with --measure."""
+    import torch
+
+    from roofline.errors import ModelFileError
+    from roofline.sweeps import crossover, placement_sweep
+
+    sweep = getattr(loaded.module, "sweep", None)
+    if sweep is None:
+        raise ModelFileError(f"--placement-sweep needs {loaded.path.name} to define sweep() yielding (label, model, example_inputs)")
+    with torch.device("meta"):
+        entries = list(sweep())
+    result = placement_sweep(entries, profile, allow_tf32=bool(args.tf32), host_memory="pinned" if args.pinned else "pageable")
+    if result is None:
+        return
+    if measure_device and measure_device.startswith("cuda"):
+        from roofline.loading import load_model_file
+        from roofline.measure import measure_placement
+
+        real = load_model_file(loaded.path, materialize=True)
+        for point, (label, model, inputs) in zip(result.points, real.module.sweep()):
+            if point.cpu_s > 2.0 or point.gpu_s + point.transfer_s > 2.0:
+                continue  # too long to time within a sweep
+            m = measure_placement(model, inputs, measure_device)
+            point.measured_cpu_s, point.measured_gpu_total_s = m["cpu_s"], m["gpu_with_copies_s"]
+        measured = [(p.size, "cuda" if p.measured_gpu_total_s < p.measured_cpu_s else "cpu") for p in result.points if p.measured_cpu_s is not None]
+        result.measured_crossover = crossover(measured)
+    report.placement_sweep = result
+    if result.crossover is not None:
+        line = f"placement over {result.parameter}: the GPU (copies included) wins from {result.parameter}={result.crossover}"
+    else:
+        line = f"placement over {result.parameter}: the CPU wins at every size of the sweep"
+    if result.measured_crossover is not None:
+        line += f" (measured: from {result.measured_crossover})"
+    report.advice.append(line)

@@ -153,3 +153,69 @@ def measure(graph: CapturedGraph, model, inputs: tuple, device: str, *, budget_s
 def roofline_time_s(flops: int, nbytes: int, peak_flop_per_s: float, peak_bytes_per_s: float) -> float:
     """The roof: the least time the op could take at the device's best measured rates."""
     return max(flops / peak_flop_per_s if peak_flop_per_s else 0.0, nbytes / peak_bytes_per_s if peak_bytes_per_s else 0.0)
+
+
+def measure_alternatives(model, inputs: tuple, device: str, *, budget_s: float = 1.0, compile_modes=("default", "reduce-overhead")) -> tuple[dict, list[str]]:
+    """Measured forward time under CUDA-graph replay and torch.compile, to check predicted gains.
+
+    Each alternative is timed like eager (call + synchronize, after warm-up); compilation happens
+    in the warm-up and is not counted. Failures are reported as notes, never hidden.
+    """
+    out: dict[str, float] = {}
+    notes: list[str] = []
+    if not device.startswith("cuda"):
+        return out, notes
+    if isinstance(model, torch.nn.Module):
+        model = model.to(device).eval()
+    inputs = pytree.tree_map(lambda x: _to_device(x, device), tuple(inputs))
+    with torch.no_grad():
+        try:
+            side = torch.cuda.Stream(device)
+            side.wait_stream(torch.cuda.current_stream(device))
+            with torch.cuda.stream(side):
+                for _ in range(3):
+                    model(*inputs)
+            torch.cuda.current_stream(device).wait_stream(side)
+            graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(graph):
+                model(*inputs)
+
+            def replay():
+                graph.replay()
+                _sync(device)
+
+            out["cuda_graphs"] = time_fn(replay, device=device, clock="host", inner=1, budget_s=budget_s, min_samples=10, label="graph replay").median_s
+        except Exception as e:
+            notes.append(f"CUDA-graph replay not measured ({type(e).__name__}: {str(e).splitlines()[0][:120]})")
+        for mode in compile_modes:
+            key = "torch_compile" if mode == "default" else "torch_compile_reduce_overhead"
+            try:
+                import torch._dynamo
+
+                torch._dynamo.reset()
+                compiled = torch.compile(model, mode=mode)
+                for _ in range(3):
+                    compiled(*inputs)
+                _sync(device)
+                out[key] = measure_total(compiled, inputs, device, budget_s=budget_s).median_s
+            except Exception as e:
+                notes.append(f"torch.compile(mode={mode!r}) not measured ({type(e).__name__}: {str(e).splitlines()[0][:120]})")
+    return out, notes
+
+
+def measure_placement(model, inputs: tuple, device: str, *, budget_s: float = 0.5) -> dict:
+    """Measured CPU time, and GPU time with the copies in and out, of one call (seed 000's comparison)."""
+    cpu_inputs = pytree.tree_map(lambda x: _to_device(x, "cpu"), tuple(inputs))
+    cpu_model = model.to("cpu").eval() if isinstance(model, torch.nn.Module) else model
+    with torch.no_grad():
+        cpu = time_fn(lambda: cpu_model(*cpu_inputs), device="cpu", clock="host", inner=1, budget_s=budget_s, min_samples=5).median_s
+        gpu_model = model.to(device).eval() if isinstance(model, torch.nn.Module) else model
+
+        def round_trip():
+            dev_inputs = pytree.tree_map(lambda x: _to_device(x, device), cpu_inputs)
+            result = gpu_model(*dev_inputs)
+            pytree.tree_map(lambda x: x.to("cpu") if isinstance(x, torch.Tensor) else x, result)
+            _sync(device)
+
+        gpu = time_fn(round_trip, device=device, clock="host", inner=1, budget_s=budget_s, min_samples=5).median_s
+    return {"cpu_s": cpu, "gpu_with_copies_s": gpu}

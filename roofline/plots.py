@@ -291,8 +291,8 @@ def roofs_for(report: Report, profile: DeviceProfile) -> Roofs:
         ceilings.append(Ceiling(f"{got} matmul peak {si(model.peak_flop_per_s, 'FLOP/s')}{note}", model.peak_flop_per_s, "matmul"))
     if vector_used or "float32" in wanted or not ceilings:
         theo = part.peaks.flop_per_s.get("float32")
-        src = "datasheet fp32" if theo else "fp32 matmul peak"
-        ceilings.append(Ceiling(f"non-matmul ops {si(dev.vector_flop_per_s, 'FLOP/s')} ({src})", dev.vector_flop_per_s, "vector"))
+        src = "fp32 datasheet" if theo else "fp32 matmul peak"
+        ceilings.append(Ceiling(f"non-matmul {si(dev.vector_flop_per_s, 'FLOP/s')}, {src}", dev.vector_flop_per_s, "vector"))
     del measured_dtypes
     ident = part.identity
     cache = getattr(ident, "l2_cache_bytes", None) or getattr(ident, "l3_cache_bytes", None)
@@ -406,7 +406,7 @@ def roofline_chart(report: Report, profile: DeviceProfile, *, top: int = 8) -> F
         xmin = min([*xs, ceilings[-1].flop_per_s / W / 30]) / 3
         xmax = max([*xs, peak / W]) * 6
         ymin = min([*ys, peak / 1e4]) / 4
-        ymax = peak * 3
+        ymax = peak * 4
         # Widen the right side until every ceiling label fits right of its ridge.
         aw = ax.get_window_extent(renderer).width
         for c in ceilings:
@@ -434,7 +434,11 @@ def roofline_chart(report: Report, profile: DeviceProfile, *, top: int = 8) -> F
         floor_lines = []
         if flops:
             lo, hi = math.floor(math.log10(min(flops))), math.ceil(math.log10(max(flops)))
-            decades = [d for d in range(lo, hi + 1) if ymin * 1.5 < 10.0**d / roofs.overhead_s < peak / 1.5]
+            decades = [
+                d for d in range(lo, hi + 1)
+                if ymin * 1.5 < 10.0**d / roofs.overhead_s < peak / 1.5
+                and all(abs(math.log10(10.0**d / roofs.overhead_s / c.flop_per_s)) > 0.2 for c in ceilings)
+            ]
             while len(decades) > 3:
                 decades = decades[::2]
             for d in decades:
@@ -471,14 +475,36 @@ def roofline_chart(report: Report, profile: DeviceProfile, *, top: int = 8) -> F
                     placer.block(px - rad, py - rad, px + rad, py + rad)
 
         # Roof labels: the memory roof along its slope, ceilings on the right, ridges on the intensity axis.
+        # Ceilings closer than 1.5x share one label (one line each, top line first).
+        groups: list[list[Ceiling]] = []
         for c in ceilings:
-            col = ROOF_COLOR if c.style == "matmul" else VECTOR_COLOR
-            for va, yoff in (("bottom", 1.12), ("top", 1 / 1.12), ("bottom", 1.12)):
-                t = ax.text(xmax / 1.08, c.flop_per_s * yoff, c.label, ha="right", va=va, fontsize=11, color=col, zorder=6)
+            if groups and groups[-1][-1].flop_per_s / c.flop_per_s < 1.5:
+                groups[-1].append(c)
+            else:
+                groups.append([c])
+        for g in groups:
+            top_c, bot_c = g[0], g[-1]
+            if len(g) == 1:
+                text = top_c.label
+            else:
+                text = "\n".join(c.label + (" (solid)" if c.style == "matmul" else " (dashed)") for c in g)
+            col = ROOF_COLOR if top_c.style == "matmul" else VECTOR_COLOR
+            col = col if len(g) == 1 else ROOF_COLOR
+            xr = bot_c.flop_per_s / W
+            xl = [xr * 1.6 * (xmax / xr / 8) ** f for f in (0.0, 0.3, 0.6)]
+            spots = [(xmax / 1.08, "right", "bottom", top_c.flop_per_s * 1.12), (xmax / 1.08, "right", "top", bot_c.flop_per_s / 1.12)]
+            # Left of the lowest ridge, just above the top line: above the memory roof, where no op can sit.
+            spots.append((xr / 1.15, "right", "bottom", top_c.flop_per_s * 1.06))
+            spots += [(x, "left", va, y) for x in xl for va, y in (("bottom", top_c.flop_per_s * 1.12), ("top", bot_c.flop_per_s / 1.12))]
+            for x, ha, va, y in spots:
+                t = ax.text(x, y, text, ha=ha, va=va, fontsize=11, color=col, zorder=6, linespacing=1.25)
                 if _try_keep(placer, t):
                     break
-            else:
-                ax.add_artist(t)  # overlapping is better than missing
+            else:  # overlapping is better than missing: the least covered spot, on a white backing
+                x, ha, va, y = min(spots, key=lambda sp: _overlap(placer, ax, renderer, text, sp))
+                t = ax.text(x, y, text, ha=ha, va=va, fontsize=11, color=col, zorder=8, linespacing=1.25,
+                            bbox=dict(boxstyle="square,pad=0.1", fc="white", ec="none", alpha=0.8))
+                placer.block_artist(t)
         ang = math.degrees(math.atan2(*reversed(np.subtract(*ax.transData.transform([(xr_top, peak), (xmin, W * xmin)])))))
         x_lo = max(xmin, ymin * 1.5 / W)
         first = None
@@ -583,6 +609,20 @@ def _roofline_notes(report: Report, roofs: Roofs, left_out: dict[str, int], gpu:
         t_out = sum(op.predicted_s for op in report.ops if op.flops <= 0 or op.bytes_read + op.bytes_written <= 0 or op_time(report, op) <= 0)
         notes.append(f"Not shown (no place on a log FLOP axis): {what}; {si(t_out, 's')} of predicted time.")
     return [ln for n in notes for ln in textwrap.wrap(n, 128, subsequent_indent="  ")]
+
+
+def _overlap(placer: _Placer, ax, renderer, text: str, spot) -> float:
+    """Area of ``text`` at ``spot`` (x, ha, va, y) covered by placed boxes or outside the axes, pixels^2."""
+    x, ha, va, y = spot
+    t = ax.text(x, y, text, ha=ha, va=va, fontsize=11, linespacing=1.25)
+    bb = t.get_window_extent(renderer)
+    t.remove()
+    ab = ax.get_window_extent(renderer)
+    inside = max(0.0, min(bb.x1, ab.x1) - max(bb.x0, ab.x0)) * max(0.0, min(bb.y1, ab.y1) - max(bb.y0, ab.y0))
+    total = bb.width * bb.height - inside
+    for b in placer.boxes:
+        total += max(0.0, min(bb.x1, b[2]) - max(bb.x0, b[0])) * max(0.0, min(bb.y1, b[3]) - max(bb.y0, b[1]))
+    return total
 
 
 def _text_width(ax, renderer, text: str, fontsize: float) -> float:

@@ -106,6 +106,31 @@ def render(report: Report, console: Console | None = None, top: int = 15) -> Non
         console.print("[bold]fusion groups[/bold] (largest predicted gain first):")
         for f in report.fusion[:5]:
             console.print(f"  ops {f.ops[0]}..{f.ops[-1]} ({len(f.ops)} ops, {f.kind}, {f.module or 'top level'}): saves {fmt_s(f.predicted_gain_s)}, {fmt_n(f.bytes_saved, 'B')}, {f.kernels_saved} kernels")
+    alts = report.extras.get("alternatives_s")
+    if alts:
+        measured = report.extras.get("measured_alternatives_s", {})
+        cells = []
+        for k, v in alts.items():
+            m = measured.get(k) if k != "eager" else report.total.measured_s
+            cells.append(f"{k.replace('_', ' ')} {fmt_s(v)}" + (f" (measured {fmt_s(m)})" if m else ""))
+        console.print("[bold]predicted alternatives[/bold]: " + " | ".join(cells))
+    if report.batch_sweep:
+        bs = report.batch_sweep
+        console.print(
+            "[bold]batch sweep[/bold] (time per sample): "
+            + "  ".join(f"{p.batch}: {fmt_s(p.per_sample_s)} [{REGIME_STYLE[p.regime]}]{p.regime[0]}[/]" for p in bs.points)
+        )
+    if report.placement_sweep:
+        ps = report.placement_sweep
+        table = Table(title=f"CPU vs GPU over {ps.parameter}", title_justify="left")
+        for c in (ps.parameter, "CPU", "GPU", "copies", "GPU + copies", "choice", "measured CPU", "measured GPU + copies"):
+            table.add_column(c, justify="right")
+        for p in ps.points:
+            table.add_row(
+                str(p.size), fmt_s(p.cpu_s), fmt_s(p.gpu_s), fmt_s(p.transfer_s), fmt_s(p.gpu_s + p.transfer_s), p.recommended,
+                fmt_s(p.measured_cpu_s), fmt_s(p.measured_gpu_total_s),
+            )
+        console.print(table)
     console.print("[bold]advice[/bold]:")
     for a in report.advice:
         console.print(f"  - {a}")
