@@ -23,7 +23,7 @@ def _cmd_calibrate(args) -> int:
     # Check the output location before spending a minute measuring.
     if args.output:
         _check_writable(args.output)
-    profile = run_calibration(device, quick=args.quick, name=args.name, show_progress=not args.no_progress, command=command)
+    profile = run_calibration(device, quick=args.quick, name=args.name, show_progress=not args.no_progress, command=command, with_compile=args.with_compile)
     from pathlib import Path
 
     out = Path(args.output) if args.output else user_profile_dir() / f"{profile.name}.json"
@@ -49,6 +49,8 @@ def _argv_tail(args) -> list[str]:
     out = ["--device", args.device]
     if args.quick:
         out.append("--quick")
+    if args.with_compile:
+        out.append("--with-compile")
     if args.name:
         out += ["--name", args.name]
     if args.output:
@@ -106,6 +108,7 @@ def build_parser() -> argparse.ArgumentParser:
     cal.add_argument("--output", help="where to write the profile JSON (default: the user profile directory)")
     cal.add_argument("--name", help="profile name (default: derived from the device name)")
     cal.add_argument("--no-progress", action="store_true", help="no progress bar")
+    cal.add_argument("--with-compile", action="store_true", help="GPU: also measure torch.compile's host costs (about 15 s more) for the torch.compile advice")
     cal.set_defaults(func=_cmd_calibrate)
 
     prof = sub.add_parser("profiles", help="list shipped and saved profiles")

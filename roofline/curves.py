@@ -189,4 +189,4 @@ class DeviceModel:
         """Host time to dispatch one op of a representative kind ('add', 'view', 'addmm', ...)."""
         by_op = self.overheads.dispatch_by_op_s
         stat = by_op.get(kind) or self.overheads.dispatch_s
-        return stat.median_s
+        return stat.median_s * self.overheads.interleave_factor

@@ -299,7 +299,8 @@ def roofs_for(report: Report, profile: DeviceProfile) -> Roofs:
     cache_name = "L2" if kind == "cuda" else "L3"
     copy = part.measurements.bandwidth_curve("copy") or part.measurements.bandwidth[0]
     dram = copy.dram_bytes_per_s(cache)
-    dram_label = f"DRAM {si(dram, 'B/s')} ({copy.kind}, working sets > 2x {cache_name})" if cache else f"DRAM {si(dram, 'B/s')} ({copy.kind})"
+    dram_label = f"DRAM {si(dram, 'B/s')} (measured {copy.kind})"
+    del cache_name
     ov = part.measurements.overheads
     if kind == "cuda":
         o = ov.dispatch_s.median_s
@@ -437,7 +438,7 @@ def roofline_chart(report: Report, profile: DeviceProfile, *, top: int = 8) -> F
             decades = [
                 d for d in range(lo, hi + 1)
                 if ymin * 1.5 < 10.0**d / roofs.overhead_s < peak / 1.5
-                and all(abs(math.log10(10.0**d / roofs.overhead_s / c.flop_per_s)) > 0.2 for c in ceilings)
+                and all(abs(math.log10(10.0**d / roofs.overhead_s / c.flop_per_s)) > 0.3 for c in ceilings)
             ]
             while len(decades) > 3:
                 decades = decades[::2]
@@ -507,17 +508,15 @@ def roofline_chart(report: Report, profile: DeviceProfile, *, top: int = 8) -> F
                 placer.block_artist(t)
         ang = math.degrees(math.atan2(*reversed(np.subtract(*ax.transData.transform([(xr_top, peak), (xmin, W * xmin)])))))
         x_lo = max(xmin, ymin * 1.5 / W)
-        first = None
+        tried = []
         for frac in (0.3, 0.42, 0.18, 0.54, 0.06, 0.66, 0.0):
             xm = math.exp(math.log(x_lo) + frac * math.log(xr_top / x_lo))
             boxes = _rotated_boxes(ax, renderer, roofs.dram_label, 11, (xm, W * xm * 1.25), ang)
-            first = first or boxes
-            if all(placer._free(b) for b in boxes):
+            busy = sum(not placer._free(b) for b in boxes)
+            tried.append((busy, xm, boxes))
+            if busy == 0:
                 break
-            xm = None
-        if xm is None:  # no free spot: the first one, still blocking later labels
-            xm = math.exp(math.log(x_lo) + 0.3 * math.log(xr_top / x_lo))
-            boxes = first
+        _, xm, boxes = min(tried, key=lambda x: x[0])  # no free spot: the least covered one
         ax.text(xm, W * xm * 1.25, roofs.dram_label, rotation=ang, rotation_mode="anchor", ha="left", va="bottom", fontsize=11, color=ROOF_COLOR, zorder=6)
         placer.boxes.extend(boxes)
         # Legend in the upper left: above the memory roof nothing can sit.
@@ -605,7 +604,7 @@ def _roofline_notes(report: Report, roofs: Roofs, left_out: dict[str, int], gpu:
     if any(op.category == "transcendental" and op.flops for op in report.ops):
         notes.append("Transcendental ops (gelu, sin, exp, ...) are priced at the calibrated sin throughput, below the vector ceiling.")
     if left_out:
-        what = ", ".join(f"{n} ops with {why}" for why, n in left_out.items())
+        what = ", ".join(f"{n} op{'s' if n > 1 else ''} with {why}" for why, n in left_out.items())
         t_out = sum(op.predicted_s for op in report.ops if op.flops <= 0 or op.bytes_read + op.bytes_written <= 0 or op_time(report, op) <= 0)
         notes.append(f"Not shown (no place on a log FLOP axis): {what}; {si(t_out, 's')} of predicted time.")
     return [ln for n in notes for ln in textwrap.wrap(n, 128, subsequent_indent="  ")]
@@ -686,78 +685,86 @@ def measured_pairs(report: Report) -> list[tuple[OpReport, float, float]]:
     return out
 
 
-def predicted_vs_measured(report: Report, *, band: float = 0.25, top: int = 6) -> Figure:
-    """Per-op log-log scatter of predicted against measured time, with y = x and a ±25% band."""
+def predicted_vs_measured(report: Report, *, band: float = 0.25, top: int = 8) -> Figure:
+    """Per-op log-log scatter of predicted against measured time, with y = x and a ±25% band.
+
+    Raises ``ValueError`` when the report has no measured op times (``roofline advise --measure``).
+    The right-hand panel lists the accuracy figures and the ops with the largest errors.
+    """
     pairs = measured_pairs(report)
     if not pairs:
         raise ValueError(f"report '{report.model}' has no measured op times; run `roofline advise --measure` to get them")
     gpu = _gpu(report)
     with rc_context(_RC):
         fig = _new_figure()
-        fig.subplots_adjust(left=0.11, right=0.97, top=0.86, bottom=0.17)
-        ax = fig.add_subplot()
+        ax = fig.add_axes((0.1, 0.12, 0.432, 0.72))  # square: 4.32 x 4.32 in
         ax.set_xscale("log")
         ax.set_yscale("log")
+        t = report.total
         vals = [v for _, p, m in pairs for v in (p, m)]
-        lo, hi = min(vals) / 2.5, max(vals) * 2.5
+        if t.measured_s:
+            vals += [t.measured_s, t.predicted_s]
+        lo, hi = min(vals) / 2, max(vals) * 2
         ax.set_xlim(lo, hi)
         ax.set_ylim(lo, hi)
-        line = np.geomspace(lo, hi, 50)
-        ax.fill_between(line, line * (1 - band), line * (1 + band), color="#e0e0e0", alpha=0.8, lw=0, zorder=1, label=f"±{band:.0%}")
+        line = np.geomspace(lo / 10, hi * 10, 80)
+        ax.fill_between(line, line * (1 - band), line * (1 + band), color="#e0e0e0", alpha=0.9, lw=0, zorder=1, label=f"within ±{band:.0%}")
         ax.plot(line, line, color=ROOF_COLOR, lw=1.4, zorder=2, label="predicted = measured")
         for r in REGIME_ORDER:
             sel = [(p, m) for op, p, m in pairs if op.regime == r]
             if sel:
-                ax.scatter([m for _, m in sel], [p for p, _ in sel], s=46, c=REGIME_COLORS[r], alpha=0.85, edgecolors="white", linewidths=0.6, zorder=4, label=f"{r}-bound")
-        t = report.total
+                ax.scatter([m for _, m in sel], [p for p, _ in sel], s=54, c=REGIME_COLORS[r], alpha=0.9, edgecolors="white", linewidths=0.6, zorder=4, label=f"{r}-bound op")
         if t.measured_s:
-            ax.scatter([t.measured_s], [t.predicted_s], marker="*", s=260, c="#ff8f00", edgecolors="#212121", linewidths=0.8, zorder=5, label="whole forward")
-            if not (lo <= t.measured_s <= hi and lo <= t.predicted_s <= hi):
-                lo2, hi2 = min(lo, t.measured_s / 2, t.predicted_s / 2), max(hi, t.measured_s * 2, t.predicted_s * 2)
-                ax.set_xlim(lo2, hi2)
-                ax.set_ylim(lo2, hi2)
-                line = np.geomspace(lo2, hi2, 50)
-                ax.fill_between(line, line * (1 - band), line * (1 + band), color="#e0e0e0", alpha=0.8, lw=0, zorder=1)
-                ax.plot(line, line, color=ROOF_COLOR, lw=1.4, zorder=2)
-        leg = ax.legend(loc="upper left", framealpha=0.92)
+            ax.scatter([t.measured_s], [t.predicted_s], marker="*", s=300, c="#ff8f00", edgecolors="#212121", linewidths=0.8, zorder=5, label="whole forward")
+        ax.set_xlim(lo, hi)
+        ax.set_ylim(lo, hi)
         fig.canvas.draw()
         placer = _Placer(ax, fig.canvas.get_renderer())
-        placer.block_artist(leg, pad=4)
         scale = fig.dpi / 72.0
-        for _, p, m in pairs:
+        own_of = {}
+        for op, p, m in pairs:
             px, py = ax.transData.transform((m, p))
-            r = 4 * scale
-            placer.block(px - r, py - r, px + r, py + r)
-        # Label the ops that matter: largest measured time, then largest error among ops >= 20 us.
+            own_of[op.index] = len(placer.boxes)
+            placer.block(px - 4.5 * scale, py - 4.5 * scale, px + 4.5 * scale, py + 4.5 * scale)
+        # Label the ops that matter: largest measured time first, then largest error among ops >= 20 us.
         big = sorted(pairs, key=lambda x: -x[2])[: max(top // 2, 1)]
         wrong = sorted((x for x in pairs if x[2] >= 20e-6), key=lambda x: -abs(x[1] - x[2]) / x[2])
-        chosen = []
+        chosen: list = []
         for x in [*big, *wrong]:
-            if x not in chosen and len(chosen) < top:
+            if all(x[0].index != c[0].index for c in chosen) and len(chosen) < top:
                 chosen.append(x)
         for op, p, m in chosen:
-            err = (p - m) / m
-            name = f"{short_target(op.target)}" + (f" · {op.module}" if op.module else "") + f" ({err:+.0%})"
-            px, py = ax.transData.transform((m, p))
-            own = next((k for k, b in enumerate(placer.boxes) if _contains(b, px, py)), None)
-            placer.place(m, p, name, fontsize=10, own=own)
+            label = f"{short_target(op.target)}" + (f" · {op.module}" if op.module else "") + f" {(p - m) / m:+.0%}"
+            placer.place(m, p, label, fontsize=10, own=own_of[op.index], leader_beyond=10)
         ax.xaxis.set_major_formatter(_eng("s"))
         ax.yaxis.set_major_formatter(_eng("s"))
         ax.xaxis.set_minor_formatter(NullFormatter())
         ax.yaxis.set_minor_formatter(NullFormatter())
-        what = "kernel device time" if gpu else "wall time"
-        ax.set_xlabel(f"measured time per op ({what})")
-        ax.set_ylabel(f"predicted time per op ({'kernel' if gpu else 'predicted'})")
+        ax.set_xlabel(f"measured ({'kernel device time' if gpu else 'wall time'} per op)")
+        ax.set_ylabel(f"predicted ({'kernel time' if gpu else 'predicted time'} per op)")
         ax.grid(True, which="major", color="#eeeeee", lw=0.8, zorder=0)
-        ax.set_aspect("equal", adjustable="box")
-        acc = accuracy(report)
-        head = f"predicted vs measured, {len(pairs)} ops"
-        _titles(fig, ax, head, report)
-        if acc:
-            s = f"ops ≥ 20 µs: median |error| {acc['median_abs_error']:.0%}, max {acc['max_abs_error']:.0%} ({acc['n_ops']} ops)"
-            if acc.get("total_error") is not None:
-                s += f" · whole forward {acc['total_error']:+.0%}"
-            fig.text(0.02, 0.02, s, fontsize=11, color="#424242")
+        _titles(fig, ax, f"predicted vs measured, {len(pairs)} ops", report)
+        fig.legend(*ax.get_legend_handles_labels(), loc="upper left", bbox_to_anchor=(0.6, 0.86), frameon=False, fontsize=10)
+
+        # Right panel: the accuracy figures and the largest errors.
+        acc = accuracy(report) or {}
+        lines = []
+        if acc.get("n_ops"):
+            lines.append(f"ops ≥ {si(acc['min_s'], 's')}: {acc['n_ops']}")
+            lines.append(f"  median |error| {acc['median_abs_error']:.0%}")
+            lines.append(f"  max |error| {acc['max_abs_error']:.0%}")
+        else:
+            lines.append(f"no measured op ≥ {si(acc.get('min_s', 20e-6), 's')}")
+        if acc.get("total_error") is not None:
+            lines.append(f"whole forward: {si(t.predicted_s, 's')} predicted,")
+            lines.append(f"  {si(t.measured_s, 's')} measured ({acc['total_error']:+.0%})")
+        lines.append("")
+        lines.append("largest errors (measured time):")
+        worst = sorted(pairs, key=lambda x: -abs(x[1] - x[2]) / x[2])
+        for op, p, m in worst[:5]:
+            name = short_target(op.target) + (f" · {op.module}" if op.module else "")
+            lines.append(f"  {name[:26]}: {(p - m) / m:+.0%} ({si(m, 's')})")
+        fig.text(0.605, 0.5, "\n".join(lines), fontsize=11, va="top", ha="left", color="#212121", linespacing=1.4)
     return fig
 
 
@@ -800,7 +807,7 @@ def time_by_module(report: Report, *, top: int = 12) -> Figure:
     height = max(4.0, min(9.0, 1.6 + 0.42 * len(rows)))
     with rc_context(_RC):
         fig = _new_figure((10.0, height))
-        fig.subplots_adjust(left=0.3, right=0.9, top=1 - 0.95 / height, bottom=0.75 / height + 0.02)
+        fig.subplots_adjust(left=0.3, right=0.9, top=1 - 0.95 / height, bottom=1.15 / height)
         ax = fig.add_subplot()
         y = np.arange(len(rows))[::-1]
         left = np.zeros(len(rows))
@@ -820,7 +827,7 @@ def time_by_module(report: Report, *, top: int = 12) -> Figure:
         ax.set_xlabel("predicted time added to the forward (seconds)")
         ax.grid(True, axis="x", color="#eeeeee", lw=0.8)
         ax.set_axisbelow(True)
-        ax.legend(loc="lower right", framealpha=0.92)
+        ax.legend(loc="upper left", bbox_to_anchor=(-0.01, -0.6 / (height - 2.1)), ncol=4, frameon=False, fontsize=10)
         _titles(fig, ax, f"predicted time by module (total {si(report.total.predicted_s, 's')})", report)
     return fig
 
@@ -828,15 +835,28 @@ def time_by_module(report: Report, *, top: int = 12) -> Figure:
 # ---- batch and placement sweeps ----------------------------------------------------------------
 
 
+def _log_ticks(axis, unit: str) -> None:
+    """SI-labelled log ticks; 1-2-5 steps when the axis spans under three decades."""
+    lo, hi = sorted(axis.get_view_interval())
+    subs = (1.0, 2.0, 5.0) if hi / lo < 10**2.5 else (1.0,)
+    axis.set_major_locator(LogLocator(base=10, subs=subs))
+    axis.set_major_formatter(_eng(unit))
+    axis.set_minor_formatter(NullFormatter())
+
+
 def batch_chart(report: Report) -> Figure:
-    """Predicted (and measured) time per sample over batch size, coloured by the dominant regime."""
+    """Predicted (and measured) time per sample over batch size, coloured by the dominant regime.
+
+    The batch where the model leaves the overhead regime and where it turns compute-bound are marked.
+    Raises ``ValueError`` when the report has no batch sweep.
+    """
     sw = report.batch_sweep
     if sw is None or not sw.points:
         raise ValueError(f"report '{report.model}' has no batch sweep")
     pts = sorted(sw.points, key=lambda p: p.batch)
     with rc_context(_RC):
         fig = _new_figure()
-        fig.subplots_adjust(left=0.11, right=0.97, top=0.86, bottom=0.13)
+        fig.subplots_adjust(left=0.11, right=0.97, top=0.86, bottom=0.17)
         ax = fig.add_subplot()
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
@@ -850,71 +870,105 @@ def batch_chart(report: Report) -> Figure:
         for r in REGIME_ORDER:
             sel = [p for p in pts if p.regime == r]
             if sel:
-                ax.scatter([p.batch for p in sel], [p.per_sample_s for p in sel], s=70, c=REGIME_COLORS[r], zorder=4, label=f"{r}-bound", edgecolors="white")
+                ax.scatter([p.batch for p in sel], [p.per_sample_s for p in sel], s=70, c=REGIME_COLORS[r], zorder=4, label=f"mostly {r}-bound", edgecolors="white")
         meas = [(p.batch, p.measured_s / p.batch) for p in pts if p.measured_s]
         if meas:
             ax.plot([m[0] for m in meas], [m[1] for m in meas], ls="--", color="#757575", lw=1.0, zorder=3)
             ax.scatter([m[0] for m in meas], [m[1] for m in meas], s=70, facecolors="none", edgecolors="#212121", linewidths=1.4, zorder=5, label="measured")
         ax.set_xlim(edges[0], edges[-1])
         ylo, yhi = ax.get_ylim()
-        for at, text, col in (
-            (sw.leaves_overhead_at, "leaves overhead at batch {}", REGIME_COLORS["overhead"]),
-            (sw.compute_bound_at, "compute-bound from batch {}", REGIME_COLORS["compute"]),
-        ):
-            if at is None:
-                continue
+        ax.set_ylim(ylo, yhi * 1.6)
+        marks = []
+        if sw.leaves_overhead_at is not None and sw.leaves_overhead_at == sw.compute_bound_at:
+            marks.append((sw.leaves_overhead_at, "leaves overhead, compute-bound from batch {}", REGIME_COLORS["compute"]))
+        else:
+            if sw.leaves_overhead_at is not None:
+                marks.append((sw.leaves_overhead_at, "leaves overhead at batch {}", REGIME_COLORS["overhead"]))
+            if sw.compute_bound_at is not None:
+                marks.append((sw.compute_bound_at, "compute-bound from batch {}", REGIME_COLORS["compute"]))
+        for at, text, col in marks:
             ax.axvline(at, color=col, ls="--", lw=1.3, zorder=2)
-            ax.text(at * 1.04, yhi / 1.15, text.format(at), rotation=90, va="top", ha="left", fontsize=11, color=col)
+            ax.text(at * 1.05, ylo * 1.15, text.format(at), rotation=90, va="bottom", ha="left", fontsize=11, color=col)
         ax.xaxis.set_major_locator(FixedLocator(b))
         ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
         ax.xaxis.set_minor_formatter(NullFormatter())
-        ax.yaxis.set_major_formatter(_eng("s"))
-        ax.yaxis.set_minor_formatter(NullFormatter())
+        _log_ticks(ax.yaxis, "s")
         ax.set_xlabel("batch size (leading dimension of every input)")
         ax.set_ylabel("predicted time per sample (seconds)")
         ax.grid(True, which="major", color="#eeeeee", lw=0.8)
         ax.set_axisbelow(True)
         ax.legend(loc="upper right", framealpha=0.92)
-        dr = f", time(2B)/time(B) = {sw.doubling_ratio:.2f} at the model's batch" if sw.doubling_ratio else ""
-        _titles(fig, ax, f"time per sample over batch size ({'GPU' if sw.device == 'cuda' else 'CPU'}{dr})", report)
+        _titles(fig, ax, "time per sample over batch size", report)
+        notes = []
+        if sw.doubling_ratio:
+            kind = "overhead-bound (time barely grows)" if sw.doubling_ratio < 1.3 else ("throughput-bound" if sw.doubling_ratio > 1.7 else "partly overhead-bound")
+            notes.append(f"Doubling the model's own batch multiplies its time by {sw.doubling_ratio:.2f}: {kind}.")
+        if sw.leaves_overhead_at is None and all(p.regime == "overhead" for p in pts):
+            notes.append(f"Overhead-bound at every batch up to {b[-1]}: larger batches are almost free; CUDA graphs or fusion cut the floor.")
+        notes.append(f"{'GPU' if sw.device == 'cuda' else 'CPU'}; background: the regime with the largest share of the time at each batch.")
+        fig.text(0.02, 0.015, "\n".join(notes), fontsize=10, color="#424242", ha="left", va="bottom", linespacing=1.35)
+        fig.subplots_adjust(bottom=0.115 + 0.032 * len(notes))
     return fig
 
 
 def placement_chart(report: Report) -> Figure:
-    """CPU alone against GPU (without and with copies) over problem size; the crossover marked."""
+    """CPU alone against GPU (without and with copies) over problem size; the crossover marked.
+
+    Raises ``ValueError`` when the report has no placement sweep. Sweeps whose sizes repeat (several
+    parameters varied at once) are drawn one slot per point, labelled.
+    """
     sw = report.placement_sweep
     if sw is None or not sw.points:
         raise ValueError(f"report '{report.model}' has no placement sweep")
     pts = sorted(sw.points, key=lambda p: p.size)
+    sizes = [p.size for p in pts]
+    categorical = len(set(sizes)) < len(sizes)
     with rc_context(_RC):
         fig = _new_figure()
-        fig.subplots_adjust(left=0.11, right=0.97, top=0.86, bottom=0.13)
+        longest = max(len(p.label) for p in sw.points)
+        bottom = min(0.13 + 0.0125 * longest, 0.4) if categorical else 0.13
+        fig.subplots_adjust(left=0.11, right=0.97, top=0.86, bottom=bottom)
         ax = fig.add_subplot()
-        ax.set_xscale("log")
         ax.set_yscale("log")
-        x = [p.size for p in pts]
+        if categorical:  # the sweep varies more than one thing: one slot per point, in the file's order
+            pts = list(sw.points)
+            x = list(range(1, len(pts) + 1))
+        else:
+            ax.set_xscale("log")
+            x = sizes
+        pos = {}
+        for xi, p in zip(x, pts):
+            pos.setdefault(p.size, xi)
         ax.plot(x, [p.cpu_s for p in pts], marker="s", color="#6d4c41", lw=2, label="CPU")
         ax.plot(x, [p.gpu_s for p in pts], marker="o", color="#00897b", lw=1.4, ls="--", label="GPU, inputs already there")
         ax.plot(x, [p.gpu_s + p.transfer_s for p in pts], marker="o", color="#00695c", lw=2.2, label="GPU + copies in and out")
-        mc = [(p.size, p.measured_cpu_s) for p in pts if p.measured_cpu_s]
-        mg = [(p.size, p.measured_gpu_total_s) for p in pts if p.measured_gpu_total_s]
+        mc = [(xi, p.measured_cpu_s) for xi, p in zip(x, pts) if p.measured_cpu_s]
+        mg = [(xi, p.measured_gpu_total_s) for xi, p in zip(x, pts) if p.measured_gpu_total_s]
         if mc:
-            ax.scatter(*zip(*mc), marker="s", s=70, facecolors="none", edgecolors="#6d4c41", linewidths=1.5, zorder=5, label="CPU, measured")
+            ax.scatter(*zip(*mc), marker="s", s=80, facecolors="none", edgecolors="#6d4c41", linewidths=1.5, zorder=5, label="CPU, measured")
         if mg:
-            ax.scatter(*zip(*mg), marker="o", s=70, facecolors="none", edgecolors="#00695c", linewidths=1.5, zorder=5, label="GPU + copies, measured")
+            ax.scatter(*zip(*mg), marker="o", s=80, facecolors="none", edgecolors="#00695c", linewidths=1.5, zorder=5, label="GPU + copies, measured")
         ylo, yhi = ax.get_ylim()
-        for at, text, ls in ((sw.crossover, "GPU wins from {}={}", "--"), (sw.measured_crossover, "measured: from {}={}", ":")):
-            if at is None:
+        ax.set_ylim(ylo, yhi * 2)
+        for at, text, ls in ((sw.crossover, "GPU wins from {}={}", "--"), (sw.measured_crossover, "measured: GPU wins from {}={}", ":")):
+            if at is None or at not in pos:
                 continue
-            ax.axvline(at, color="#212121", ls=ls, lw=1.3)
-            ax.text(at * 1.05, yhi / 1.2, text.format(sw.parameter, at), rotation=90, va="top", ha="left", fontsize=11)
-        if len(x) <= 12:
+            xa = pos[at]
+            if xa == x[0]:
+                text = "GPU wins at every size" if ls == "--" else "measured: GPU wins at every size"
+            ax.axvline(xa, color="#212121", ls=ls, lw=1.3)
+            ax.text(xa + 0.1 if categorical else xa * 1.06, ylo * 1.2, text.format(sw.parameter, at), rotation=90, va="bottom", ha="left", fontsize=11)
+        if categorical:
             ax.xaxis.set_major_locator(FixedLocator(x))
+            ax.set_xticklabels([p.label for p in pts], rotation=90 if len(pts) > 8 else 30, ha="center" if len(pts) > 8 else "right", fontsize=10)
+            ax.set_xlim(0.5, len(pts) + 0.5)
+        else:
+            if len(x) <= 12:
+                ax.xaxis.set_major_locator(FixedLocator(x))
             ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
             ax.xaxis.set_minor_formatter(NullFormatter())
-        ax.yaxis.set_major_formatter(_eng("s"))
-        ax.yaxis.set_minor_formatter(NullFormatter())
-        ax.set_xlabel(f"problem size ({sw.parameter})")
+        _log_ticks(ax.yaxis, "s")
+        ax.set_xlabel(f"sweep point ({sw.parameter} and more)" if categorical else f"problem size ({sw.parameter})")
         ax.set_ylabel("predicted time per call (seconds)")
         ax.grid(True, which="major", color="#eeeeee", lw=0.8)
         ax.legend(loc="upper left", framealpha=0.92)
@@ -924,14 +978,14 @@ def placement_chart(report: Report) -> Figure:
 
 # ---- everything --------------------------------------------------------------------------------
 
-CHARTS = ("roofline", "measured", "modules", "batch", "placement")
+CHARTS = ("roofline", "vs_measured", "modules", "batch", "placement")
 
 
 def available_charts(report: Report) -> list[str]:
     """The charts this report has data for, in ``CHARTS`` order."""
     out = ["roofline"]
     if measured_pairs(report):
-        out.append("measured")
+        out.append("vs_measured")
     if report.modules:
         out.append("modules")
     if report.batch_sweep and report.batch_sweep.points:
@@ -946,7 +1000,7 @@ def make_chart(name: str, report: Report, profile: DeviceProfile | None) -> Figu
         if profile is None:
             raise RooflineError("the roofline chart needs the device profile; pass --profile NAME|PATH")
         return roofline_chart(report, profile)
-    fn = {"measured": predicted_vs_measured, "modules": time_by_module, "batch": batch_chart, "placement": placement_chart}[name]
+    fn = {"vs_measured": predicted_vs_measured, "modules": time_by_module, "batch": batch_chart, "placement": placement_chart}[name]
     return fn(report)
 
 

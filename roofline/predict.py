@@ -65,8 +65,12 @@ def dispatch_kind(op: CapturedOp, cost: OpCost) -> str:
     packet = op.packet
     if cost.category == "view":
         return "view"
-    if cost.category in ("matmul", "conv", "attention"):
+    if cost.category == "conv":
+        return "conv2d"
+    if cost.category in ("matmul", "attention"):
         return "addmm"
+    if cost.category == "norm" and "batch_norm" in packet:
+        return "batch_norm"
     if "softmax" in packet:
         return "softmax"
     if cost.category == "norm":
@@ -107,7 +111,12 @@ def kernel_terms(op: CapturedOp, cost: OpCost, dev: DeviceModel, allow_tf32: boo
         # cuDNN runs float32 convolutions on TF32 tensor cores by default (torch.backends.cudnn.allow_tf32).
         tf32 = allow_tf32 or (cost.category == "conv" and dev.kind == "cuda" and torch.backends.cudnn.allow_tf32)
         curve = dev.matmul_model(matmul_dtype_name(cost.compute_dtype, tf32))
-        compute = curve.time_s(max(batch, 1) * m, n, k) if m and n and k else 0.0
+        if cost.sequential:
+            # a recurrence: per (layer, direction), one small GEMM per time step, one after another
+            groups = max(cost.kernels // (1 + 2 * max(batch, 1)), 1)
+            compute = groups * max(batch, 1) * curve.time_s(m, n, k) if m and n and k else 0.0
+        else:
+            compute = curve.time_s(max(batch, 1) * m, n, k) if m and n and k else 0.0
         # FLOPs beyond the GEMM's own (bias, scaling) at the vector rate.
         extra = max(cost.flops - 2 * max(batch, 1) * m * n * k, 0)
         compute += extra / dev.vector_flop_per_s

@@ -242,6 +242,10 @@ class Overheads(_Strict):
         default_factory=dict,
         description="Host dispatch time of a few representative small ops by name (add, relu, view, addmm, ...).",
     )
+    interleave_factor: float = Field(
+        default=1.0, ge=1.0, le=10.0,
+        description="Host time of different ops called in turn over the sum of each repeated alone; scales every dispatch cost.",
+    )
     compiled_call_s: Stat | None = Field(
         default=None, description="GPU: host time of one call into a torch.compile'd function, beyond its kernel launches."
     )

@@ -50,6 +50,9 @@ class OpCost:
     gemm: tuple[int, int, int, int] | None = None
     # dtype whose compute ceiling applies (the matmul operand dtype, or the output dtype).
     compute_dtype: torch.dtype | None = None
+    # True when the ``gemm`` batch counts dependent steps (a recurrence over time): the GEMMs run one
+    # after another, each at its own small size, not as one large batched GEMM.
+    sequential: bool = False
 
     @property
     def bytes(self) -> int:

@@ -77,7 +77,7 @@ def _stack_cost(op: CapturedOp, kind: str, weights: list[TensorMeta], n_groups: 
     read, written = rw_bytes(op)
     return OpCost(flops=flops, bytes_read=read, bytes_written=written,
                   kernels=n_groups * (1 + 2 * steps), category="matmul", gemm=gemm,
-                  compute_dtype=x.dtype)
+                  compute_dtype=x.dtype, sequential=True)
 
 
 def _rows_steps_batch(x: TensorMeta, batch_first: bool, batch_sizes) -> tuple[int, int, int]:
