@@ -1,0 +1,206 @@
+"""Checks the advice against the GPU: placement decisions, crossover, torch.compile, CUDA-graph and
+stream gains, for the seed experiments.
+
+    python benchmarks/advice_check.py --profile PATH [--json OUT] [--skip-compile]
+
+- placement: for seed 000's matmul and nested-sin sizes, seed 002's 10,000-step loop and seed 003's
+  Linear+ReLU stacks (hidden 128-4096, batch 1-512), the predicted choice (CPU alone, or GPU plus the
+  copies of one call) against the measured one; the fraction right and seed 000's crossover size.
+- torch.compile: predicted against measured gain over eager on seed 003's stack and nested sin.
+- CUDA graphs: predicted against measured gain of graph replay over eager.
+- streams (seed 004): 16 batches of a 1024^2 matmul with copies in and out: sequential with
+  pageable memory, sequential pinned, and pinned on three streams, predicted against measured.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+import torch  # noqa: E402
+
+from roofline.advice import stream_pipeline  # noqa: E402
+from roofline.analysis import run_analysis  # noqa: E402
+from roofline.curves import DeviceModel  # noqa: E402
+from roofline.loading import load_model_file  # noqa: E402
+from roofline.measure import device_for, measure_alternatives, measure_placement, measure_total  # noqa: E402
+from roofline.profiles import find_profile  # noqa: E402
+from roofline.sweeps import crossover  # noqa: E402
+from roofline.timing import time_fn  # noqa: E402
+
+
+def entries(file: str, want=None):
+    """(label, meta model, meta inputs, real model, real inputs) for each sweep entry."""
+    meta = load_model_file(REPO / "examples" / file)
+    real = load_model_file(REPO / "examples" / file, materialize=True)
+    with torch.device("meta"):
+        metas = list(meta.module.sweep())
+    for (label, mm, mi), (_, rm, ri) in zip(metas, real.module.sweep()):
+        if want is None or want(label):
+            yield label, mm, mi, rm, ri
+
+
+def placement_cases(profile, device):
+    rows = []
+
+    def check(group, label, mm, mi, rm, ri, size):
+        report = run_analysis(mm, mi, profile, device="cuda", name=label, batch_sweep=False)[0]
+        p = report.placement
+        m = measure_placement(rm, ri, device, budget_s=0.3)
+        measured = "cuda" if m["gpu_with_copies_s"] < m["cpu_s"] else "cpu"
+        rows.append(dict(group=group, label=label, size=size, predicted=p.recommended, measured=measured,
+                         cpu_s=p.cpu_s, gpu_total_s=p.gpu_s + p.transfer_s, measured_cpu_s=m["cpu_s"], measured_gpu_total_s=m["gpu_with_copies_s"]))
+        print(f"  {group:<14} {label:<24} predicted {p.recommended:<4} (cpu {p.cpu_s * 1e3:8.3f} ms, gpu+copies {(p.gpu_s + p.transfer_s) * 1e3:8.3f} ms)"
+              f"  measured {measured:<4} (cpu {m['cpu_s'] * 1e3:8.3f} ms, gpu+copies {m['gpu_with_copies_s'] * 1e3:8.3f} ms)", flush=True)
+
+    def size_of(label):
+        from roofline.sweeps import _size_of
+
+        return _size_of(label)
+
+    for label, mm, mi, rm, ri in entries("seed000_matmul.py", lambda s: 16 <= size_of(s) <= 8192):
+        check("seed000 matmul", label, mm, mi, rm, ri, size_of(label))
+    for label, mm, mi, rm, ri in entries("seed000_nested_sin.py", lambda s: size_of(s) <= 2**26):
+        check("seed000 sin", label, mm, mi, rm, ri, size_of(label))
+    for label, mm, mi, rm, ri in entries("seed003_linear_relu.py"):
+        check("seed003 stack", label, mm, mi, rm, ri, 0)
+    return rows
+
+
+def seed002_loop(profile, device, steps=10_000):
+    """Seed 002: a step of 1 matmul + 5 pointwise ops, looped; state stays where it is computed."""
+    meta = load_model_file(REPO / "examples" / "seed002_rnn_step.py")
+    real = load_model_file(REPO / "examples" / "seed002_rnn_step.py", materialize=True)
+    report = run_analysis(meta.model, meta.example_inputs, profile, device="cuda", calls=steps, copies_per_call=False, batch_sweep=False)[0]
+    p = report.placement
+    n = 1000
+    model, inputs = real.model, real.example_inputs
+    results = {}
+    for dev in ("cpu", device):
+        m = model.to(dev) if isinstance(model, torch.nn.Module) else model
+        x = tuple(t.to(dev) if isinstance(t, torch.Tensor) else t for t in inputs)
+
+        def loop():
+            for _ in range(n):
+                m(*x)
+            if dev != "cpu":
+                torch.cuda.synchronize()
+
+        with torch.no_grad():
+            results[dev] = time_fn(loop, device=dev, clock="host", inner=1, budget_s=1.0, min_samples=3).median_s / n * steps
+    measured = "cuda" if results[device] < results["cpu"] else "cpu"
+    print(f"  seed002 loop   {steps} steps              predicted {p.recommended:<4} (cpu {p.cpu_s * steps * 1e3:8.1f} ms, gpu {(p.gpu_s * steps) * 1e3:8.1f} ms)"
+          f"  measured {measured:<4} (cpu {results['cpu'] * 1e3:8.1f} ms, gpu {results[device] * 1e3:8.1f} ms)")
+    return dict(group="seed002 loop", label=f"{steps} steps", size=steps, predicted=p.recommended, measured=measured,
+                cpu_s=p.cpu_s * steps, gpu_total_s=p.gpu_s * steps + p.transfer_s * steps, measured_cpu_s=results["cpu"], measured_gpu_total_s=results[device])
+
+
+def gains(profile, device, skip_compile: bool):
+    rows = []
+    cases = [("seed003_linear_relu.py", "hidden=128,batch=1"), ("mlp_tiny.py", None), ("seed002_rnn_step.py", None), ("seed000_nested_sin.py", None)]
+    for file, sweep_label in cases:
+        meta = load_model_file(REPO / "examples" / file)
+        real = load_model_file(REPO / "examples" / file, materialize=True)
+        mm, mi, rm, ri = meta.model, meta.example_inputs, real.model, real.example_inputs
+        if sweep_label:
+            want = set(sweep_label.split(","))
+            with torch.device("meta"):
+                mm, mi = next((m, i) for lab, m, i in meta.module.sweep() if want <= set(lab.split(",")))
+            rm, ri = next((m, i) for lab, m, i in real.module.sweep() if want <= set(lab.split(",")))
+        report = run_analysis(mm, mi, profile, device="cuda", name=file, batch_sweep=False, capture_device="cuda")[0]
+        predicted = report.extras["alternatives_s"]
+        model = rm.to(device).eval() if isinstance(rm, torch.nn.Module) else rm
+        inputs = tuple(t.to(device) if isinstance(t, torch.Tensor) else t for t in ri)
+        eager = measure_total(model, inputs, device).median_s
+        modes = () if skip_compile or file == "seed002_rnn_step.py" or file == "mlp_tiny.py" else ("default",)
+        measured, notes = measure_alternatives(model, inputs, device, compile_modes=modes)
+        for key, value in measured.items():
+            pg = report.total.predicted_s - predicted[key]
+            mg = eager - value
+            err = (pg - mg) / abs(mg) if mg else float("nan")
+            rows.append(dict(model=file, alternative=key, predicted_eager_s=report.total.predicted_s, predicted_s=predicted[key],
+                             measured_eager_s=eager, measured_s=value, predicted_gain_s=pg, measured_gain_s=mg, gain_error=err))
+            print(f"  {file:<26} {key:<14} eager {report.total.predicted_s * 1e6:8.1f}/{eager * 1e6:8.1f} us  "
+                  f"alternative {predicted[key] * 1e6:8.1f}/{value * 1e6:8.1f} us  gain predicted {pg * 1e6:8.1f} us measured {mg * 1e6:8.1f} us  ({100 * err:+.0f}%)", flush=True)
+        for n in notes:
+            print(f"    note: {n}")
+    return rows
+
+
+def streams(profile, device, batches=16, n=1024):
+    """Seed 004's pipeline, measured three ways and predicted by stream_pipeline."""
+    dev = DeviceModel(profile.gpu, "cuda")
+    a = torch.randn(n, n, device=device)
+    compute = time_fn(lambda: torch.matmul(a, a), device=device, budget_s=0.2).median_s
+    pred = stream_pipeline(dev, compute, n * n * 4, n * n * 4, batches)
+    pageable = [torch.randn(n, n) for _ in range(batches)]
+    pinned = [t.pin_memory() for t in pageable]
+
+    def sequential(inputs):
+        def run():
+            for x in inputs:
+                g = x.to(device)
+                c = torch.matmul(g, g)
+                x.copy_(c)
+            torch.cuda.synchronize()
+        return run
+
+    streams_ = [torch.cuda.Stream() for _ in range(batches)]
+
+    def streamed():
+        for x, s in zip(pinned, streams_):
+            with torch.cuda.stream(s):
+                g = x.to(device, non_blocking=True)
+                c = torch.matmul(g, g)
+                x.copy_(c, non_blocking=True)
+        torch.cuda.synchronize()
+
+    m = {
+        "sequential_pageable_s": time_fn(sequential(pageable), device=device, clock="host", inner=1, budget_s=0.5, min_samples=5).median_s,
+        "sequential_pinned_s": time_fn(sequential(pinned), device=device, clock="host", inner=1, budget_s=0.5, min_samples=5).median_s,
+        "streams_pinned_s": time_fn(streamed, device=device, clock="host", inner=1, budget_s=0.5, min_samples=5).median_s,
+    }
+    for k in m:
+        print(f"  seed004 {k:<24} predicted {pred[k] * 1e3:7.2f} ms  measured {m[k] * 1e3:7.2f} ms  ({100 * (pred[k] - m[k]) / m[k]:+.0f}%)")
+    return dict(predicted=pred, measured=m)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--profile", required=True)
+    ap.add_argument("--json")
+    ap.add_argument("--skip-compile", action="store_true")
+    args = ap.parse_args()
+    profile = find_profile(args.profile)
+    device = device_for(profile, "cuda")
+    print(f"advice check on {profile.device}, profile '{profile.name}', torch {torch.__version__}")
+    print("placement:")
+    rows = placement_cases(profile, device)
+    rows.append(seed002_loop(profile, device))
+    right = sum(r["predicted"] == r["measured"] for r in rows)
+    mm = [r for r in rows if r["group"] == "seed000 matmul"]
+    pc = crossover([(r["size"], r["predicted"]) for r in mm])
+    mc = crossover([(r["size"], r["measured"]) for r in mm])
+    print(f"placement right on {right}/{len(rows)} ({100 * right / len(rows):.0f}%); seed 000 matmul crossover predicted {pc}, measured {mc}"
+          + (f" (ratio {pc / mc:.2f})" if pc and mc else ""))
+    print("gains (predicted/measured):")
+    g = gains(profile, device, args.skip_compile)
+    for kind in ("torch_compile", "cuda_graphs"):
+        errs = [abs(r["gain_error"]) for r in g if r["alternative"] == kind]
+        if errs:
+            print(f"  {kind}: |gain error| median {100 * statistics.median(errs):.0f}%, max {100 * max(errs):.0f}% over {len(errs)} models")
+    print("streams (seed 004):")
+    s = streams(profile, device)
+    if args.json:
+        Path(args.json).write_text(json.dumps(dict(placement=rows, gains=g, streams=s, crossover=dict(predicted=pc, measured=mc)), indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
