@@ -754,7 +754,10 @@ def predicted_vs_measured(report: Report, *, band: float = 0.25, top: int = 8) -
             lines.append(f"  median |error| {acc['median_abs_error']:.0%}")
             lines.append(f"  max |error| {acc['max_abs_error']:.0%}")
         else:
-            lines.append(f"no measured op ≥ {si(acc.get('min_s', 20e-6), 's')}")
+            errs = [abs(p - m) / m for _, p, m in pairs]
+            lines.append(f"all {len(errs)} ops (none ≥ {si(acc.get('min_s', 20e-6), 's')}):")
+            lines.append(f"  median |error| {float(np.median(errs)):.0%}")
+            lines.append(f"  max |error| {max(errs):.0%}")
         if acc.get("total_error") is not None:
             lines.append(f"whole forward: {si(t.predicted_s, 's')} predicted,")
             lines.append(f"  {si(t.measured_s, 's')} measured ({acc['total_error']:+.0%})")
