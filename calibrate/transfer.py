@@ -28,6 +28,10 @@ def fit_latency_bandwidth(sizes_bytes, times_s) -> tuple[float, float]:
 def measure_transfer(direction: str, host_memory: str, sizes_bytes: list[int], device: str, *, budget_s: float, warnings: list, progress=None) -> TransferCurve:
     points = []
     pinned = host_memory == "pinned"
+    if not pinned:
+        # Pageable copies run at a fraction of the link's speed and vary run to run; sizes past
+        # 256 MiB add seconds of calibration and no information the fit does not already have.
+        sizes_bytes = [n for n in sizes_bytes if n <= (256 << 20)] or sizes_bytes[:1]
     for n in sizes_bytes:
         host = torch.empty(n, dtype=torch.uint8, pin_memory=pinned)
         host.fill_(7)

@@ -143,7 +143,7 @@ def build_report(
 
     return Report(
         model=name,
-        profile=ProfileRef(name=profile.name, device=dev.name, kind=kind, source=source),
+        profile=ProfileRef(name=profile.name, device=dev.name, kind=kind, source=source or profile.source_file),
         capture_mode=graph.capture_mode, allow_tf32=allow_tf32, ops=ops, total=totals, modules=_module_rollups(ops),
         placement=place, fusion=fusion, advice=advice, unsupported_ops=dict(unsupported), warnings=list(graph.warnings), extras=extras,
     )

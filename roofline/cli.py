@@ -120,6 +120,9 @@ def build_parser() -> argparse.ArgumentParser:
         add_advise_parsers(sub)
     except ImportError:  # advise not built yet
         pass
+    from roofline.cli_plot import add_plot_parser
+
+    add_plot_parser(sub)
     return parser
 
 

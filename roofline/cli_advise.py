@@ -19,6 +19,9 @@ def add_advise_parsers(sub) -> None:
     adv.add_argument("--copies", choices=["per-call", "once"], default="per-call", help="placement: inputs/outputs copied on every call, or once for the whole --calls loop")
     adv.add_argument("--batch-sweep", action=argparse.BooleanOptionalAction, default=None, help="predict time per sample over batch sizes (default: on for models of up to 600 ops)")
     adv.add_argument("--placement-sweep", action="store_true", help="CPU vs GPU over the sizes of the model file's sweep(), with the crossover")
+    from roofline.cli_plot import add_output_args
+
+    add_output_args(adv)  # --plot PATH, --report PATH.html
     adv.set_defaults(func=_cmd_advise)
 
 
@@ -27,7 +30,10 @@ def _cmd_advise(args) -> int:
     from roofline.loading import load_model_file
     from roofline.render import render
 
+    from roofline.cli_plot import check_output_args, emit_outputs
+
     profile, kind = resolve_profile(args.profile, args.device)  # fail fast on a bad profile
+    check_output_args(args)  # and on an unwritable --plot/--report path
     measure_device = None
     if args.measure:
         from roofline.measure import device_for
@@ -63,6 +69,7 @@ def _cmd_advise(args) -> int:
     if args.json:
         report.write_json(args.json)
         print(f"wrote {args.json}")
+    emit_outputs(report, profile, args)
     return 0
 
 

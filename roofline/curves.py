@@ -173,7 +173,9 @@ class DeviceModel:
 
     def attention_model(self, dtype_name: str, head_dim: int, causal: bool) -> AttentionModel | None:
         """The attention curve for this dtype and mask at the nearest calibrated head size."""
-        options = [k for k in self.attention if k[0] == dtype_name and k[2] == causal] or [k for k in self.attention if k[0] == dtype_name]
+        # fp16 and bf16 run the same fused kernels at the same speed: either curve stands for the other
+        alike = {dtype_name, {"float16": "bfloat16", "bfloat16": "float16"}.get(dtype_name, dtype_name)}
+        options = [k for k in self.attention if k[0] in alike and k[2] == causal] or [k for k in self.attention if k[0] in alike]
         if not options:
             return None
         best = min(options, key=lambda k: (abs(math.log(k[1] / max(head_dim, 1))), k[2] != causal))

@@ -482,9 +482,12 @@ def write_html(report: Report, profile: DeviceProfile, path) -> Path:
         raise RooflineError(f"cannot write the HTML report to {path}: give a file name ending in .html")
     if path.is_dir():
         raise RooflineError(f"cannot write the HTML report to {path}: it is a directory; give a file name ending in .html")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)  # fail before the minute-long part, not after
+    except OSError as e:
+        raise RooflineError(f"cannot write the HTML report to {path}: {e.strerror or e}; choose another path")
     page = render_html(report, profile)
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(page, encoding="utf-8")
     except OSError as e:
         raise RooflineError(f"cannot write the HTML report to {path}: {e.strerror or e}; choose another path")

@@ -189,9 +189,9 @@ class _Placer:
         t = self.ax.text(0, 0, text, fontsize=fontsize, transform=None)
         bb = t.get_window_extent(self.renderer)
         t.remove()
-        return bb.width + 4, bb.height + 2
+        return bb.width + 4, bb.height
 
-    def place(self, x, y, text, *, fontsize=10, color="#212121", radii=(6, 12, 20, 30, 44, 60, 80, 105, 135), own: int | None = None, leader_beyond=14, weight="normal"):
+    def place(self, x, y, text, *, fontsize=10, color="#212121", radii=(6, 12, 20, 30, 44, 60, 80, 105, 135), own: int | None = None, leader_beyond=10, weight="normal"):
         """Annotate data point (x, y) with ``text`` at a free offset; returns the annotation or None."""
         px, py = self.ax.transData.transform((x, y))
         w, h = self._size(text, fontsize)
@@ -269,7 +269,6 @@ def roofs_for(report: Report, profile: DeviceProfile) -> Roofs:
     part = _part(report, profile)
     kind = report.profile.kind
     dev = DeviceModel(part, kind)
-    measured_dtypes = {c.dtype for c in part.measurements.matmul}
     wanted: dict[str, float] = defaultdict(float)
     vector_used = False
     for op in report.ops:
@@ -293,14 +292,11 @@ def roofs_for(report: Report, profile: DeviceProfile) -> Roofs:
         theo = part.peaks.flop_per_s.get("float32")
         src = "fp32 datasheet" if theo else "fp32 matmul peak"
         ceilings.append(Ceiling(f"non-matmul {si(dev.vector_flop_per_s, 'FLOP/s')}, {src}", dev.vector_flop_per_s, "vector"))
-    del measured_dtypes
     ident = part.identity
     cache = getattr(ident, "l2_cache_bytes", None) or getattr(ident, "l3_cache_bytes", None)
-    cache_name = "L2" if kind == "cuda" else "L3"
     copy = part.measurements.bandwidth_curve("copy") or part.measurements.bandwidth[0]
     dram = copy.dram_bytes_per_s(cache)
     dram_label = f"DRAM {si(dram, 'B/s')} (measured {copy.kind})"
-    del cache_name
     ov = part.measurements.overheads
     if kind == "cuda":
         o = ov.dispatch_s.median_s
@@ -407,7 +403,8 @@ def roofline_chart(report: Report, profile: DeviceProfile, *, top: int = 8) -> F
         xmin = min([*xs, ceilings[-1].flop_per_s / W / 30]) / 3
         xmax = max([*xs, peak / W]) * 6
         ymin = min([*ys, peak / 1e4]) / 4
-        ymax = peak * 4
+        close = any(a.flop_per_s / b.flop_per_s < 1.5 for a, b in zip(ceilings, ceilings[1:]))
+        ymax = peak * (7 if close else 4)  # room above the top roof for its label (two lines when roofs are close)
         # Widen the right side until every ceiling label fits right of its ridge.
         aw = ax.get_window_extent(renderer).width
         for c in ceilings:
@@ -476,6 +473,14 @@ def roofline_chart(report: Report, profile: DeviceProfile, *, top: int = 8) -> F
                     placer.block(px - rad, py - rad, px + rad, py + rad)
 
         # Roof labels: the memory roof along its slope, ceilings on the right, ridges on the intensity axis.
+        # The roof lines are obstacles for every label.
+        for seg in [((xmin, W * xmin), (xr_top, peak))] + [((c.flop_per_s / W, c.flop_per_s), (xmax, c.flop_per_s)) for c in ceilings]:
+            (pa, qa), (pb, qb) = ax.transData.transform(seg)
+            n = max(int(math.hypot(pb - pa, qb - qa) / 8), 1)
+            for k in range(n + 1):
+                u, v = pa + (pb - pa) * k / n, qa + (qb - qa) * k / n
+                placer.block(u - 1.5, v - 1.5, u + 1.5, v + 1.5)
+
         # Ceilings closer than 1.5x share one label (one line each, top line first).
         groups: list[list[Ceiling]] = []
         for c in ceilings:
@@ -555,14 +560,6 @@ def roofline_chart(report: Report, profile: DeviceProfile, *, top: int = 8) -> F
             for x, ha in spots:
                 if _try_keep(placer, ax.text(x, rate * 1.08, label, ha=ha, va="bottom", fontsize=10, color=FLOOR_COLOR, zorder=6)):
                     break
-
-        # The roof lines are obstacles for the op labels.
-        for seg in [((xmin, W * xmin), (xr_top, peak))] + [((c.flop_per_s / W, c.flop_per_s), (xmax, c.flop_per_s)) for c in ceilings]:
-            (pa, qa), (pb, qb) = ax.transData.transform(seg)
-            n = max(int(math.hypot(pb - pa, qb - qa) / 8), 1)
-            for k in range(n + 1):
-                u, v = pa + (pb - pa) * k / n, qa + (qb - qa) * k / n
-                placer.block(u - 2, v - 2, u + 2, v + 2)
 
         # The top ops by time, labelled without overlap; ops of one name on top of each other share a label.
         order = sorted(range(len(points)), key=lambda i: -points[i].time_s)

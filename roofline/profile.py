@@ -12,7 +12,7 @@ import math
 from datetime import datetime
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
 SCHEMA_VERSION = 1
 PROFILE_KIND = "roofline-device-profile"
@@ -369,6 +369,11 @@ class DeviceProfile(_Strict):
     calibration: CalibrationInfo = Field(description="How and when the profile was made.")
     host: CpuPart = Field(description="The host CPU.")
     gpu: GpuPart | None = Field(default=None, description="The GPU, absent for a CPU-only profile.")
+    _source_file: str | None = PrivateAttr(default=None)  # the file it was loaded from, if any
+
+    @property
+    def source_file(self) -> str | None:
+        return self._source_file
 
     @property
     def device(self) -> str:

@@ -79,7 +79,9 @@ def load_profile_file(path: Path) -> DeviceProfile:
             "recalibrate with this version (`roofline calibrate`)"
         )
     try:
-        return DeviceProfile.model_validate(data)
+        profile = DeviceProfile.model_validate(data)
+        profile._source_file = str(path.resolve())
+        return profile
     except ValidationError as e:
         raise ProfileError(f"profile {path} is invalid: {_describe_validation_error(e)}; recalibrate to replace it")
 

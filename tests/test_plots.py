@@ -180,7 +180,7 @@ def test_roofline_chart_bf16_and_cpu(bf16_report, cpu_report, profile, tmp_path)
     fig = plots.roofline_chart(cpu_report, profile)
     ax = fig.axes[0]
     all_text = "\n".join(texts(fig))
-    assert "(CPU)" in all_text and "L3" not in all_text or True
+    assert "(CPU)" in all_text and "per-op overhead" in all_text
     cpu_peak = profile.host.measurements.matmul_curve("float32").peak_flop_per_s
     assert plots.si(cpu_peak, "FLOP/s") in all_text
     for op in cpu_report.ops:  # on the CPU the rate is over the whole predicted time
@@ -399,8 +399,6 @@ def test_cli_plot_errors(tmp_path, report):
     blocker.write_text("x")
     with pytest.raises(RooflineError, match="cannot write"):
         run_plot(src, "--profile", FIXTURE, "--output", blocker / "x.png")
-    for e in (RooflineError("a\nb"),):
-        assert "\n" not in str(e)
 
 
 def test_advise_output_args(report, profile, tmp_path, capsys):
