@@ -1,0 +1,118 @@
+"""Advice: fusion groups, fused bytes, placement arithmetic, streams, crossover, batch sweep, compile."""
+
+import pytest
+import torch
+
+from roofline.advice import fuse_program, fused_cost, fusion_groups, placement, stream_pipeline, transfer_time_s
+from roofline.analysis import analyze
+from roofline.capture import capture
+from roofline.costs import cost_of
+from roofline.curves import DeviceModel
+from roofline.predict import predict_timeline
+from roofline.profiles import load_profile_file
+from roofline.sweeps import batch_sweep, crossover, leading_batch
+from tests.conftest import REPO
+
+PROFILE = REPO / "tests" / "fixtures" / "h100_profile.json"
+
+
+@pytest.fixture(scope="module")
+def h100():
+    return load_profile_file(PROFILE)
+
+
+def _priced(fn, *inputs):
+    g = capture(fn, inputs)
+    return g, [cost_of(op)[0] for op in g.ops]
+
+
+def test_nested_sin_is_one_group_moving_only_its_ends():
+    # four sins on 1M float32: unfused 4 x (4 MB in + 4 MB out) = 32 MB; fused 4 MB in + 4 MB out = 8 MB
+    g, costs = _priced(lambda x: x.sin().sin().sin().sin(), torch.randn(1 << 20))
+    groups = fusion_groups(g, costs)
+    assert [grp.ops for grp in groups] == [[0, 1, 2, 3]]
+    fused = fused_cost(g, costs, groups[0].ops)
+    assert (fused.bytes_read, fused.bytes_written, fused.kernels) == (4 << 20, 4 << 20, 1)
+    assert sum(c.bytes for c in costs) == 32 << 20
+
+
+def test_value_with_another_consumer_ends_the_group():
+    # y = sin(x) feeds both cos(y) and the output: y must be written, so sin cannot fuse into cos
+    def f(x):
+        y = x.sin()
+        return y.cos(), y
+
+    g, costs = _priced(f, torch.randn(1024))
+    assert fusion_groups(g, costs) == []
+
+
+def test_linear_relu_is_a_matmul_epilogue():
+    model = torch.nn.Sequential(torch.nn.Linear(64, 64), torch.nn.ReLU()).eval()
+    g, costs = _priced(model, torch.randn(8, 64))
+    kinds = [grp.kind for grp in fusion_groups(g, costs)]
+    assert kinds == ["matmul epilogue"]
+
+
+def test_fused_program_is_predicted_faster(h100):
+    g, costs = _priced(lambda x: x.sin().sin().sin().sin(), torch.randn(1 << 24))
+    dev = DeviceModel(h100.gpu, "cuda")
+    before = predict_timeline(g, costs, dev, is_module=False).total_s
+    fused, fused_costs = fuse_program(g, costs, fusion_groups(g, costs))
+    after = predict_timeline(fused, fused_costs, dev, is_module=False).total_s
+    # memory-bound: a quarter of the traffic, so well under half the time
+    assert after < 0.5 * before
+
+
+def test_placement_counts_copies_per_call_or_once(h100):
+    g, costs = _priced(lambda x: x.sin(), torch.randn(1 << 22))
+    gpu, cpu = DeviceModel(h100.gpu, "cuda"), DeviceModel(h100.host, "cpu")
+    gtl, ctl = predict_timeline(g, costs, gpu, is_module=False), predict_timeline(g, costs, cpu, is_module=False)
+    copy = transfer_time_s(gpu, 16 << 20, "h2d", "pageable") + transfer_time_s(gpu, 16 << 20, "d2h", "pageable")
+    one = placement(g, gtl, ctl, gpu)
+    assert one.transfer_s == pytest.approx(copy)
+    assert one.gpu_s == pytest.approx(gtl.total_s) and one.cpu_s == pytest.approx(ctl.total_s)
+    loop = placement(g, gtl, ctl, gpu, calls=1000, copies_per_call=False)
+    assert loop.transfer_s == pytest.approx(copy / 1000)
+    assert one.reason and "CPU" in one.reason
+
+
+def test_pinned_and_streams_pipeline(h100):
+    dev = DeviceModel(h100.gpu, "cuda")
+    s = stream_pipeline(dev, compute_s=1e-3, in_bytes=4 << 20, out_bytes=4 << 20, batches=16)
+    stages = (s["h2d_pinned_s"], s["compute_s"], s["d2h_pinned_s"])
+    # pipelined: fill + drain once, then one slowest stage per batch
+    assert s["streams_pinned_s"] == pytest.approx(sum(stages) + 15 * max(stages))
+    assert s["sequential_pinned_s"] == pytest.approx(16 * sum(stages))
+    assert s["sequential_pageable_s"] > s["sequential_pinned_s"] > s["streams_pinned_s"]
+
+
+def test_crossover_is_where_the_gpu_wins_for_good():
+    assert crossover([(1, "cpu"), (2, "cuda"), (4, "cpu"), (8, "cuda"), (16, "cuda")]) == 8
+    assert crossover([(1, "cpu"), (2, "cpu")]) is None
+    assert crossover([(1, "cuda"), (2, "cuda")]) == 1
+
+
+def test_batch_sweep_on_an_overhead_bound_mlp(h100):
+    layers = []
+    for _ in range(4):
+        layers += [torch.nn.Linear(128, 128), torch.nn.ReLU()]
+    with torch.device("meta"):
+        model = torch.nn.Sequential(*layers)
+        x = torch.randn(1, 128)
+    assert leading_batch((x,)) == 1 and leading_batch((torch.randn(5),)) is None
+    sweep = batch_sweep(model, (x,), DeviceModel(h100.gpu, "cuda"))
+    assert sweep is not None and [p.batch for p in sweep.points][:3] == [1, 2, 4]
+    assert sweep.points[0].regime == "overhead"
+    # overhead-bound: doubling the batch barely changes the time; per-sample time falls with the batch
+    assert sweep.doubling_ratio < 1.3
+    assert sweep.points[-1].per_sample_s < sweep.points[0].per_sample_s / 10
+
+
+def test_report_alternatives_and_recommendation(h100):
+    model = torch.nn.Sequential(*[torch.nn.Linear(128, 128) for _ in range(8)]).eval()
+    r = analyze(model, (torch.randn(1, 128),), profile=h100, batch_sweep=False)
+    alts = r.extras["alternatives_s"]
+    assert {"eager", "cuda_graphs", "torch_compile"} <= set(alts)
+    # overhead-bound on the GPU: a CUDA graph removes most of the host time
+    assert alts["cuda_graphs"] < 0.5 * alts["eager"]
+    assert any(a.startswith("recommended") for a in r.advice)

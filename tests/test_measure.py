@@ -1,0 +1,39 @@
+"""--measure on the CPU: the protocol's total, per-op times mapped back to the ops, and refusals."""
+
+import pytest
+import torch
+
+from roofline.analysis import attach_measurement, run_analysis
+from roofline.errors import DeviceNotAvailable, ProfileError
+from roofline.measure import device_for, measure
+from roofline.profiles import load_profile_file
+from tests.conftest import REPO
+
+
+def test_cpu_measure_fills_every_op(cpu_quick_profile_path):
+    profile = load_profile_file(cpu_quick_profile_path)
+    model = torch.nn.Sequential(torch.nn.Linear(64, 64), torch.nn.ReLU(), torch.nn.Linear(64, 8)).eval()
+    x = torch.randn(4, 64)
+    report, graph, dev = run_analysis(model, (x,), profile, device="cpu", batch_sweep=False)
+    m = measure(graph, model, (x,), device_for(profile, "cpu"), budget_s=0.1, runs=3)
+    attach_measurement(report, m, dev)
+    assert report.total.measured_s > 0 and report.total.measured_spread_s >= 0
+    kernel_ops = [op for op in report.ops if op.kernels]
+    assert kernel_ops and all(op.measured_s is not None and op.measured_s > 0 for op in kernel_ops)
+    assert all(op.error is not None for op in kernel_ops)
+    assert any(m.measured_s is not None for m in report.modules)
+
+
+def test_gpu_profile_without_gpu_is_refused():
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU")
+    profile = load_profile_file(REPO / "tests" / "fixtures" / "h100_profile.json")
+    with pytest.raises(DeviceNotAvailable, match="no CUDA device"):
+        device_for(profile, "cuda")
+
+
+def test_cpu_part_of_another_machine_is_refused(cpu_quick_profile_path):
+    profile = load_profile_file(cpu_quick_profile_path)
+    profile.host.identity.model = "Some Other CPU 9000"
+    with pytest.raises(ProfileError, match="Some Other CPU 9000"):
+        device_for(profile, "cpu")
