@@ -152,6 +152,20 @@ def dominant(shares: dict[str, float]) -> str:
     return max(("compute", "memory", "overhead"), key=lambda k: shares.get(k, 0.0))
 
 
+def refresh_overheads(profile, kind: str, device: str) -> None:
+    """Re-measure the profile's host overheads now (dispatch, interleaving, module calls, graph and
+    sync costs). On a shared host these drift by tens of percent within minutes; measuring them
+    beside each model keeps the comparison about the model of time, not about the host's load.
+    Measured ceilings (matmul, bandwidth, attention, copies) and compile costs stay as calibrated."""
+    from calibrate.overhead import measure_overheads
+
+    part = profile.gpu if kind == "cuda" else profile.host
+    with torch.inference_mode():
+        fresh = measure_overheads(device, budget_s=0.1, warnings=[])
+    keep = {k: getattr(part.measurements.overheads, k) for k in ("compiled_call_s", "compiled_kernel_s")}
+    part.measurements.overheads = fresh.model_copy(update=keep)
+
+
 def run_case(case, profile, kind, device, with_rte: bool) -> dict:
     label, file, dtype, sweep_label, intended = case
     if dtype:
@@ -196,6 +210,7 @@ def main() -> int:
     ap.add_argument("--json")
     ap.add_argument("--only", nargs="*", help="labels (substrings) to run")
     ap.add_argument("--no-rte", action="store_true", help="skip the RuntimeEstimator baseline")
+    ap.add_argument("--fixed-overheads", action="store_true", help="use the profile's host overheads as calibrated instead of re-measuring them before each model")
     args = ap.parse_args()
 
     profile, kind = resolve_profile(args.profile, args.device)
@@ -205,8 +220,11 @@ def main() -> int:
         cases = [c for c in cases if any(s in c[0] for s in args.only)]
     print(f"accuracy on {profile.device} ({kind}), profile '{profile.name}', torch {torch.__version__}, {time.strftime('%Y-%m-%d')}")
     rows = []
+    print("host overheads: " + ("as calibrated" if args.fixed_overheads else "re-measured before each model (--fixed-overheads to keep the profile's)"))
     for case in cases:
         try:
+            if not args.fixed_overheads:
+                refresh_overheads(profile, kind, device)
             r = run_case(case, profile, kind, device, with_rte=kind == "cuda" and not args.no_rte)
         except Exception as e:
             print(f"  {case[0]:<26} FAILED: {type(e).__name__}: {str(e).splitlines()[0][:160]}")

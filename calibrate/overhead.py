@@ -13,6 +13,7 @@ import torch.nn.functional as F
 from roofline.profile import Overheads
 from roofline.timing import time_fn
 
+ROUNDS = 3  # passes over the representative ops; the median pass of each op is kept
 INNER = 100  # calls per timed repetition: one perf_counter reading is ~50 ns, one call ~5 us
 
 
@@ -42,9 +43,11 @@ def _interleave_factor(ops: dict, by_op: dict, device: str, budget_s: float, war
         for fn in calls:
             fn()
 
-    t = _host(mix, device, "interleaved ops", warnings, budget_s, inner=10)
     alone = sum(stat.median_s * (2 if name == "view" else 1) for name, stat in by_op.items())
-    return max(t.median_s / alone, 1.0) if alone > 0 else 1.0
+    if alone <= 0:
+        return 1.0
+    factors = sorted(_host(mix, device, "interleaved ops", warnings, budget_s, inner=10).median_s / alone for _ in range(ROUNDS))
+    return max(factors[len(factors) // 2], 1.0)
 
 
 def _module_call_cost(device: str, budget_s: float, warnings: list):
@@ -66,10 +69,18 @@ def _module_call_cost(device: str, budget_s: float, warnings: list):
             y = torch.relu(F.linear(y, w, b))
         return y
 
-    with_modules = _host(lambda: seq(x), device, "Sequential MLP", warnings, budget_s, inner=10)
-    without = _host(functional, device, "functional MLP", warnings, budget_s, inner=10)
-    per_call = max((with_modules.median_s - without.median_s) / 17, 1e-9)  # 16 layers + the Sequential
-    return Stat(median_s=per_call, iqr_s=(with_modules.iqr_s + without.iqr_s) / 17, samples=min(with_modules.n, without.n))
+    # A difference of two host timings: alternate them over several rounds and take the median
+    # difference, so that drift between the two measurements does not land in the result.
+    diffs, iqrs, n = [], [], 0
+    for _ in range(2 * ROUNDS - 1):
+        with_modules = _host(lambda: seq(x), device, "Sequential MLP", [], budget_s / ROUNDS, inner=10)
+        without = _host(functional, device, "functional MLP", [], budget_s / ROUNDS, inner=10)
+        diffs.append((with_modules.median_s - without.median_s) / 17)  # 16 layers + the Sequential
+        iqrs.append((with_modules.iqr_s + without.iqr_s) / 17)
+        n += min(with_modules.n, without.n)
+    order = sorted(range(len(diffs)), key=lambda i: diffs[i])
+    mid = order[len(order) // 2]
+    return Stat(median_s=max(diffs[mid], 1e-9), iqr_s=iqrs[mid], samples=n)
 
 
 def representative_ops(device: str) -> dict:
@@ -97,17 +108,26 @@ def representative_ops(device: str) -> dict:
 
 
 def measure_overheads(device: str, *, budget_s: float, warnings: list, progress=None, compiled: bool = False) -> Overheads:
-    by_op = {}
-    ops = representative_ops(device)
-    for name, fn in ops.items():
-        t = _host(fn, device, f"dispatch {name}", warnings, budget_s)
-        if name == "view":  # the representative call makes two view ops
-            from roofline.timing import summarize
+    from roofline.timing import summarize
 
-            t = summarize(t.samples_s / 2, "dispatch view")
-        by_op[name] = t.stat()
+    # Host timings drift with whatever else the host runs: measure every op in each of ROUNDS passes
+    # and keep, per op, the samples of its median pass, so one slow moment moves no figure.
+    ops = representative_ops(device)
+    rounds: dict[str, list] = {name: [] for name in ops}
+    for _ in range(ROUNDS):
+        for name, fn in ops.items():
+            t = _host(fn, device, f"dispatch {name}", [], budget_s / ROUNDS)
+            if name == "view":  # the representative call makes two view ops
+                t = summarize(t.samples_s / 2, "dispatch view")
+            rounds[name].append(t)
         if progress:
             progress()
+    by_op = {}
+    for name, ts in rounds.items():
+        middle = sorted(ts, key=lambda t: t.median_s)[len(ts) // 2]
+        if middle.warning:
+            warnings.append(middle.warning)
+        by_op[name] = middle.stat()
     interleave = _interleave_factor(ops, by_op, device, budget_s, warnings)
 
     module_call = _module_call_cost(device, budget_s, warnings)
