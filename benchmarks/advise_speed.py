@@ -83,11 +83,11 @@ def main() -> int:
     def med(rows, key):
         return statistics.median(r[key] for r in rows)
 
-    print(f"model: {args.model}; profile: {args.profile}; {args.repeat} fresh processes each; times exclude `import torch`")
-    print(f"{'':<22}{'total s':>9}{'load s':>9}{'trace s':>9}{'peak RSS':>11}{'FLOPs':>12}")
+    print(f"model: {args.model}; profile: {args.profile}; {args.repeat} fresh processes each; "total s" excludes the imports column")
+    print(f"{'':<22}{'imports s':>10}{'total s':>9}{'load s':>9}{'trace s':>9}{'peak RSS':>11}{'FLOPs':>12}")
     for name, rows in (("roofline analyze", ours), ("FlopCounterMode", theirs)):
         print(
-            f"{name:<22}{med(rows, 'seconds'):>9.2f}{med(rows, 'load_s'):>9.2f}{med(rows, 'analyze_s'):>9.2f}"
+            f"{name:<22}{med(rows, 'import_s'):>10.2f}{med(rows, 'seconds'):>9.2f}{med(rows, 'load_s'):>9.2f}{med(rows, 'analyze_s'):>9.2f}"
             f"{med(rows, 'peak_rss_bytes') / 2**30:>9.2f} GB{med(rows, 'flops'):>12.4g}"
         )
     ratio = med(ours, "seconds") / med(theirs, "seconds")
@@ -98,8 +98,9 @@ def main() -> int:
         f"roofline's total adds {ours[0]['flops'] - ours[0]['gemm_flops']:.4g} FLOPs of pointwise, norm and softmax ops"
     )
     print(f"unsupported ops: {ours[0]['unsupported'] or 'none'}")
-    ok = med(ours, "seconds") <= 10 and med(ours, "peak_rss_bytes") <= 2 * 2**30
-    print(f"targets (<= 10 s, <= 2 GB): {'met' if ok else 'NOT met'}")
+    with_imports = med(ours, "seconds") + med(ours, "import_s")
+    ok = with_imports <= 10 and med(ours, "peak_rss_bytes") <= 2 * 2**30
+    print(f"roofline with its imports: {with_imports:.2f} s; targets (<= 10 s, <= 2 GB): {'met' if ok else 'NOT met'}")
     return 0
 
 
