@@ -190,9 +190,9 @@ def measure_alternatives(model, inputs: tuple, device: str, *, budget_s: float =
         for mode in compile_modes:
             key = "torch_compile" if mode == "default" else "torch_compile_reduce_overhead"
             try:
-                import torch._dynamo
+                import torch._dynamo as dynamo
 
-                torch._dynamo.reset()
+                dynamo.reset()
                 compiled = torch.compile(model, mode=mode)
                 for _ in range(3):
                     compiled(*inputs)
