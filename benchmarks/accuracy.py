@@ -29,7 +29,7 @@ import torch  # noqa: E402
 
 from roofline.analysis import attach_measurement, resolve_profile, run_analysis  # noqa: E402
 from roofline.loading import load_model_file  # noqa: E402
-from roofline.measure import device_for, measure  # noqa: E402
+from roofline.measure import device_for, measure, refresh_overheads  # noqa: E402
 
 # (label, example file, dtype or None, sweep label or None, regime the case is meant to exercise)
 CASES_GPU = [
@@ -150,20 +150,6 @@ def measured_regime_shares(report) -> dict[str, float]:
 
 def dominant(shares: dict[str, float]) -> str:
     return max(("compute", "memory", "overhead"), key=lambda k: shares.get(k, 0.0))
-
-
-def refresh_overheads(profile, kind: str, device: str) -> None:
-    """Re-measure the profile's host overheads now (dispatch, interleaving, module calls, graph and
-    sync costs). On a shared host these drift by tens of percent within minutes; measuring them
-    beside each model keeps the comparison about the model of time, not about the host's load.
-    Measured ceilings (matmul, bandwidth, attention, copies) and compile costs stay as calibrated."""
-    from calibrate.overhead import measure_overheads
-
-    part = profile.gpu if kind == "cuda" else profile.host
-    with torch.inference_mode():
-        fresh = measure_overheads(device, budget_s=0.1, warnings=[])
-    keep = {k: getattr(part.measurements.overheads, k) for k in ("compiled_call_s", "compiled_kernel_s")}
-    part.measurements.overheads = fresh.model_copy(update=keep)
 
 
 def run_case(case, profile, kind, device, with_rte: bool) -> dict:

@@ -10,6 +10,8 @@ stream gains, for the seed experiments.
 - CUDA graphs: predicted against measured gain of graph replay over eager.
 - streams (seed 004): 16 batches of a 1024^2 matmul with copies in and out: sequential with
   pageable memory, sequential pinned, and pinned on three streams, predicted against measured.
+
+As in accuracy.py, host overheads (GPU and host CPU) are re-measured just before each case.
 """
 
 from __future__ import annotations
@@ -29,10 +31,16 @@ from roofline.advice import stream_pipeline  # noqa: E402
 from roofline.analysis import run_analysis  # noqa: E402
 from roofline.curves import DeviceModel  # noqa: E402
 from roofline.loading import load_model_file  # noqa: E402
-from roofline.measure import device_for, measure_alternatives, measure_placement, measure_total  # noqa: E402
+from roofline.measure import device_for, measure_alternatives, measure_placement, measure_total, refresh_overheads  # noqa: E402
 from roofline.profiles import find_profile  # noqa: E402
 from roofline.sweeps import crossover  # noqa: E402
 from roofline.timing import time_fn  # noqa: E402
+
+
+def refresh(profile, device) -> None:
+    """The same protocol as accuracy.py: host overheads (GPU and host CPU) re-measured just before."""
+    refresh_overheads(profile, "cuda", device)
+    refresh_overheads(profile, "cpu", "cpu")
 
 
 def entries(file: str, want=None):
@@ -50,6 +58,7 @@ def placement_cases(profile, device):
     rows = []
 
     def check(group, label, mm, mi, rm, ri, size):
+        refresh(profile, device)
         report = run_analysis(mm, mi, profile, device="cuda", name=label, batch_sweep=False)[0]
         p = report.placement
         m = measure_placement(rm, ri, device, budget_s=0.3)
@@ -77,6 +86,7 @@ def seed002_loop(profile, device, steps=10_000):
     """Seed 002: a step of 1 matmul + 5 pointwise ops, looped; state stays where it is computed."""
     meta = load_model_file(REPO / "examples" / "seed002_rnn_step.py")
     real = load_model_file(REPO / "examples" / "seed002_rnn_step.py", materialize=True)
+    refresh(profile, device)
     report = run_analysis(meta.model, meta.example_inputs, profile, device="cuda", calls=steps, copies_per_call=False, batch_sweep=False)[0]
     p = report.placement
     n = 1000
@@ -113,6 +123,7 @@ def gains(profile, device, skip_compile: bool):
             with torch.device("meta"):
                 mm, mi = next((m, i) for lab, m, i in meta.module.sweep() if want <= set(lab.split(",")))
             rm, ri = next((m, i) for lab, m, i in real.module.sweep() if want <= set(lab.split(",")))
+        refresh(profile, device)
         report = run_analysis(mm, mi, profile, device="cuda", name=file, batch_sweep=False, capture_device="cuda")[0]
         predicted = report.extras["alternatives_s"]
         model = rm.to(device).eval() if isinstance(rm, torch.nn.Module) else rm

@@ -219,3 +219,17 @@ def measure_placement(model, inputs: tuple, device: str, *, budget_s: float = 0.
 
         gpu = time_fn(round_trip, device=device, clock="host", inner=1, budget_s=budget_s, min_samples=5).median_s
     return {"cpu_s": cpu, "gpu_with_copies_s": gpu}
+
+
+def refresh_overheads(profile: DeviceProfile, kind: str, device: str) -> None:
+    """Re-measure a profile's host overheads in place, now: dispatch by kind, interleaving, module
+    calls and, on a GPU, graph and synchronize costs. On a shared host these drift by tens of
+    percent within minutes (benchmarks/RESULTS.md, "Host noise"), so the benchmarks measure them
+    beside each model; measured ceilings and torch.compile costs stay as calibrated."""
+    from calibrate.overhead import measure_overheads
+
+    part = profile.gpu if kind == "cuda" else profile.host
+    with torch.inference_mode():
+        fresh = measure_overheads(device, budget_s=0.1, warnings=[])
+    keep = {k: getattr(part.measurements.overheads, k) for k in ("compiled_call_s", "compiled_kernel_s")}
+    part.measurements.overheads = fresh.model_copy(update=keep)
