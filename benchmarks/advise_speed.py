@@ -83,7 +83,7 @@ def main() -> int:
     def med(rows, key):
         return statistics.median(r[key] for r in rows)
 
-    print(f"model: {args.model}; profile: {args.profile}; {args.repeat} fresh processes each; "total s" excludes the imports column")
+    print(f"model: {args.model}; profile: {args.profile}; {args.repeat} fresh processes each; 'total s' excludes the imports column")
     print(f"{'':<22}{'imports s':>10}{'total s':>9}{'load s':>9}{'trace s':>9}{'peak RSS':>11}{'FLOPs':>12}")
     for name, rows in (("roofline analyze", ours), ("FlopCounterMode", theirs)):
         print(

@@ -9,7 +9,6 @@ from __future__ import annotations
 import platform
 import re
 import socket
-import sys
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone

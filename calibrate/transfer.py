@@ -55,7 +55,6 @@ def measure_transfer(direction: str, host_memory: str, sizes_bytes: list[int], d
             warnings.append(t.warning)
         stat = t.stat()
         points.append(TransferPoint(bytes=n, time=stat, bytes_per_s=n / stat.median_s))
-        del host, dev
         if progress:
             progress()
     latency, bandwidth = fit_latency_bandwidth([p.bytes for p in points], [p.time.median_s for p in points])
