@@ -17,15 +17,6 @@ ROUNDS = 3  # passes over the representative ops; the median pass of each op is 
 INNER = 100  # calls per timed repetition: one perf_counter reading is ~50 ns, one call ~5 us
 
 
-class _Passthrough(torch.nn.Module):
-    def forward(self, x):
-        return x
-
-
-def _passthrough(x):
-    return x
-
-
 def _host(fn, device, label, warnings, budget_s, inner=INNER):
     t = time_fn(fn, device=device, clock="host", inner=inner, budget_s=budget_s, warmup_budget_s=budget_s, min_samples=7, label=label)
     if t.warning:

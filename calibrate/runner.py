@@ -18,8 +18,14 @@ import torch
 from calibrate import identity, matmul, memory, overhead, transfer
 from roofline import __version__
 from roofline.errors import DeviceNotAvailable
-from roofline.profile import CalibrationInfo, CpuPart, DeviceProfile, GpuPart, Measurements
-
+from roofline.profile import (
+    CalibrationInfo,
+    CpuPart,
+    DeviceProfile,
+    GpuPart,
+    Measurements,
+)
+from roofline.units import count
 
 POINTWISE_OPS = ("sin", "add", "layer_norm", "softmax")
 
@@ -182,7 +188,7 @@ class _Progress:
             self.bar.advance(self.task)
 
 
-def _measure_part(device: str, plan: Plan, progress: _Progress, warnings: list, l2_bytes: int = 0, stages: dict | None = None) -> Measurements:
+def _measure_part(device: str, plan: Plan, progress: _Progress, warnings: list, stages: dict | None = None) -> Measurements:
     gpu = device.startswith("cuda")
     stages = stages if stages is not None else {}
     clock = [time.perf_counter()]
@@ -280,7 +286,7 @@ def run_calibration(
     stages: dict[str, float] = {}
     with torch.inference_mode(), _Progress(total, show_progress) as progress:
         if gplan is not None:
-            gpu_meas = _measure_part(device, gplan, progress, warnings, l2_bytes=gpu_ident.l2_cache_bytes or (50 << 20), stages=stages)
+            gpu_meas = _measure_part(device, gplan, progress, warnings, stages=stages)
             gpu_part = GpuPart(identity=gpu_ident, peaks=identity.gpu_peaks(gpu_ident), measurements=gpu_meas)
         cpu_meas = _measure_part("cpu", cplan, progress, warnings, stages=stages)
     host = CpuPart(identity=cpu_ident, peaks=identity.cpu_peaks(cpu_ident), measurements=cpu_meas)
@@ -304,12 +310,7 @@ def summary_rows(profile: DeviceProfile) -> list[tuple[str, str, str, str, str]]
     rows = []
 
     def fmt_rate(x, unit):
-        if x is None:
-            return "n/a"
-        for scale, prefix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
-            if x >= scale:
-                return f"{x / scale:.3g} {prefix}{unit}"
-        return f"{x:.3g} {unit}"
+        return "n/a" if x is None else count(x, unit)
 
     def ratio(a, b):
         return f"{a / b:.2f}" if a and b else "-"

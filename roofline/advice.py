@@ -12,8 +12,9 @@ from dataclasses import dataclass
 from roofline.costs import OpCost
 from roofline.curves import DeviceModel
 from roofline.ops import CapturedGraph, CapturedOp
-from roofline.predict import Timeline, kernel_terms, predict_timeline
+from roofline.predict import Timeline, predict_timeline
 from roofline.report import FusionGroup, Placement
+from roofline.units import count, seconds
 
 FUSIBLE = {"pointwise", "transcendental"}
 FUSIBLE_TAIL = {"reduction", "norm"}  # may end a group: the reduction reads the fused values once
@@ -61,39 +62,24 @@ def placement(
     gpu_total = calls * gpu_s + copies + weights
     recommended = "cuda" if gpu_total < cpu_total else "cpu"
     n_ops = len(graph.ops)
-    what = f"{n_ops} ops moving {_bytes(sum(t.nbytes for t in graph.inputs) + out_bytes)} in and out"
+    what = f"{n_ops} ops moving {count(sum(t.nbytes for t in graph.inputs) + out_bytes, 'B')} in and out"
     if calls == 1:
         loop = ""
     else:
-        loop = f" per call; over {calls} calls {_t(cpu_total)} on the CPU against {_t(gpu_total)} on the GPU" + (
+        loop = f" per call; over {calls} calls {seconds(cpu_total)} on the CPU against {seconds(gpu_total)} on the GPU" + (
             "" if copies_per_call else " with one copy in and out"
         )
     if recommended == "cpu":
         if transfer > gpu_s and cpu_s < gpu_s + transfer and copies_per_call:
-            reason = f"{what}: {_t(cpu_s)} on the CPU, {_t(gpu_s)} on the GPU, but {_t(transfer)} to copy in and out{loop}"
+            reason = f"{what}: {seconds(cpu_s)} on the CPU, {seconds(gpu_s)} on the GPU, but {seconds(transfer)} to copy in and out{loop}"
         else:
-            reason = f"{what}: {_t(cpu_s)} on the CPU against {_t(gpu_s)} on the GPU{loop}: per-op GPU overhead outweighs its speed"
+            reason = f"{what}: {seconds(cpu_s)} on the CPU against {seconds(gpu_s)} on the GPU{loop}: per-op GPU overhead outweighs its speed"
     else:
-        reason = f"{what}: {_t(gpu_s)} on the GPU plus {_t(transfer)} of copies beats {_t(cpu_s)} on the CPU{loop}"
+        reason = f"{what}: {seconds(gpu_s)} on the GPU plus {seconds(transfer)} of copies beats {seconds(cpu_s)} on the CPU{loop}"
     return Placement(
         recommended=recommended, cpu_s=cpu_s, gpu_s=gpu_s, transfer_s=(copies + weights) / calls,
         host_memory=host_memory, weights_resident=weights_resident, calls=calls, reason=reason,
     )
-
-
-def _t(seconds: float) -> str:
-    if seconds >= 1:
-        return f"{seconds:.2f} s"
-    if seconds >= 1e-3:
-        return f"{seconds * 1e3:.3g} ms"
-    return f"{seconds * 1e6:.3g} us"
-
-
-def _bytes(n: int) -> str:
-    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
-        if n >= scale:
-            return f"{n / scale:.3g} {unit}"
-    return f"{n} B"
 
 
 # ---- fusion ------------------------------------------------------------------------------------
@@ -276,9 +262,6 @@ def cuda_graph_total_s(costs: list[OpCost], timeline: Timeline, dev: DeviceModel
     return ov.graph_launch_s.median_s + device + timeline.sync_s
 
 
-def kernel_time_s(op: CapturedOp, cost: OpCost, dev: DeviceModel, allow_tf32: bool = False) -> float:
-    compute, memory, floor = kernel_terms(op, cost, dev, allow_tf32)
-    return max(compute, memory, floor) if cost.kernels else 0.0
 
 
 # ---- copies and streams (seed 004) ---------------------------------------------------------------

@@ -11,7 +11,13 @@ from typing import Any, Callable
 
 import torch
 
-from roofline.advice import compiled_total_s, cuda_graph_total_s, fusion_report, placement, stream_pipeline
+from roofline.advice import (
+    compiled_total_s,
+    cuda_graph_total_s,
+    fusion_report,
+    placement,
+    stream_pipeline,
+)
 from roofline.capture import capture
 from roofline.costs import OpCost, cost_of
 from roofline.curves import DeviceModel
@@ -20,7 +26,15 @@ from roofline.ops import CapturedGraph
 from roofline.predict import Timeline, predict_timeline
 from roofline.profile import DeviceProfile
 from roofline.profiles import default_profile, find_profile
-from roofline.report import ModuleRollup, OpReport, ProfileRef, Report, TensorInfo, Totals
+from roofline.report import (
+    ModuleRollup,
+    OpReport,
+    ProfileRef,
+    Report,
+    TensorInfo,
+    Totals,
+)
+from roofline.units import seconds
 
 
 def resolve_profile(profile: DeviceProfile | str | Path | None, device: str | None) -> tuple[DeviceProfile, str]:
@@ -134,8 +148,8 @@ def build_report(
             if place.recommended == "cuda" and copy_share > 0.2 and copies_per_call:
                 advice.append(
                     f"copies: for a stream of {streams['batches']} batches, pinned host memory takes the loop from "
-                    f"{_fmt(streams['sequential_pageable_s'])} to {_fmt(streams['sequential_pinned_s'])} ({streams['pinned_gain']:.1f}x), "
-                    f"and overlapping copies with compute on separate CUDA streams to {_fmt(streams['streams_pinned_s'])} "
+                    f"{seconds(streams['sequential_pageable_s'])} to {seconds(streams['sequential_pinned_s'])} ({streams['pinned_gain']:.1f}x), "
+                    f"and overlapping copies with compute on separate CUDA streams to {seconds(streams['streams_pinned_s'])} "
                     f"(a further {streams['streams_gain']:.1f}x)"
                 )
     if unsupported:
@@ -177,28 +191,24 @@ def _speedup_advice(graph, costs, dev, timeline, regime_s, fusion, fused_total, 
         "torch_compile_reduce_overhead": 'torch.compile(model, mode="reduce-overhead") (fusion plus CUDA graphs)',
     }
     if best_name != "eager" and total_s - best > GAIN_WORTH_IT * total_s:
-        detail = ", ".join(f"{k.replace('_', ' ')} {_fmt(v)}" for k, v in alternatives.items())
+        detail = ", ".join(f"{k.replace('_', ' ')} {seconds(v)}" for k, v in alternatives.items())
         lines.append(
-            f"recommended: {names[best_name]}: {_fmt(best)} instead of {_fmt(total_s)} ({total_s / best:.1f}x); "
+            f"recommended: {names[best_name]}: {seconds(best)} instead of {seconds(total_s)} ({total_s / best:.1f}x); "
             f"{overhead_pct:.0f}% of eager time is host overhead ({detail})"
         )
     else:
         lines.append(
             f"no change recommended: torch.compile or CUDA graphs would save under {100 * GAIN_WORTH_IT:.0f}% "
-            f"({', '.join(f'{k.replace(chr(95), chr(32))} {_fmt(v)}' for k, v in alternatives.items())})"
+            f"({', '.join(f'{k.replace(chr(95), chr(32))} {seconds(v)}' for k, v in alternatives.items())})"
         )
     fusion_gain = total_s - fused_total
     if fusion and fusion_gain > 0.05 * total_s:
         lines.append(
             f"fusion: {len(fusion)} groups of pointwise/reduction ops could each run as one kernel: "
-            f"{_fmt(fused_total)} instead of {_fmt(total_s)} ({100 * fusion_gain / total_s:.0f}% less); largest: ops "
-            f"{fusion[0].ops[0]}..{fusion[0].ops[-1]} ({fusion[0].kind}) saves {_fmt(fusion[0].predicted_gain_s)}"
+            f"{seconds(fused_total)} instead of {seconds(total_s)} ({100 * fusion_gain / total_s:.0f}% less); largest: ops "
+            f"{fusion[0].ops[0]}..{fusion[0].ops[-1]} ({fusion[0].kind}) saves {seconds(fusion[0].predicted_gain_s)}"
         )
     return lines
-
-
-def _fmt(seconds: float) -> str:
-    return f"{seconds * 1e3:.3g} ms" if seconds >= 1e-3 else f"{seconds * 1e6:.3g} us"
 
 
 def analyze(
@@ -321,8 +331,8 @@ def attach_alternatives(report: Report, measured: dict, notes: list[str]) -> Rep
         err = (pred_gain - meas_gain) / abs(meas_gain) if meas_gain else None
         rows.append(dict(alternative=key, predicted_s=pred, measured_s=value, predicted_gain_s=pred_gain, measured_gain_s=meas_gain, gain_error=err))
         report.advice.append(
-            f"checked: {key.replace('_', ' ')} measured {_fmt(value)} against eager {_fmt(eager_measured)} "
-            f"(gain {_fmt(meas_gain)}; predicted {_fmt(pred_gain)}" + (f", {100 * err:+.0f}%)" if err is not None else ")")
+            f"checked: {key.replace('_', ' ')} measured {seconds(value)} against eager {seconds(eager_measured)} "
+            f"(gain {seconds(meas_gain)}; predicted {seconds(pred_gain)}" + (f", {100 * err:+.0f}%)" if err is not None else ")")
         )
     report.extras["alternative_gains"] = rows
     report.warnings += notes

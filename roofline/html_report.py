@@ -19,6 +19,7 @@ from pathlib import Path
 from roofline.errors import RooflineError
 from roofline.profile import DeviceProfile
 from roofline.report import OpReport, Report
+from roofline.units import count, seconds
 
 TOP_OPS = 50
 REGIME_COLORS = {"compute": "#2e7d32", "memory": "#1565c0", "overhead": "#c2185b", "none": "#9e9e9e"}
@@ -70,26 +71,11 @@ def _e(x) -> str:
 
 
 def _s(x: float | None) -> str:
-    if x is None or (isinstance(x, float) and math.isnan(x)):
-        return "–"
-    if x == 0:
-        return "0"
-    if x >= 0.9995:
-        return f"{x:.3g} s"
-    if x >= 0.9995e-3:
-        return f"{x * 1e3:.3g} ms"
-    if x >= 0.9995e-6:
-        return f"{x * 1e6:.3g} µs"
-    return f"{x * 1e9:.3g} ns"
+    return seconds(x, missing="–")
 
 
 def _n(x: float | None, unit: str = "") -> str:
-    if x is None:
-        return "–"
-    for scale, prefix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
-        if abs(x) >= scale:
-            return f"{x / scale:.3g} {prefix}{unit}"
-    return f"{x:.3g} {unit}".strip()
+    return count(x, unit, missing="–")
 
 
 def _pct(x: float | None, signed: bool = False) -> str:

@@ -28,7 +28,13 @@ from matplotlib import rc_context
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
-from matplotlib.ticker import EngFormatter, FixedLocator, FuncFormatter, LogLocator, NullFormatter
+from matplotlib.ticker import (
+    EngFormatter,
+    FixedLocator,
+    FuncFormatter,
+    LogLocator,
+    NullFormatter,
+)
 
 from roofline.errors import RooflineError
 from roofline.profile import DeviceProfile
@@ -84,15 +90,7 @@ def save(fig: Figure, path) -> Path:
 # ---- formatting --------------------------------------------------------------------------------
 
 
-def si(x: float, unit: str = "", digits: int = 3) -> str:
-    """``si(2.97e12, 'B/s') == '2.97 TB/s'``; ``si(1.03e-5, 's') == '10.3 µs'``."""
-    if x == 0 or not math.isfinite(x):
-        return f"{x:g} {unit}".strip()
-    prefixes = ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"), (1.0, ""), (1e-3, "m"), (1e-6, "µ"), (1e-9, "n"))
-    for scale, p in prefixes:
-        if abs(x) >= scale * 0.9995:
-            return f"{x / scale:.{digits}g} {p}{unit}".strip()
-    return f"{x / 1e-9:.{digits}g} n{unit}"
+from roofline.units import si  # noqa: E402  (re-exported: plots format with it)
 
 
 def _eng(unit: str) -> EngFormatter:

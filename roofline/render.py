@@ -7,6 +7,7 @@ from rich.console import Console
 from rich.table import Table
 
 from roofline.report import Report
+from roofline.units import count, seconds
 
 REGIME_STYLE = {"compute": "green", "memory": "cyan", "overhead": "magenta", "none": "dim"}
 
@@ -19,20 +20,11 @@ def make_console() -> Console:
 
 
 def fmt_s(x: float | None) -> str:
-    if x is None:
-        return "-"
-    if x >= 1:
-        return f"{x:.3g} s"
-    if x >= 1e-3:
-        return f"{x * 1e3:.3g} ms"
-    return f"{x * 1e6:.3g} us"
+    return seconds(x)
 
 
 def fmt_n(x: float, unit: str = "") -> str:
-    for scale, prefix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
-        if abs(x) >= scale:
-            return f"{x / scale:.3g} {prefix}{unit}"
-    return f"{x:.3g} {unit}".strip()
+    return count(x, unit)
 
 
 def _shapes(op) -> str:
