@@ -204,7 +204,7 @@ def _speedup_advice(graph, costs, dev, timeline, regime_s, fusion, fused_total, 
     fusion_gain = total_s - fused_total
     if fusion and fusion_gain > 0.05 * total_s:
         lines.append(
-            f"fusion: {len(fusion)} groups of pointwise/reduction ops could each run as one kernel: "
+            f"fusion: {len(fusion)} group{'s' if len(fusion) > 1 else ''} of pointwise/reduction ops could each run as one kernel: "
             f"{seconds(fused_total)} instead of {seconds(total_s)} ({100 * fusion_gain / total_s:.0f}% less); largest: ops "
             f"{fusion[0].ops[0]}..{fusion[0].ops[-1]} ({fusion[0].kind}) saves {seconds(fusion[0].predicted_gain_s)}"
         )

@@ -23,6 +23,7 @@ from roofline.curves import DeviceModel
 from roofline.predict import predict_timeline
 from roofline.profile import DeviceProfile
 from roofline.report import BatchPoint, BatchSweep, PlacementPoint, PlacementSweep
+from roofline.units import seconds
 
 
 def _dominant(regime_s: dict) -> str:
@@ -99,7 +100,7 @@ def describe_batch_sweep(sweep: BatchSweep, b0: int) -> str:
     if sweep.compute_bound_at:
         parts.append(f"turns compute-bound at batch {sweep.compute_bound_at}")
     best = min(sweep.points, key=lambda p: p.per_sample_s)
-    parts.append(f"time per sample is lowest at batch {best.batch} ({best.per_sample_s * 1e6:.3g} us)")
+    parts.append(f"time per sample is lowest at batch {best.batch} ({seconds(best.per_sample_s)})")
     return "batch size: " + "; ".join(parts)
 
 
