@@ -138,7 +138,10 @@ def cpu_peaks(identity: CpuIdentity) -> Peaks:
     cores = identity.threads_used
     fp32 = cores * identity.max_clock_mhz * 1e6 * per_cycle
     flops = {"float32": fp32}
-    source = f"derived: {cores} threads x {identity.max_clock_mhz:.0f} MHz x {per_cycle} FLOP/cycle ({width})"
+    source = (
+        f"derived: {cores} threads x {identity.max_clock_mhz:.0f} MHz (the clock the OS reports; turbo can exceed it) "
+        f"x {per_cycle} FLOP/cycle ({width})"
+    )
     if "amx_bf16" in isa:
         # AMX: 1024 bf16 FLOP/cycle per core (16x32 by 32x16 tile multiply, 16 cycles).
         flops["bfloat16"] = cores * identity.max_clock_mhz * 1e6 * 1024

@@ -54,6 +54,8 @@ def resolve_profile(profile: DeviceProfile | str | Path | None, device: str | No
     kind = device or ("cuda" if p.gpu is not None else "cpu")
     if kind.startswith("cuda"):
         kind = "cuda"
+    if kind not in ("cuda", "cpu"):
+        raise ProfileError(f"unknown device '{device}'; use 'cuda' (the profile's GPU part) or 'cpu' (its host CPU part)")
     if kind == "cuda" and p.gpu is None:
         raise ProfileError(f"profile '{p.name}' has no GPU part; use --device cpu or a GPU profile")
     return p, kind
@@ -196,7 +198,7 @@ def _speedup_advice(graph, costs, dev, timeline, regime_s, fusion, fused_total, 
             f"recommended: {names[best_name]}: {seconds(best)} instead of {seconds(total_s)} ({total_s / best:.1f}x); "
             f"{overhead_pct:.0f}% of eager time is host overhead ({detail})"
         )
-    else:
+    elif len(alternatives) > 1:
         lines.append(
             f"no change recommended: torch.compile or CUDA graphs would save under {100 * GAIN_WORTH_IT:.0f}% "
             f"({', '.join(f'{k.replace(chr(95), chr(32))} {seconds(v)}' for k, v in alternatives.items())})"
@@ -225,7 +227,7 @@ def analyze(
     copies_per_call: bool = True,
     graph: CapturedGraph | None = None,
     user_files: list | None = None,
-    capture_device: str = "cpu",
+    capture_device: str | None = None,
     batch_sweep: bool | None = None,
 ) -> Report:
     """Capture, price and predict ``model(*example_inputs)`` on a profile's GPU or CPU.
@@ -243,10 +245,15 @@ def analyze(
 
 def run_analysis(
     model, example_inputs, profile, *, device=None, name=None, allow_tf32=None, materialize=None, calls=1,
-    host_memory="pageable", copies_per_call=True, graph=None, user_files=None, capture_device="cpu", batch_sweep=None,
+    host_memory="pageable", copies_per_call=True, graph=None, user_files=None, capture_device=None, batch_sweep=None,
 ) -> tuple[Report, CapturedGraph, DeviceModel]:
-    """``analyze``, also returning the captured graph and the device model (``--measure`` needs both)."""
+    """``analyze``, also returning the captured graph and the device model (``--measure`` needs both).
+
+    ``capture_device`` None traces on the device predicted for when this machine has it (a GPU
+    prediction then sees the GPU's kernels: cuDNN RNNs, its attention backend), else on the CPU."""
     prof, kind = resolve_profile(profile, device)
+    if capture_device is None:
+        capture_device = "cuda" if kind == "cuda" and torch.cuda.is_available() else "cpu"
     if allow_tf32 is None:
         allow_tf32 = bool(torch.backends.cuda.matmul.allow_tf32)
     if graph is None:
@@ -264,6 +271,12 @@ def run_analysis(
     dev = DeviceModel(prof.gpu if kind == "cuda" else prof.host, kind)
     is_module = isinstance(model, torch.nn.Module)
     timeline = predict_timeline(graph, costs, dev, allow_tf32=allow_tf32, is_module=is_module)
+    cpu_path = sorted({op.name for op in graph.ops if "for_cpu" in op.name or "mkldnn" in op.name})
+    if kind == "cuda" and cpu_path:
+        graph.warnings.append(
+            f"traced on the CPU, so {', '.join(cpu_path)} stand in for the GPU's own kernels and are priced as those; "
+            "run on a machine with the GPU for its exact op sequence"
+        )
     report = build_report(
         name or getattr(model, "__name__", None) or type(model).__name__, graph, costs, supported, timeline, prof, kind, dev,
         allow_tf32=allow_tf32, is_module=is_module, calls=calls, host_memory=host_memory, copies_per_call=copies_per_call,

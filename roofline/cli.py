@@ -28,7 +28,9 @@ def _cmd_calibrate(args) -> int:
 
     out = Path(args.output) if args.output else user_profile_dir() / f"{profile.name}.json"
     path = save_profile(profile, out)
-    console = Console()
+    from roofline.render import make_console
+
+    console = make_console()
     table = Table(title=f"roofline profile '{profile.name}' ({profile.calibration.duration_s:.1f} s)")
     for col in ("part", "quantity", "measured", "theoretical", "ratio"):
         table.add_column(col, justify="right" if col in ("ratio",) else "left")
@@ -81,8 +83,10 @@ def _cmd_profiles(args) -> int:
 
     from roofline.profiles import available_profiles, shipped_profile_dir, user_profile_dir
 
+    from roofline.render import make_console
+
     entries = available_profiles()
-    console = Console()
+    console = make_console()
     if not entries:
         console.print(f"no profiles found in {shipped_profile_dir()} or {user_profile_dir()}; run `roofline calibrate`")
         return 0

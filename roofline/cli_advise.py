@@ -11,9 +11,9 @@ def add_advise_parsers(sub) -> None:
     adv.add_argument("--profile", help="profile name or path (`roofline profiles` lists them); default: the newest saved one")
     adv.add_argument("--device", choices=["cuda", "cpu"], help="which part of the profile to predict for (default: its GPU if it has one)")
     adv.add_argument("--json", metavar="PATH", help="write the report as JSON")
-    adv.add_argument("--top", type=int, default=15, help="rows in the top-ops table")
+    adv.add_argument("--top", type=_positive_int, default=15, help="rows in the top-ops table")
     adv.add_argument("--tf32", action="store_true", help="price float32 matmuls on TF32 tensor cores (torch.backends.cuda.matmul.allow_tf32=True)")
-    adv.add_argument("--calls", type=int, default=1, help="placement over a loop of this many calls")
+    adv.add_argument("--calls", type=_positive_int, default=1, help="placement over a loop of this many calls")
     adv.add_argument("--pinned", action="store_true", help="placement with pinned host memory for the copies")
     adv.add_argument("--measure", action="store_true", help="also run the model on the profile's device and report measured times and errors")
     adv.add_argument("--copies", choices=["per-call", "once"], default="per-call", help="placement: inputs/outputs copied on every call, or once for the whole --calls loop")
@@ -34,6 +34,8 @@ def _cmd_advise(args) -> int:
 
     profile, kind = resolve_profile(args.profile, args.device)  # fail fast on a bad profile
     check_output_args(args)  # and on an unwritable --plot/--report path
+    if args.json:
+        _check_json_path(args.json)
     measure_device = None
     if args.measure:
         from roofline.measure import device_for
@@ -44,7 +46,7 @@ def _cmd_advise(args) -> int:
     report, graph, dev = run_analysis(
         loaded.model, loaded.example_inputs, profile, device=kind, name=loaded.name, allow_tf32=args.tf32 or None,
         materialize=loaded.materializer(), calls=args.calls, host_memory="pinned" if args.pinned else "pageable",
-        user_files=[loaded.path], capture_device="cuda" if measure_device and kind == "cuda" else "cpu",
+        user_files=[loaded.path], capture_device=None,
         copies_per_call=args.copies == "per-call", batch_sweep=args.batch_sweep,
     )
     if args.placement_sweep:
@@ -108,3 +110,27 @@ def _placement_sweep(report, loaded, profile, args, measure_device) -> None:
     if result.measured_crossover is not None:
         line += f" (measured: from {result.measured_crossover})"
     report.advice.append(line)
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number")
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value}: give 1 or more")
+    return value
+
+
+def _check_json_path(path: str) -> None:
+    """Refuse an unusable --json path before the analysis (and any measurement) runs."""
+    import os
+    from pathlib import Path
+
+    from roofline.errors import RooflineError
+
+    p = Path(path)
+    if p.is_dir():
+        raise RooflineError(f"--json {path} is a directory; give a file path such as {p / 'report.json'}")
+    parent = p.parent if str(p.parent) else Path(".")
+    if not parent.is_dir() or not os.access(parent, os.W_OK):
+        raise RooflineError(f"cannot write the JSON report to {path}: its folder does not exist or is not writable")

@@ -156,8 +156,10 @@ def add_output_args(advise_parser) -> None:
     advise_parser.add_argument("--report", metavar="PATH.html", help="write a self-contained HTML design-review page (charts inline, no network needed)")
 
 
-def check_output_path(path: str, kind: str) -> None:
-    """Refuse a path that cannot be written, before any work: one-line ``RooflineError``."""
+def check_output_path(path: str, kind: str, flag: str = "--output") -> None:
+    """Refuse a path that cannot be written, before any work: one-line ``RooflineError``.
+
+    ``flag`` names the option in messages (``--output`` for ``roofline plot``, ``--plot`` for advise)."""
     p = Path(path).expanduser()
     raw = str(path)
     if kind == "report":
@@ -167,7 +169,10 @@ def check_output_path(path: str, kind: str) -> None:
     if kind == "report" and is_dir:
         raise RooflineError(f"--report {path} is a directory; give a file name ending in .html")
     if kind == "plot" and not is_dir and p.suffix and p.suffix.lower() not in (".png", ".svg", ".html", ".htm"):
-        raise RooflineError(f"--{'output' if kind == 'plot' else kind} {path}: use a .png or .svg file name, a .html page or a directory")
+        allowed = "a .png or .svg file name, a .html page or a directory" if flag == "--output" else "a .png or .svg file name or a directory"
+        raise RooflineError(f"{flag} {path}: use {allowed}")
+    if flag == "--plot" and p.suffix.lower() in (".html", ".htm"):
+        raise RooflineError(f"--plot {path}: for an HTML page use --report {path}")
     target_dir = p if is_dir else p.parent
     probe = target_dir if str(target_dir) else Path(".")
     while not probe.exists() and probe != probe.parent:
@@ -181,7 +186,7 @@ def check_output_path(path: str, kind: str) -> None:
 def check_output_args(args) -> None:
     """Optional, before the analysis: fail fast on an unwritable --plot / --report path."""
     if getattr(args, "plot", None):
-        check_output_path(args.plot, "plot")
+        check_output_path(args.plot, "plot", flag="--plot")
     if getattr(args, "report", None):
         check_output_path(args.report, "report")
 

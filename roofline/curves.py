@@ -119,31 +119,36 @@ class PointwiseModel:
 
 
 class AttentionModel:
-    """Dense-equivalent FLOP/s of fused attention over (sequence length, tokens in flight), log-bilinear."""
+    """Dense-equivalent FLOP/s of fused attention over (sequence length, tokens in flight).
+
+    Points need not form a full grid (at long sequences the smallest token count is one sequence):
+    per calibrated sequence length the rate is interpolated over its own token counts in log-log
+    (flat beyond them), then between the two nearest sequence lengths in log space."""
 
     def __init__(self, curve):
         self.curve = curve
-        seqs = sorted({p.seq for p in curve.points})
-        toks = sorted({p.batch_heads * p.seq for p in curve.points})
-        grid = {(p.seq, p.batch_heads * p.seq): p.flop_per_s for p in curve.points}
-        self._ok = len(grid) == len(seqs) * len(toks)
-        self.seqs, self.toks = np.log(seqs), np.log(toks)
-        self.values = np.array([[math.log(grid.get((s, t), 1.0)) for t in toks] for s in seqs])
+        by_seq: dict[int, list[tuple[float, float]]] = {}
+        for p in curve.points:
+            by_seq.setdefault(p.seq, []).append((math.log(p.batch_heads * p.seq), math.log(p.flop_per_s)))
+        self._seqs = sorted(by_seq)
+        self._rows = {s: sorted(by_seq[s]) for s in self._seqs}
         self.peak = max(p.flop_per_s for p in curve.points)
 
+    def _at_seq(self, seq: int, log_tokens: float) -> float:
+        row = self._rows[seq]
+        return float(np.interp(log_tokens, [t for t, _ in row], [r for _, r in row]))
+
     def flop_per_s(self, seq: int, tokens: int) -> float:
-        if not self._ok:
-            return self.peak
-        ls = min(max(math.log(max(seq, 1)), self.seqs[0]), self.seqs[-1])
-        lt = min(max(math.log(max(tokens, 1)), self.toks[0]), self.toks[-1])
-        if len(self.seqs) == 1 and len(self.toks) == 1:
-            return float(math.exp(self.values[0, 0]))
-        if len(self.toks) == 1:
-            return float(math.exp(np.interp(ls, self.seqs, self.values[:, 0])))
-        if len(self.seqs) == 1:
-            return float(math.exp(np.interp(lt, self.toks, self.values[0, :])))
-        interp = RegularGridInterpolator((self.seqs, self.toks), self.values)
-        return float(math.exp(interp([[ls, lt]])[0]))
+        lt = math.log(max(tokens, 1))
+        seqs = self._seqs
+        if seq <= seqs[0]:
+            return math.exp(self._at_seq(seqs[0], lt))
+        if seq >= seqs[-1]:
+            return math.exp(self._at_seq(seqs[-1], lt))
+        hi = next(i for i, s in enumerate(seqs) if s >= seq)
+        lo_s, hi_s = seqs[hi - 1], seqs[hi]
+        w = (math.log(seq) - math.log(lo_s)) / (math.log(hi_s) - math.log(lo_s))
+        return math.exp((1 - w) * self._at_seq(lo_s, lt) + w * self._at_seq(hi_s, lt))
 
 
 class DeviceModel:

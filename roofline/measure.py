@@ -82,6 +82,27 @@ def measure_total(model, inputs: tuple, device: str, *, budget_s: float = 1.0) -
         return time_fn(call, device=device, clock="host", inner=1, budget_s=budget_s, warmup_budget_s=0.5, min_samples=10, label="forward")
 
 
+class _quiet_native_stderr:
+    """Point file descriptor 2 at /dev/null for a moment: silences native libraries' prints, which
+    Python's sys.stderr redirection cannot reach. Python exceptions still propagate."""
+
+    def __enter__(self):
+        import os
+        import sys
+
+        sys.stderr.flush()
+        self._saved = os.dup(2)
+        self._null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(self._null, 2)
+
+    def __exit__(self, *exc):
+        import os
+
+        os.dup2(self._saved, 2)
+        os.close(self._saved)
+        os.close(self._null)
+
+
 def _event_time_us(evt, device: str) -> float:
     if device.startswith("cuda"):
         for attr in ("device_time_total", "cuda_time_total"):
@@ -104,10 +125,16 @@ def measure_ops(graph: CapturedGraph, state: dict, inputs: tuple, device: str, *
         for _ in range(3):
             gm(state, *inputs)
         _sync(device)
-        with profile(activities=activities) as prof:
+        prof = profile(activities=activities)
+        with _quiet_native_stderr():  # the profiler's C++ side prints start/stop lines
+            prof.start()
+        try:
             for _ in range(runs):
                 gm(state, *inputs)
                 _sync(device)
+        finally:
+            with _quiet_native_stderr():
+                prof.stop()
     events = [e for e in prof.events() if e.cpu_parent is None and e.name.startswith("aten::")]
     expected = [f"{op.target.namespace}::{op.target._opname}" if hasattr(op.target, "_opname") else "" for op in graph.ops]
     per_op: list[list[float]] = [[] for _ in graph.ops]

@@ -208,9 +208,8 @@ def predict_timeline(
     # Module calls that launched no op of their own (Dropout in eval, Identity) still cost host time.
     unattributed = max(graph.module_calls - sum(entered), 0)
 
-    h = e = 0.0
-    if graph.ops:
-        h = unattributed * module_s + start_host_s
+    h = unattributed * module_s + start_host_s
+    e = 0.0
     out: list[OpTiming] = []
     busy = 0.0
     for op, cost, n_mod in zip(graph.ops, costs, entered):

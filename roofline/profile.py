@@ -89,6 +89,10 @@ class MatmulCurve(_Strict):
         missing = [(m, n, k) for m in self.grid for n in self.grid for k in self.grid if (m, n, k) not in have]
         if missing:
             raise ValueError(f"matmul grid is missing {len(missing)} points, e.g. {missing[0]}")
+        grid = set(self.grid)
+        stray = [(p.m, p.n, p.k) for p in self.points if not {p.m, p.n, p.k} <= grid]
+        if stray:
+            raise ValueError(f"matmul point {stray[0]} is off the grid {sorted(grid)}")
         return self
 
     @property
@@ -164,6 +168,14 @@ class PointwiseCurve(_Strict):
     dtype: str = Field(description="Element dtype.")
     points: list[PointwisePoint] = Field(min_length=1, description="Points in increasing size.")
 
+    @field_validator("points")
+    @classmethod
+    def _sorted(cls, points):
+        sizes = [p.bytes for p in points]
+        if sizes != sorted(sizes):
+            raise ValueError("pointwise points must be sorted by size")
+        return points
+
     @property
     def peak_bytes_per_s(self) -> float:
         return max(p.bytes_per_s for p in self.points)
@@ -189,6 +201,14 @@ class AttentionCurve(_Strict):
     head_dim: int = Field(ge=1, description="Head size.")
     causal: bool = Field(description="Causal mask (is_causal=True).")
     points: list[AttentionPoint] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _rates_match_times(self):
+        for p in self.points:
+            expected = 4 * p.batch_heads * p.seq * p.seq * self.head_dim / p.time.median_s
+            if not _close(expected, p.flop_per_s):
+                raise ValueError(f"attention point (bh={p.batch_heads}, seq={p.seq}): flop_per_s does not match its time")
+        return self
 
 
 class TransferPoint(_Strict):
@@ -261,12 +281,18 @@ class Overheads(_Strict):
 class Measurements(_Strict):
     """Everything measured on one device."""
 
-    matmul: list[MatmulCurve] = Field(description="Matmul FLOP/s over a grid of shapes, one curve per dtype.")
-    bandwidth: list[BandwidthCurve] = Field(description="Bandwidth over working-set size: copy, read, write.")
+    matmul: list[MatmulCurve] = Field(min_length=1, description="Matmul FLOP/s over a grid of shapes, one curve per dtype.")
+    bandwidth: list[BandwidthCurve] = Field(min_length=1, description="Bandwidth over working-set size: copy, read, write.")
     pointwise: list[PointwiseCurve] = Field(description="Throughput of a transcendental elementwise op over size.")
     overheads: Overheads = Field(description="Per-op and per-call fixed costs.")
     transfers: list[TransferCurve] = Field(default_factory=list, description="GPU only: host<->device copies.")
     attention: list[AttentionCurve] = Field(default_factory=list, description="GPU only: fused attention throughput.")
+
+    @model_validator(mode="after")
+    def _has_copy_curve(self):
+        if not any(c.kind == "copy" for c in self.bandwidth):
+            raise ValueError("bandwidth needs a 'copy' curve: it prices every op without a family curve")
+        return self
 
     def pointwise_curve(self, op: str) -> PointwiseCurve | None:
         return next((c for c in self.pointwise if c.op == op), None)

@@ -27,6 +27,8 @@ from roofline.units import seconds
 
 
 def _dominant(regime_s: dict) -> str:
+    if not any(regime_s.get(r, 0.0) > 0 for r in ("compute", "memory", "overhead")):
+        return "none"
     return max(("compute", "memory", "overhead"), key=lambda r: regime_s.get(r, 0.0))
 
 
@@ -63,7 +65,7 @@ def with_batch(example_inputs, batch: int):
 def batch_sweep(model, example_inputs, dev: DeviceModel, *, allow_tf32: bool = False, max_batch: int | None = None, budget_s: float = 8.0) -> BatchSweep | None:
     """Predicted time per sample at batch sizes 1, 2, 4, ... (and the model's own), within a time budget."""
     b0 = leading_batch(example_inputs)
-    if b0 is None:
+    if b0 is None or b0 < 1:
         return None
     top = max_batch or min(max(256, 16 * b0), 4096)
     sizes = sorted({1 << i for i in range(0, top.bit_length()) if (1 << i) <= top} | {b0, 2 * b0})
@@ -82,7 +84,11 @@ def batch_sweep(model, example_inputs, dev: DeviceModel, *, allow_tf32: bool = F
     if len(points) < 2:
         return None
     by_b = {p.batch: p for p in points}
-    ratio = by_b[2 * b0].predicted_s / by_b[b0].predicted_s if b0 in by_b and 2 * b0 in by_b else None
+    ratio = (
+        by_b[2 * b0].predicted_s / by_b[b0].predicted_s
+        if b0 in by_b and 2 * b0 in by_b and by_b[b0].predicted_s > 0
+        else None
+    )
     leaves = next((p.batch for p in points if p.regime != "overhead"), None) if points[0].regime == "overhead" else None
     compute = next((p.batch for p in points if p.regime == "compute"), None)
     return BatchSweep(device=dev.kind, points=points, leaves_overhead_at=leaves, compute_bound_at=compute, doubling_ratio=ratio)
@@ -100,8 +106,10 @@ def describe_batch_sweep(sweep: BatchSweep, b0: int) -> str:
     if sweep.compute_bound_at:
         parts.append(f"turns compute-bound at batch {sweep.compute_bound_at}")
     best = min(sweep.points, key=lambda p: p.per_sample_s)
+    if best.predicted_s <= 0:
+        return "batch size: the model does no device work at any batch size"
     parts.append(f"time per sample is lowest at batch {best.batch} ({seconds(best.per_sample_s)})")
-    return "batch size: " + "; ".join(parts)
+    return "batch size (the inputs' leading dimension): " + "; ".join(parts)
 
 
 def placement_sweep(entries, profile: DeviceProfile, *, allow_tf32: bool = False, parameter: str = "size", host_memory: str = "pageable") -> PlacementSweep | None:

@@ -116,3 +116,27 @@ def test_report_alternatives_and_recommendation(h100):
     # overhead-bound on the GPU: a CUDA graph removes most of the host time
     assert alts["cuda_graphs"] < 0.5 * alts["eager"]
     assert any(a.startswith("recommended") for a in r.advice)
+
+
+def test_batch_sweep_guards(h100):
+    dev = DeviceModel(h100.gpu, "cuda")
+    with torch.device("meta"):
+        model = torch.nn.Linear(16, 16)
+    assert batch_sweep(model, (torch.empty(0, 16, device="meta"),), dev) is None  # batch 0: nothing to sweep
+    sweep = batch_sweep(torch.nn.Identity(), (torch.empty(4, 16, device="meta"),), dev)
+    assert sweep is None or all(p.regime in ("overhead", "none") for p in sweep.points)
+
+
+def test_calibration_remeasures_a_spike(monkeypatch):
+    # a 1x64x64 point at 8 ms next to a larger 64x64x64 point at 10 us is re-measured
+    from calibrate import matmul
+    from roofline.profile import MatmulPoint, Stat
+
+    def point(m, n, k, t):
+        return MatmulPoint(m=m, n=n, k=k, time=Stat(median_s=t, iqr_s=0, samples=5), flop_per_s=2 * m * n * k / t)
+
+    points = [point(1, 64, 64, 8e-3), point(64, 64, 64, 10e-6)]
+    monkeypatch.setattr(matmul, "measure_point", lambda m, n, k, *a, **kw: point(m, n, k, 3e-6))
+    fixed = matmul._remeasure_spikes(points, "float32", "cpu", 0, 0.01, warnings := [])
+    assert fixed[0].time.median_s == pytest.approx(3e-6) and fixed[1].time.median_s == pytest.approx(10e-6)
+    assert warnings == []

@@ -153,3 +153,30 @@ def test_bandwidth_loglog_interpolation_and_flat_ends():
     assert bw.bytes_per_s(math.sqrt(1e3 * 1e6)) == pytest.approx(math.sqrt(1e9 * 1e12), rel=1e-6)
     assert bw.bytes_per_s(10) == pytest.approx(1e9)
     assert bw.bytes_per_s(1e12) == pytest.approx(1e12)
+
+
+def test_attention_curve_on_a_partial_grid_predicts_its_points_back():
+    from roofline.curves import AttentionModel
+    from roofline.profile import AttentionCurve, AttentionPoint
+
+    def pt(bh, seq, rate):
+        t = 4 * bh * seq * seq * 64 / rate
+        return AttentionPoint(batch_heads=bh, seq=seq, time=_stat(t), flop_per_s=rate)
+
+    # at seq 8192 the smaller token count is one sequence (8192 tokens): no full grid
+    curve = AttentionCurve(dtype="bfloat16", head_dim=64, causal=True, points=[
+        pt(32, 128, 2e13), pt(512, 128, 1.5e14), pt(1, 8192, 2.2e14), pt(8, 8192, 7e14),
+    ])
+    model = AttentionModel(curve)
+    for p in curve.points:
+        assert model.flop_per_s(p.seq, p.batch_heads * p.seq) == pytest.approx(p.flop_per_s)
+    # between calibrated lengths: between their rates (log-linear in both directions)
+    mid = model.flop_per_s(1024, 65536)
+    assert 1.5e14 < mid < 7e14
+
+
+def test_empty_module_still_pays_its_call():
+    dev = StubDevice()
+    tl = predict_timeline(CapturedGraph(ops=[], module_calls=1), [], dev, is_module=True)
+    # one nn.Module call (2 us) and the synchronize (5 us)
+    assert tl.total_s == pytest.approx(7 * US)

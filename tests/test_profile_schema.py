@@ -125,3 +125,43 @@ def test_shipped_profiles_validate():
     for f in files:
         load_profile_file(f)  # raises if a shipped profile does not validate
     assert len([e for e in available_profiles() if e.source == "shipped"]) == len(files)
+
+
+def _profile_data(path):
+    return json.loads(path.read_text())
+
+
+def test_unsorted_pointwise_curve_rejected(cpu_quick_profile_path):
+    data = _profile_data(cpu_quick_profile_path)
+    data["host"]["measurements"]["pointwise"][0]["points"].reverse()
+    with pytest.raises(ValueError, match="sorted"):
+        DeviceProfile.model_validate(data)
+
+
+def test_matmul_point_off_the_grid_rejected(cpu_quick_profile_path):
+    data = _profile_data(cpu_quick_profile_path)
+    pts = data["host"]["measurements"]["matmul"][0]["points"]
+    extra = dict(pts[-1])
+    extra["m"] = 3  # 3 is not a grid size; keep the rate consistent with the time
+    extra["flop_per_s"] = 2 * 3 * extra["n"] * extra["k"] / extra["time"]["median_s"]
+    pts.append(extra)
+    with pytest.raises(ValueError, match="off the grid"):
+        DeviceProfile.model_validate(data)
+
+
+def test_profile_without_copy_curve_rejected(cpu_quick_profile_path):
+    data = _profile_data(cpu_quick_profile_path)
+    m = data["host"]["measurements"]
+    m["bandwidth"] = [c for c in m["bandwidth"] if c["kind"] != "copy"]
+    with pytest.raises(ValueError, match="copy"):
+        DeviceProfile.model_validate(data)
+
+
+def test_attention_rate_must_match_time():
+    from roofline.profile import AttentionCurve, AttentionPoint
+
+    stat = Stat(median_s=1e-3, iqr_s=0, samples=5)
+    # 4 * 8 * 512^2 * 64 = 536870912 FLOP in 1 ms = 5.37e11 FLOP/s
+    AttentionCurve(dtype="bfloat16", head_dim=64, causal=False, points=[AttentionPoint(batch_heads=8, seq=512, time=stat, flop_per_s=536870912 / 1e-3)])
+    with pytest.raises(ValueError, match="does not match"):
+        AttentionCurve(dtype="bfloat16", head_dim=64, causal=False, points=[AttentionPoint(batch_heads=8, seq=512, time=stat, flop_per_s=1e15)])
