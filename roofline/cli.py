@@ -12,7 +12,6 @@ from roofline.errors import RooflineError
 
 
 def _cmd_calibrate(args) -> int:
-    from rich.console import Console
     from rich.table import Table
 
     from calibrate.runner import resolve_device, run_calibration, summary_rows
@@ -78,7 +77,6 @@ def _check_writable(path: str) -> None:
 
 
 def _cmd_profiles(args) -> int:
-    from rich.console import Console
     from rich.table import Table
 
     from roofline.profiles import available_profiles, shipped_profile_dir, user_profile_dir
