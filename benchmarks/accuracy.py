@@ -189,6 +189,33 @@ def run_case(case, profile, kind, device, with_rte: bool) -> dict:
     )
 
 
+def replay(path: str, profile, kind: str) -> int:
+    """Re-predict the cases of a recorded run with this code and compare with that run's measurements.
+
+    For checking a change to the model of time without the device: capture happens on this machine
+    (on the CPU, where the GPU is absent), and host overheads are the profile's as calibrated."""
+    recorded = {r["label"]: r for r in json.loads(Path(path).read_text())["rows"]}
+    cases = [c for c in (CASES_GPU if kind == "cuda" else CASES_CPU) if c[0] in recorded]
+    print(f"replay of {path}: predicted by this code with profile '{profile.name}', measured as recorded")
+    errs = []
+    for label, file, dtype, sweep_label, _ in cases:
+        if dtype:
+            os.environ["ROOFLINE_EXAMPLE_DTYPE"] = dtype
+        else:
+            os.environ.pop("ROOFLINE_EXAMPLE_DTYPE", None)
+        meta = load_model_file(REPO / "examples" / file, materialize=False)
+        with torch.device("meta"):
+            model, inputs = _pick(meta, sweep_label)
+        report = run_analysis(model, inputs, profile, device=kind, name=label, batch_sweep=False)[0]
+        measured = recorded[label]["measured_s"]
+        err = (report.total.predicted_s - measured) / measured
+        errs.append(abs(err))
+        was = recorded[label]["error"]
+        print(f"  {label:<26} predicted {report.total.predicted_s * 1e3:9.3f} ms  measured {measured * 1e3:9.3f} ms  error {100 * err:+6.1f}%  (recorded run: {100 * was:+.1f}%)")
+    print(f"end-to-end |error|: median {100 * statistics.median(errs):.1f}%, max {100 * max(errs):.1f}% over {len(errs)} models")
+    return 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--profile", required=True)
@@ -197,9 +224,12 @@ def main() -> int:
     ap.add_argument("--only", nargs="*", help="labels (substrings) to run")
     ap.add_argument("--no-rte", action="store_true", help="skip the RuntimeEstimator baseline")
     ap.add_argument("--fixed-overheads", action="store_true", help="use the profile's host overheads as calibrated instead of re-measuring them before each model")
+    ap.add_argument("--replay", metavar="ACC_JSON", help="re-predict a recorded run's cases with this code, against its recorded measurements (no device needed)")
     args = ap.parse_args()
 
     profile, kind = resolve_profile(args.profile, args.device)
+    if args.replay:
+        return replay(args.replay, profile, kind)
     device = device_for(profile, kind)
     cases = CASES_GPU if kind == "cuda" else CASES_CPU
     if args.only:
