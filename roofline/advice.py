@@ -147,15 +147,24 @@ def fusion_groups(graph: CapturedGraph, costs: list[OpCost]) -> list[_Group]:
 def fused_cost(graph: CapturedGraph, costs: list[OpCost], members: list[int]) -> OpCost:
     """One kernel for the group: only values from outside are read, only values that escape are written.
 
-    Inputs are tracked per producing op (not per argument), so a member's external bytes are its
-    tensor inputs less the outputs of the members that feed it.
+    Each distinct value from outside the group is read once, however many members read it.
     """
     inside = set(members)
     read = written = 0
+    seen: set[str] = set()
     for i in members:
         op = graph.ops[i]
-        internal = sum(t.nbytes for j in op.input_ops if j in inside for t in graph.ops[j].outputs)
-        read += max(sum(t.nbytes for t in op.tensor_inputs()) - internal, 0)
+        tensors = op.tensor_inputs()
+        if len(op.input_sources) == len(tensors):
+            # each distinct value from outside the group is read once, however many members use it
+            for t, (value, producer) in zip(tensors, op.input_sources):
+                if producer in inside or value in seen:
+                    continue
+                seen.add(value)
+                read += t.nbytes
+        else:  # a graph from elsewhere without sources: by producing op, a value used twice counts twice
+            internal = sum(t.nbytes for j in op.input_ops if j in inside for t in graph.ops[j].outputs)
+            read += max(sum(t.nbytes for t in tensors) - internal, 0)
         escapes = op.is_output or any(u not in inside for u in op.users) or i == members[-1]
         if escapes:
             written += sum(t.nbytes for t in op.outputs)

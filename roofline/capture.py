@@ -446,6 +446,23 @@ def _to_captured(gm: torch.fx.GraphModule, traced_inputs: tuple) -> CapturedGrap
             return {k: to_meta(v) for k, v in x.items()}
         return _concrete(x)
 
+    def sources(x) -> list[tuple[str, int]]:
+        """(value, producing op) for each tensor ``to_meta`` makes of ``x``, in the same order."""
+        if isinstance(x, torch.fx.Node):
+            made = to_meta(x)
+            j = producer(x)
+            key = (x.name, -1 if j is None else j)
+            if isinstance(made, TensorMeta):
+                return [key]
+            if isinstance(made, (list, tuple)):
+                return [(f"{x.name}[{i}]", key[1]) for i, m in enumerate(made) if isinstance(m, TensorMeta)]
+            return []
+        if isinstance(x, (list, tuple)):
+            return [s for y in x for s in sources(y)]
+        if isinstance(x, dict):
+            return [s for y in x.values() for s in sources(y)]
+        return []
+
     ops: list[CapturedOp] = []
     users: list[set[int]] = [set() for _ in op_nodes]
     for i, node in enumerate(op_nodes):
@@ -467,6 +484,7 @@ def _to_captured(gm: torch.fx.GraphModule, traced_inputs: tuple) -> CapturedGrap
                 source=node.meta.get(_SOURCE_KEY),
                 input_ops=tuple(inputs),
                 node_name=node.name,
+                input_sources=tuple(sources(list(node.args)) + sources(list(node.kwargs.values()))),
             )
         )
     for op, u in zip(ops, users):

@@ -87,6 +87,9 @@ class CapturedOp:
     users: tuple[int, ...] = ()
     is_output: bool = False
     node_name: str = ""
+    # For each entry of tensor_inputs(): (the fx value it reads, the op that produced it or -1 for a
+    # graph input, parameter or constant). Lets fusion count a tensor read twice by a group once.
+    input_sources: tuple[tuple[str, int], ...] = ()
 
     @property
     def name(self) -> str:

@@ -140,3 +140,12 @@ def test_calibration_remeasures_a_spike(monkeypatch):
     fixed = matmul._remeasure_spikes(points, "float32", "cpu", 0, 0.01, warnings := [])
     assert fixed[0].time.median_s == pytest.approx(3e-6) and fixed[1].time.median_s == pytest.approx(10e-6)
     assert warnings == []
+
+
+def test_a_value_read_twice_by_a_group_is_read_once():
+    # sin(x * x + x) on 1M float32: the fused kernel reads x once (4 MB) and writes once (4 MB)
+    g, costs = _priced(lambda x: torch.sin(x * x + x), torch.randn(1 << 20))
+    groups = fusion_groups(g, costs)
+    assert [len(grp.ops) for grp in groups] == [3]
+    fused = fused_cost(g, costs, groups[0].ops)
+    assert (fused.bytes_read, fused.bytes_written) == (4 << 20, 4 << 20)
