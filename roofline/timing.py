@@ -189,7 +189,9 @@ def time_fn(
     if clock == "device" and not device.startswith("cuda"):
         raise ValueError("clock='device' needs a CUDA device")
     flush = _CacheFlusher(device, flush_cache_bytes) if flush_cache_bytes > 0 else None
-    if inner is None:
+    if flush is not None:
+        inner = 1  # a flush before each repetition only holds for that repetition's one call
+    elif inner is None:
         inner = _auto_inner(fn, device, clock)
 
     # Warm-up: batches of increasing size until two consecutive batch medians agree within 5%.

@@ -63,3 +63,10 @@ def test_device_clock_needs_cuda():
 
 def test_timing_repr_mentions_units():
     assert "us" in repr(Timing(samples_s=np.array([1e-6, 2e-6]), label="x"))
+
+
+def test_flushing_times_one_call_per_repetition():
+    calls = []
+    t = time_fn(lambda: calls.append(1), device="cpu", budget_s=0.01, min_samples=5, flush_cache_bytes=1 << 16)
+    # one call per repetition: the calls are warm-up + timed repetitions, not hundreds per repetition
+    assert len(calls) <= t.warmup_reps + 2 * t.n + 1
