@@ -68,5 +68,6 @@ def test_timing_repr_mentions_units():
 def test_flushing_times_one_call_per_repetition():
     calls = []
     t = time_fn(lambda: calls.append(1), device="cpu", budget_s=0.01, min_samples=5, flush_cache_bytes=1 << 16)
-    # one call per repetition: the calls are warm-up + timed repetitions, not hundreds per repetition
-    assert len(calls) <= t.warmup_reps + 2 * t.n + 1
+    # one call per repetition: warm-up + timed repetitions (+ one re-measure of up to twice as many
+    # if the spread was large), not hundreds of calls per repetition as for an unflushed tiny call
+    assert len(calls) <= t.warmup_reps + 3 * t.n + 2
