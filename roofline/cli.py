@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from roofline.errors import RooflineError
 
@@ -18,13 +19,11 @@ def _cmd_calibrate(args) -> int:
     from roofline.profiles import save_profile, user_profile_dir
 
     device = resolve_device(args.device)
-    command = "roofline " + " ".join(sys.argv[1:]) if sys.argv and sys.argv[0].endswith("roofline") else "roofline calibrate " + " ".join(_argv_tail(args))
+    command = "roofline calibrate " + " ".join(_argv_tail(args))  # recorded in the profile
     # Check the output location before spending a minute measuring.
     if args.output:
         _check_writable(args.output)
     profile = run_calibration(device, quick=args.quick, name=args.name, show_progress=not args.no_progress, command=command, with_compile=args.with_compile)
-    from pathlib import Path
-
     out = Path(args.output) if args.output else user_profile_dir() / f"{profile.name}.json"
     path = save_profile(profile, out)
     from roofline.render import make_console
