@@ -42,12 +42,15 @@ class Stat(_Strict):
         return self.iqr_s / self.median_s
 
 
-def _median_rate_beyond(points, cache_bytes: int | None, size_of) -> float:
-    """Median ``bytes_per_s`` over points whose size is at least twice the cache (the last point if none)."""
+def _median_rate_beyond(points, cache_bytes: int | None, size_of, at_least: int = 3) -> float:
+    """Median ``bytes_per_s`` over points whose size is at least twice the cache, or over the
+    ``at_least`` largest points when fewer qualify: one sample is too noisy to stand for DRAM."""
     limit = 2 * cache_bytes if cache_bytes else 0
-    big = sorted(p.bytes_per_s for p in points if size_of(p) >= limit)
-    if not big:
-        return points[-1].bytes_per_s
+    ordered = sorted(points, key=size_of)
+    big = [p for p in ordered if size_of(p) >= limit]
+    if len(big) < at_least:
+        big = ordered[-at_least:]
+    big = sorted(p.bytes_per_s for p in big)
     mid = len(big) // 2
     return big[mid] if len(big) % 2 else 0.5 * (big[mid - 1] + big[mid])
 
