@@ -265,7 +265,7 @@ def run_calibration(
 ) -> DeviceProfile:
     """Calibrate the GPU (if ``device`` is cuda) and the host CPU; return the profile (not saved).
 
-    ``with_compile`` also measures torch.compile's host costs (two compilations: ~15 s more), which
+    ``with_compile`` also measures torch.compile's host costs (two compilations: about 25 s more on the H100 machine), which
     the torch.compile advice needs; without them it prices compiled launches like eager dispatch."""
     device = resolve_device(device)
     started = time.perf_counter()

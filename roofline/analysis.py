@@ -100,7 +100,6 @@ def build_report(
     *,
     allow_tf32: bool,
     is_module: bool,
-    source: str | None = None,
     calls: int = 1,
     host_memory: str = "pageable",
     copies_per_call: bool = True,
@@ -159,7 +158,7 @@ def build_report(
 
     return Report(
         model=name,
-        profile=ProfileRef(name=profile.name, device=dev.name, kind=kind, source=source or profile.source_file),
+        profile=ProfileRef(name=profile.name, device=dev.name, kind=kind, source=profile.source_file),
         capture_mode=graph.capture_mode, allow_tf32=allow_tf32, ops=ops, total=totals, modules=_module_rollups(ops),
         placement=place, fusion=fusion, advice=advice, unsupported_ops=dict(unsupported), warnings=list(graph.warnings), extras=extras,
     )

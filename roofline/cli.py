@@ -109,7 +109,7 @@ def build_parser() -> argparse.ArgumentParser:
     cal.add_argument("--output", help="where to write the profile JSON (default: the user profile directory)")
     cal.add_argument("--name", help="profile name (default: derived from the device name)")
     cal.add_argument("--no-progress", action="store_true", help="no progress bar")
-    cal.add_argument("--with-compile", action="store_true", help="GPU: also measure torch.compile's host costs (about 15 s more) for the torch.compile advice")
+    cal.add_argument("--with-compile", action="store_true", help="GPU: also measure torch.compile's host costs (two compilations, about 25 s more) for the torch.compile advice")
     cal.set_defaults(func=_cmd_calibrate)
 
     prof = sub.add_parser("profiles", help="list shipped and saved profiles")

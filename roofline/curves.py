@@ -105,13 +105,9 @@ class PointwiseModel:
         self.curve = curve
         if curve:
             times = [_work_time(p.time.median_s, overhead_s) for p in curve.points]
-            self._elements = _loglog([p.elements for p in curve.points], [p.elements / t for p, t in zip(curve.points, times)])
             self._bytes = _loglog([p.bytes for p in curve.points], [p.bytes / t for p, t in zip(curve.points, times)])
         else:
-            self._elements = self._bytes = None
-
-    def elements_per_s(self, elements: int) -> float | None:
-        return self._elements(elements) if self._elements else None
+            self._bytes = None
 
     def bytes_per_s(self, nbytes: int) -> float | None:
         """Bytes moved per second by a kernel of this family that moves ``nbytes``."""
@@ -164,7 +160,6 @@ class DeviceModel:
         self.matmul = {c.dtype: MatmulModel(c, included) for c in m.matmul}
         self.bandwidth = BandwidthModel(m.bandwidth, included)
         self.family = {c.op: PointwiseModel(c, included) for c in m.pointwise}
-        self.transcendental = self.family.get("sin") or PointwiseModel(None)
         self.attention = {(c.dtype, c.head_dim, c.causal): AttentionModel(c) for c in m.attention}
 
     @property

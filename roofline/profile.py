@@ -55,6 +55,14 @@ def _median_rate_beyond(points, cache_bytes: int | None, size_of, at_least: int 
     return big[mid] if len(big) % 2 else 0.5 * (big[mid - 1] + big[mid])
 
 
+def _require_sorted(points, size_of, message: str):
+    """Curves are interpolated over size: their points must come in increasing size."""
+    sizes = [size_of(p) for p in points]
+    if sizes != sorted(sizes):
+        raise ValueError(message)
+    return points
+
+
 def _close(a: float, b: float, rel: float = 1e-3) -> bool:
     return math.isclose(a, b, rel_tol=rel)
 
@@ -129,10 +137,7 @@ class BandwidthCurve(_Strict):
     @field_validator("points")
     @classmethod
     def _sorted(cls, points):
-        sizes = [p.working_set_bytes for p in points]
-        if sizes != sorted(sizes):
-            raise ValueError("bandwidth points must be sorted by working_set_bytes")
-        return points
+        return _require_sorted(points, lambda p: p.working_set_bytes, "bandwidth points must be sorted by working_set_bytes")
 
     @property
     def peak_bytes_per_s(self) -> float:
@@ -174,10 +179,7 @@ class PointwiseCurve(_Strict):
     @field_validator("points")
     @classmethod
     def _sorted(cls, points):
-        sizes = [p.bytes for p in points]
-        if sizes != sorted(sizes):
-            raise ValueError("pointwise points must be sorted by size")
-        return points
+        return _require_sorted(points, lambda p: p.bytes, "pointwise points must be sorted by size")
 
     @property
     def peak_bytes_per_s(self) -> float:
@@ -286,7 +288,7 @@ class Measurements(_Strict):
 
     matmul: list[MatmulCurve] = Field(min_length=1, description="Matmul FLOP/s over a grid of shapes, one curve per dtype.")
     bandwidth: list[BandwidthCurve] = Field(min_length=1, description="Bandwidth over working-set size: copy, read, write.")
-    pointwise: list[PointwiseCurve] = Field(description="Throughput of a transcendental elementwise op over size.")
+    pointwise: list[PointwiseCurve] = Field(description="Throughput of representative op-family kernels (sin, add, layer_norm, softmax) over size.")
     overheads: Overheads = Field(description="Per-op and per-call fixed costs.")
     transfers: list[TransferCurve] = Field(default_factory=list, description="GPU only: host<->device copies.")
     attention: list[AttentionCurve] = Field(default_factory=list, description="GPU only: fused attention throughput.")

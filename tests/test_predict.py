@@ -31,7 +31,6 @@ class StubDevice:
         self.kernel_floor_s = floor_us * US if kind == "cuda" else 0.0
         self.vector_flop_per_s = 100e12
         self.bandwidth = SimpleNamespace(bytes_per_s=lambda ws, kind="copy": 1e12)
-        self.transcendental = SimpleNamespace(elements_per_s=lambda n: None)
 
     attention = {}
 

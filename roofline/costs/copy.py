@@ -18,10 +18,11 @@ import torch
 
 from roofline.costs.registry import (
     VIEW_COST,
-    OpCost,
     arguments,
+    existing_ops,
     footprint_bytes,
     is_contiguous,
+    OpCost,
     register,
 )
 from roofline.ops import CapturedOp, TensorMeta
@@ -37,11 +38,7 @@ def copy_cost(src: TensorMeta, dst: TensorMeta) -> OpCost:
                   compute_dtype=dst.dtype)
 
 
-def _existing(*names: str) -> list:
-    return [getattr(aten, n) for n in names if hasattr(aten, n)]
-
-
-@register(*_existing("clone", "_to_copy", "copy", "_to_dense", "to_dense", "_pin_memory"),
+@register(*existing_ops("clone", "_to_copy", "copy", "_to_dense", "to_dense", "_pin_memory"),
           category="data_movement")
 def clone_cost(op: CapturedOp) -> OpCost:
     """A new tensor with self's values (possibly another dtype, device or layout)."""
@@ -60,14 +57,14 @@ def copy__cost(op: CapturedOp) -> OpCost:
     return copy_cost(a["src"], a["self"])
 
 
-@register(*_existing("_copy_from", "_copy_from_and_resize"), category="data_movement")
+@register(*existing_ops("_copy_from", "_copy_from_and_resize"), category="data_movement")
 def copy_from_cost(op: CapturedOp) -> OpCost:
     """Backend copy hook: self read, dst written."""
     a = arguments(op)
     return copy_cost(a["self"], a["dst"])
 
 
-@register(*_existing("to", "type_as"), category="data_movement")
+@register(*existing_ops("to", "type_as"), category="data_movement")
 def to_cost(op: CapturedOp) -> OpCost:
     """A copy when dtype or device change (or copy=True), otherwise the input itself."""
     src = op.tensor_inputs()[0]

@@ -24,7 +24,7 @@ import math
 
 import torch
 
-from roofline.costs.registry import OpCost, arguments, register, tensors_in
+from roofline.costs.registry import arguments, existing_ops, OpCost, register, tensors_in
 from roofline.ops import CapturedOp
 
 aten = torch.ops.aten
@@ -48,10 +48,6 @@ _VALUE_ARGS = ("value", "p", "mean", "std")
 _READS_SELF = ("aten.bernoulli.default", "aten.poisson.default", "aten.multinomial.default")
 
 
-def _existing(*names: str) -> list:
-    return [getattr(aten, n) for n in names if hasattr(aten, n)]
-
-
 def _written(op: CapturedOp) -> tuple[int, int]:
     """(elements, bytes) written: the output, or the mutated self of an in-place fill."""
     if op.outputs:
@@ -67,7 +63,7 @@ def _read(op: CapturedOp, a: dict) -> int:
     return read
 
 
-@register(*_existing(*CREATION), category="creation")
+@register(*existing_ops(*CREATION), category="creation")
 def creation_cost(op: CapturedOp) -> OpCost:
     """Write-only: CREATION[name] FLOPs per element written."""
     a = arguments(op)
@@ -78,7 +74,7 @@ def creation_cost(op: CapturedOp) -> OpCost:
                   compute_dtype=op.outputs[0].dtype if op.outputs else None)
 
 
-@register(*_existing(*EMPTY), category="creation")
+@register(*existing_ops(*EMPTY), category="creation")
 def empty_cost(op: CapturedOp) -> OpCost:
     """Allocation only: no kernel, nothing written."""
     return OpCost(flops=0, bytes_read=0, bytes_written=0, kernels=0, category="creation")

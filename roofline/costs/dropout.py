@@ -21,14 +21,10 @@ from __future__ import annotations
 
 import torch
 
-from roofline.costs.registry import VIEW_COST, OpCost, arguments, register, rw_bytes
+from roofline.costs.registry import VIEW_COST, arguments, existing_ops, OpCost, register, rw_bytes
 from roofline.ops import CapturedOp
 
 aten = torch.ops.aten
-
-
-def _existing(*names: str) -> list:
-    return [getattr(aten, n) for n in names if hasattr(aten, n)]
 
 
 @register(aten.native_dropout, category="pointwise")
@@ -45,7 +41,7 @@ def native_dropout_cost(op: CapturedOp) -> OpCost:
                   category="pointwise", compute_dtype=x.dtype)
 
 
-@register(*_existing("dropout", "dropout_", "feature_dropout", "feature_dropout_", "alpha_dropout",
+@register(*existing_ops("dropout", "dropout_", "feature_dropout", "feature_dropout_", "alpha_dropout",
                      "alpha_dropout_", "feature_alpha_dropout", "feature_alpha_dropout_"),
           category="pointwise")
 def dropout_cost(op: CapturedOp) -> OpCost:

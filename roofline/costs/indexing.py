@@ -28,10 +28,11 @@ import math
 import torch
 
 from roofline.costs.registry import (
-    OpCost,
     arguments,
     compute_dtype_of,
+    existing_ops,
     footprint_bytes,
+    OpCost,
     register,
     rw_bytes,
     tensors_in,
@@ -39,10 +40,6 @@ from roofline.costs.registry import (
 from roofline.ops import CapturedOp, TensorMeta
 
 aten = torch.ops.aten
-
-
-def _existing(*names: str) -> list:
-    return [getattr(aten, n) for n in names if hasattr(aten, n)]
 
 
 def log2_ceil(n: int) -> int:
@@ -118,7 +115,7 @@ def _scatter_cost(op: CapturedOp, dest: TensorMeta, n_updates: int, read_inputs:
 _ACCUMULATING = {"scatter_add", "scatter_reduce", "index_add", "index_reduce"}
 
 
-@register(*_existing("scatter", "scatter_", "scatter_add", "scatter_add_", "scatter_reduce",
+@register(*existing_ops("scatter", "scatter_", "scatter_add", "scatter_add_", "scatter_reduce",
                      "scatter_reduce_"), category="data_movement")
 def scatter_cost(op: CapturedOp) -> OpCost:
     """self[index[i]] (op)= src[i] along dim: one update per index element."""
@@ -131,7 +128,7 @@ def scatter_cost(op: CapturedOp) -> OpCost:
                          flops_per_update=1 if accumulate else 0)
 
 
-@register(*_existing("index_add", "index_add_", "index_copy", "index_copy_", "index_reduce",
+@register(*existing_ops("index_add", "index_add_", "index_copy", "index_copy_", "index_reduce",
                      "index_reduce_"), category="data_movement")
 def index_add_cost(op: CapturedOp) -> OpCost:
     """self.index_add(dim, index, source): one update per source element (+1 FLOP for alpha)."""
@@ -145,7 +142,7 @@ def index_add_cost(op: CapturedOp) -> OpCost:
                          a["index"].nbytes + footprint_bytes(source), flops_per_update=flops)
 
 
-@register(*_existing("index_fill", "index_fill_"), category="data_movement")
+@register(*existing_ops("index_fill", "index_fill_"), category="data_movement")
 def index_fill_cost(op: CapturedOp) -> OpCost:
     """Fill the slices self.select(dim, i) for i in index: index.numel slices written."""
     a = arguments(op)
@@ -178,7 +175,7 @@ def indexed_positions(x: TensorMeta, indices) -> int:
     return positions * rest
 
 
-@register(*_existing("index_put", "index_put_", "_index_put_impl_", "_unsafe_index_put", "put",
+@register(*existing_ops("index_put", "index_put_", "_index_put_impl_", "_unsafe_index_put", "put",
                      "put_"), category="data_movement")
 def index_put_cost(op: CapturedOp) -> OpCost:
     """self[indices] = values (or += with accumulate=True)."""
@@ -199,7 +196,7 @@ def index_put_cost(op: CapturedOp) -> OpCost:
                          flops_per_update=1 if accumulate else 0, kernels=kernels)
 
 
-@register(*_existing("masked_fill", "masked_fill_", "masked_scatter", "masked_scatter_"),
+@register(*existing_ops("masked_fill", "masked_fill_", "masked_scatter", "masked_scatter_"),
           category="pointwise")
 def masked_fill_cost(op: CapturedOp) -> OpCost:
     """where(mask, value-or-source, self): 1 select per output element, one pass.
@@ -224,7 +221,7 @@ def nonzero_cost(op: CapturedOp) -> OpCost:
                   category="data_movement", compute_dtype=x.dtype)
 
 
-register(*_existing("nonzero", "nonzero_static", "argwhere", "nonzero_numpy"),
+register(*existing_ops("nonzero", "nonzero_static", "argwhere", "nonzero_numpy"),
          category="data_movement")(nonzero_cost)
 
 
@@ -249,7 +246,7 @@ def _sort_like_cost(op: CapturedOp, flops: int, kernels: int) -> OpCost:
                   category="reduction", compute_dtype=op.tensor_inputs()[0].dtype)
 
 
-@register(*_existing("sort", "argsort", "msort"), category="reduction")
+@register(*existing_ops("sort", "argsort", "msort"), category="reduction")
 def sort_cost(op: CapturedOp) -> OpCost:
     """Comparison sort along dim: n * ceil(log2(slice)) compares."""
     a = arguments(op)
@@ -270,7 +267,7 @@ def topk_cost(op: CapturedOp) -> OpCost:
     return _sort_like_cost(op, flops, 2)
 
 
-@register(*_existing("kthvalue", "median", "nanmedian", "mode"), category="reduction")
+@register(*existing_ops("kthvalue", "median", "nanmedian", "mode"), category="reduction")
 def select_kth_cost(op: CapturedOp) -> OpCost:
     """Order statistics along a dim (or all elements): n * ceil(log2(slice)) compares."""
     a = arguments(op)
@@ -279,7 +276,7 @@ def select_kth_cost(op: CapturedOp) -> OpCost:
     return _sort_like_cost(op, x.numel * log2_ceil(slice_len), 2)
 
 
-@register(*_existing("_unique2", "unique_dim", "unique_consecutive", "_unique"), category="reduction")
+@register(*existing_ops("_unique2", "unique_dim", "unique_consecutive", "_unique"), category="reduction")
 def unique_cost(op: CapturedOp) -> OpCost:
     """Sort (n log2 n compares, skipped by unique_consecutive) + adjacent compare and scan (2n)."""
     x = arguments(op)["self"]

@@ -21,14 +21,10 @@ import math
 
 import torch
 
-from roofline.costs.registry import OpCost, arguments, compute_dtype_of, register, rw_bytes
+from roofline.costs.registry import arguments, compute_dtype_of, existing_ops, OpCost, register, rw_bytes
 from roofline.ops import CapturedOp
 
 aten = torch.ops.aten
-
-
-def _existing(*names: str) -> list:
-    return [getattr(aten, n) for n in names if hasattr(aten, n)]
 
 
 def _spatial_dims(op: CapturedOp) -> int:
@@ -51,7 +47,7 @@ def _pool_cost(op: CapturedOp, flops: int) -> OpCost:
                   category="reduction", compute_dtype=compute_dtype_of(op))
 
 
-@register(*_existing(
+@register(*existing_ops(
     "max_pool1d", "max_pool2d", "max_pool3d", "max_pool1d_with_indices", "max_pool2d_with_indices",
     "max_pool3d_with_indices", "mkldnn_max_pool2d", "mkldnn_max_pool3d", "quantized_max_pool2d",
 ), category="reduction")
@@ -62,7 +58,7 @@ def max_pool_cost(op: CapturedOp) -> OpCost:
     return _pool_cost(op, taps * op.outputs[0].numel)
 
 
-@register(*_existing("avg_pool1d", "avg_pool2d", "avg_pool3d"), category="reduction")
+@register(*existing_ops("avg_pool1d", "avg_pool2d", "avg_pool3d"), category="reduction")
 def avg_pool_cost(op: CapturedOp) -> OpCost:
     """K adds + 1 divide per output element."""
     a = arguments(op)
@@ -78,7 +74,7 @@ def adaptive_taps(in_sizes, out_sizes) -> int:
     return total
 
 
-@register(*_existing(
+@register(*existing_ops(
     "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_avg_pool3d", "_adaptive_avg_pool2d",
     "_adaptive_avg_pool3d", "adaptive_max_pool1d", "adaptive_max_pool2d", "adaptive_max_pool3d",
 ), category="reduction")
@@ -97,7 +93,7 @@ def adaptive_pool_cost(op: CapturedOp) -> OpCost:
 _INTERP_TAPS = {"linear1d": 2, "bilinear2d": 4, "trilinear3d": 8, "bicubic2d": 16}
 
 
-@register(*_existing(
+@register(*existing_ops(
     "upsample_nearest1d", "upsample_nearest2d", "upsample_nearest3d",
     "_upsample_nearest_exact1d", "_upsample_nearest_exact2d", "_upsample_nearest_exact3d",
 ), category="data_movement")
@@ -108,7 +104,7 @@ def upsample_nearest_cost(op: CapturedOp) -> OpCost:
                   category="data_movement", compute_dtype=compute_dtype_of(op))
 
 
-@register(*_existing(
+@register(*existing_ops(
     "upsample_linear1d", "upsample_bilinear2d", "upsample_trilinear3d", "upsample_bicubic2d",
     "_upsample_bilinear2d_aa", "_upsample_bicubic2d_aa",
 ), category="pointwise")

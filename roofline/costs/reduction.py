@@ -33,10 +33,11 @@ import math
 import torch
 
 from roofline.costs.registry import (
-    OpCost,
     arguments,
     compute_dtype_of,
+    existing_ops,
     first_tensor,
+    OpCost,
     register,
     rw_bytes,
 )
@@ -72,11 +73,7 @@ def _name(op: CapturedOp) -> str:
     return op.packet.split(".", 1)[1]
 
 
-def _existing(names) -> list:
-    return [getattr(aten, n) for n in names if hasattr(aten, n)]
-
-
-@register(*_existing(REDUCTIONS), aten.cumsum_, aten.cumprod_, category="reduction")
+@register(*existing_ops(*REDUCTIONS), aten.cumsum_, aten.cumprod_, category="reduction")
 def reduction_cost(op: CapturedOp) -> OpCost:
     """Table-driven: REDUCTIONS[name] FLOPs per input and per output element."""
     name = _name(op).rstrip("_")
@@ -134,7 +131,7 @@ LOSSES = {
 }
 
 
-@register(*_existing(LOSSES), category="reduction")
+@register(*existing_ops(*LOSSES), category="reduction")
 def elementwise_loss_cost(op: CapturedOp) -> OpCost:
     """Elementwise loss then (unless reduction='none') a sum or mean over all elements."""
     per_elem, kernels = LOSSES[_name(op)]

@@ -160,6 +160,11 @@ def _load_families() -> None:
 # ---- helpers shared by the family modules -------------------------------------------------------
 
 
+def existing_ops(*names: str) -> list:
+    """The aten overload packets of these names that this torch version has (newer ops are skipped)."""
+    return [getattr(torch.ops.aten, n) for n in names if hasattr(torch.ops.aten, n)]
+
+
 def out_bytes(op: CapturedOp) -> int:
     return sum(t.nbytes for t in op.outputs)
 

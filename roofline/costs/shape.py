@@ -20,18 +20,15 @@ import torch
 
 from roofline.costs.registry import (
     VIEW_COST,
-    OpCost,
+    existing_ops,
     footprint_bytes,
+    OpCost,
     register,
     rw_bytes,
 )
 from roofline.ops import CapturedOp
 
 aten = torch.ops.aten
-
-
-def _existing(*names: str) -> list:
-    return [getattr(aten, n) for n in names if hasattr(aten, n)]
 
 
 VIEWS = (
@@ -49,7 +46,7 @@ VIEWS = (
 )
 
 
-@register(*_existing(*VIEWS), category="view")
+@register(*existing_ops(*VIEWS), category="view")
 def view_cost(op: CapturedOp) -> OpCost:
     """Metadata only: no kernel, no bytes."""
     return VIEW_COST
@@ -84,7 +81,7 @@ def view_strides(old_shape, old_stride, new_shape) -> tuple[int, ...] | None:
     return tuple(new_stride) if view_d == -1 else None
 
 
-@register(*_existing("reshape", "reshape_as", "flatten", "ravel"), category="view")
+@register(*existing_ops("reshape", "reshape_as", "flatten", "ravel"), category="view")
 def reshape_cost(op: CapturedOp) -> OpCost:
     """A view when the strides allow it, else a copy (read input, write output, 1 kernel)."""
     x = op.tensor_inputs()[0]
@@ -104,7 +101,7 @@ VIEW_COPIES = (
 )
 
 
-@register(*_existing(*VIEW_COPIES), category="data_movement")
+@register(*existing_ops(*VIEW_COPIES), category="data_movement")
 def view_copy_cost(op: CapturedOp) -> OpCost:
     """Materialized view: reads the elements it keeps (at most the input), writes the output."""
     x = op.tensor_inputs()[0]
@@ -125,7 +122,7 @@ MOVES = {  # name -> CUDA kernels
 }
 
 
-@register(*_existing(*MOVES), category="data_movement")
+@register(*existing_ops(*MOVES), category="data_movement")
 def move_cost(op: CapturedOp) -> OpCost:
     """Pure data movement: inputs read once, output written once, no arithmetic."""
     read, written = rw_bytes(op)
