@@ -29,7 +29,7 @@ import torch  # noqa: E402
 
 from roofline.analysis import attach_measurement, resolve_profile, run_analysis  # noqa: E402
 from roofline.loading import load_model_file  # noqa: E402
-from roofline.measure import device_for, measure, refresh_overheads  # noqa: E402
+from roofline.measure import add_per_op, device_for, measure, refresh_overheads  # noqa: E402
 
 # (label, example file, dtype or None, sweep label or None, regime the case is meant to exercise)
 CASES_GPU = [
@@ -152,7 +152,8 @@ def dominant(shares: dict[str, float]) -> str:
     return max(("compute", "memory", "overhead"), key=lambda k: shares.get(k, 0.0))
 
 
-def run_case(case, profile, kind, device, with_rte: bool) -> dict:
+def time_case(case, profile, kind, device, with_rte: bool) -> dict:
+    """Capture, predict and time one case end to end (no profiler: see ``profile_case``)."""
     label, file, dtype, sweep_label, intended = case
     if dtype:
         os.environ["ROOFLINE_EXAMPLE_DTYPE"] = dtype
@@ -170,23 +171,39 @@ def run_case(case, profile, kind, device, with_rte: bool) -> dict:
         capture_device="cuda" if kind == "cuda" else "cpu",
     )
     analyze_s = time.perf_counter() - t0
-    attach_measurement(report, measure(graph, real_model, real_inputs, device), dev)
-    pred, meas = report.total.predicted_s, report.total.measured_s
+    measurement = measure(graph, real_model, real_inputs, device, per_op=False)
+    pred, meas = report.total.predicted_s, measurement.total.median_s
     rte = runtime_estimator_s(meta_model, meta_inputs, "cuda") if with_rte else None
-    op_errors = [abs(o.error) for o in report.ops if o.error is not None and o.measured_s and o.measured_s >= 20e-6]
+    row = dict(
+        label=label, intended=intended, predicted_s=pred, measured_s=meas, spread_s=measurement.total.iqr_s,
+        error=(pred - meas) / meas, rte_s=rte, rte_error=((rte - meas) / meas) if rte is not None else None,
+        ops=len(report.ops), analyze_s=analyze_s, warnings=report.warnings[:3],
+    )
+    return dict(row=row, report=report, graph=graph, dev=dev, measurement=measurement, model=real_model, inputs=real_inputs)
+
+
+def profile_case(case: dict, device: str) -> dict:
+    """Per-op times for a timed case, and what depends on them (per-op errors, measured regime).
+
+    Runs after every case is timed: a torch.profiler session with CUDA activities slows later
+    launches from the process (``benchmarks/host_state_probe.py``), so no end-to-end time may
+    follow one."""
+    report, row = case["report"], case["row"]
+    add_per_op(case["measurement"], case["graph"], case["model"], case["inputs"], device)
+    attach_measurement(report, case["measurement"], case["dev"])
+    pred = report.total.predicted_s
+    row["op_errors"] = [abs(o.error) for o in report.ops if o.error is not None and o.measured_s and o.measured_s >= 20e-6]
     p_shares = {k: v / pred for k, v in report.total.regime_s.items() if k != "none"}
     m_shares = measured_regime_shares(report)
-    return dict(
-        label=label, intended=intended, predicted_s=pred, measured_s=meas, spread_s=report.total.measured_spread_s,
-        error=(pred - meas) / meas, rte_s=rte, rte_error=((rte - meas) / meas) if rte is not None else None,
-        op_errors=op_errors, ops=len(report.ops), analyze_s=analyze_s,
+    row.update(
         predicted_regime=dominant(p_shares), measured_regime=dominant(m_shares),
-        predicted_shares=p_shares, measured_shares=m_shares, warnings=report.warnings[:3],
+        predicted_shares=p_shares, measured_shares=m_shares,
         ops_detail=[
             dict(i=o.index, target=o.target, kernel_s=o.kernel_s, predicted_s=o.predicted_s, measured_s=o.measured_s, regime=o.regime)
             for o in report.ops if o.measured_s is not None and o.measured_s >= 5e-6
         ][:200],
     )
+    return row
 
 
 def replay(path: str, profile, kind: str) -> int:
@@ -237,22 +254,33 @@ def main() -> int:
     print(f"accuracy on {profile.device} ({kind}), profile '{profile.name}', torch {torch.__version__}, {time.strftime('%Y-%m-%d')}")
     rows = []
     print("host overheads: " + ("as calibrated" if args.fixed_overheads else "re-measured before each model (--fixed-overheads to keep the profile's)"))
+    timed = []
+    print("end to end (every case timed before any per-op profiling):")
     for case in cases:
         try:
             if not args.fixed_overheads:
                 refresh_overheads(profile, kind, device)
-            r = run_case(case, profile, kind, device, with_rte=kind == "cuda" and not args.no_rte)
+            t = time_case(case, profile, kind, device, with_rte=kind == "cuda" and not args.no_rte)
         except Exception as e:
             print(f"  {case[0]:<26} FAILED: {type(e).__name__}: {str(e).splitlines()[0][:160]}")
             continue
-        rows.append(r)
+        timed.append(t)
+        r = t["row"]
         rte = f"{r['rte_s'] * 1e3:9.3f} ms {100 * r['rte_error']:+6.0f}%" if r["rte_s"] is not None else f"{'-':>19}"
         print(
             f"  {r['label']:<26} predicted {r['predicted_s'] * 1e3:9.3f} ms  measured {r['measured_s'] * 1e3:9.3f} ms "
-            f"(IQR {100 * (r['spread_s'] or 0) / r['measured_s']:3.0f}%)  error {100 * r['error']:+6.1f}%  |  RTE {rte}  |  "
-            f"regime {r['predicted_regime']}/{r['measured_regime']}",
+            f"(IQR {100 * (r['spread_s'] or 0) / r['measured_s']:3.0f}%)  error {100 * r['error']:+6.1f}%  |  RTE {rte}",
             flush=True,
         )
+    print("per op (profiler), and the dominant regime predicted/measured:")
+    rows = []
+    for t in timed:
+        r = profile_case(t, device)
+        rows.append(r)
+        med = f"{100 * statistics.median(r['op_errors']):5.1f}%" if r["op_errors"] else "    -"
+        print(f"  {r['label']:<26} ops >= 20 us: {len(r['op_errors']):3d}, median |error| {med}  |  regime {r['predicted_regime']}/{r['measured_regime']}", flush=True)
+        for k in ("model", "inputs", "graph", "measurement"):
+            t[k] = None  # free device memory as we go
     if not rows:
         return 1
     errs = [abs(r["error"]) for r in rows]

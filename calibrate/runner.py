@@ -15,7 +15,7 @@ from datetime import datetime, timezone
 
 import torch
 
-from calibrate import identity, matmul, memory, overhead, transfer
+from calibrate import conv, identity, matmul, memory, overhead, transfer
 from roofline import __version__
 from roofline.errors import DeviceNotAvailable
 from roofline.profile import (
@@ -46,6 +46,8 @@ class Plan:
     compiled_overheads: bool = False  # measure torch.compile's host costs (GPU, full plan)
     attention_seqs: list[int] = field(default_factory=list)  # GPU: SDPA sequence lengths
     attention_tokens: list[int] = field(default_factory=list)  # GPU: batch*heads*seq in flight
+    conv_dtypes: list[str] = field(default_factory=list)
+    conv_shapes: list[tuple] = field(default_factory=list)  # (batch, cin, cout, size, kernel, stride, padding)
 
     def probes_for(self, dtype: str) -> list[tuple[int, int, int]]:
         return self.matmul_probes if self.probe_dtypes is None or dtype in self.probe_dtypes else []
@@ -54,6 +56,7 @@ class Plan:
         n = sum(len(self.matmul_grid) ** 3 + len(self.probes_for(d)) for d in self.matmul_dtypes)
         n += 3 * len(self.bandwidth_sizes) + len(POINTWISE_OPS) * len(self.sin_sizes) + len(overhead.representative_ops("cpu")) + 2
         n += 4 * len(self.attention_seqs) * len(self.attention_tokens)
+        n += len(self.conv_dtypes) * len(self.conv_shapes)
         if gpu:
             n += 4 * len(self.transfer_sizes)
         return n
@@ -80,6 +83,8 @@ def cpu_plan(ident, quick: bool) -> Plan:
             sin_sizes=_geometric(1 << 10, 1 << 22, 64),
             point_budget_s=0.01,
             overhead_budget_s=0.02,
+            conv_dtypes=["float32"],
+            conv_shapes=conv.CPU_SHAPES_QUICK,
         )
     # x4 steps up to the last-level cache, then x2 steps to 8x beyond it: several DRAM-sized points.
     top = min(max(4 * llc, 256 << 20), ram // 8, 2 << 30)
@@ -93,6 +98,8 @@ def cpu_plan(ident, quick: bool) -> Plan:
         sin_sizes=_geometric(1 << 10, 1 << 26, 4),
         point_budget_s=0.03,
         overhead_budget_s=0.05,
+        conv_dtypes=["float32"],
+        conv_shapes=conv.CPU_SHAPES,
     )
 
 
@@ -111,6 +118,8 @@ def gpu_plan(quick: bool, memory_bytes: int) -> Plan:
             overhead_budget_s=0.02,
             attention_seqs=[512, 4096],
             attention_tokens=[65536],
+            conv_dtypes=["float32", "bfloat16"],
+            conv_shapes=conv.GPU_SHAPES_QUICK,
         )
     return Plan(
         matmul_dtypes=dtypes,
@@ -125,6 +134,8 @@ def gpu_plan(quick: bool, memory_bytes: int) -> Plan:
         overhead_budget_s=0.05,
         attention_seqs=[128, 512, 2048, 8192],
         attention_tokens=[4096, 65536],
+        conv_dtypes=["float32", "bfloat16", "float16"],
+        conv_shapes=conv.GPU_SHAPES,
     )
 
 
@@ -240,6 +251,12 @@ def _measure_part(device: str, plan: Plan, progress: _Progress, warnings: list, 
                         )
                     )
         lap("attention")
+    convs = []
+    for dtype in plan.conv_dtypes:
+        progress.stage(f"{device} conv {dtype}")
+        convs.append(conv.measure_conv(dtype, plan.conv_shapes, device, budget_s=plan.point_budget_s, warnings=warnings, progress=progress.step))
+    if plan.conv_dtypes:
+        lap("conv")
     progress.stage(f"{device} overheads")
     overheads = overhead.measure_overheads(
         device, budget_s=plan.overhead_budget_s, warnings=warnings, progress=progress.step, compiled=plan.compiled_overheads
@@ -256,7 +273,7 @@ def _measure_part(device: str, plan: Plan, progress: _Progress, warnings: list, 
                     )
                 )
                 lap(f"copy {direction} {host_memory}")
-    return Measurements(matmul=curves, bandwidth=bandwidth, pointwise=pointwise, overheads=overheads, transfers=transfers, attention=attention)
+    return Measurements(matmul=curves, bandwidth=bandwidth, pointwise=pointwise, overheads=overheads, transfers=transfers, attention=attention, conv=convs)
 
 
 def run_calibration(
@@ -333,6 +350,11 @@ def summary_rows(profile: DeviceProfile) -> list[tuple[str, str, str, str, str]]
             rows.append((label, f"bandwidth {c.kind} (best, cache)", fmt_rate(c.peak_bytes_per_s, "B/s"), "-", "-"))
         for c in meas.pointwise:
             rows.append((label, f"{c.op} ({c.dtype})", fmt_rate(c.peak_bytes_per_s, "B/s"), fmt_rate(peaks.memory_bytes_per_s, "B/s"), ratio(c.peak_bytes_per_s, peaks.memory_bytes_per_s)))
+        for c in meas.conv:
+            best = max(p.flop_per_s for p in c.points)
+            name = "tf32" if c.tf32 else c.dtype
+            theo = peaks.flop_per_s.get(name)
+            rows.append((label, f"conv2d {c.dtype}{' (TF32)' if c.tf32 else ''}, best of {len(c.points)} shapes", fmt_rate(best, "FLOP/s"), fmt_rate(theo, "FLOP/s"), ratio(best, theo)))
         for c in meas.transfers:
             theo = peaks.host_link_bytes_per_s
             rows.append((label, f"{c.direction} {c.host_memory}", fmt_rate(c.bandwidth_bytes_per_s, "B/s") + f", {c.latency_s * 1e6:.1f} us latency", fmt_rate(theo, "B/s"), ratio(c.bandwidth_bytes_per_s, theo)))

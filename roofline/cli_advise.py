@@ -54,19 +54,26 @@ def _cmd_advise(args) -> int:
     report.warnings = list(loaded.warnings) + report.warnings
     if measure_device:
         from roofline.analysis import attach_measurement
-        from roofline.measure import measure
+        from roofline.measure import add_per_op, measure
 
         if args.tf32:
             import torch
 
             torch.backends.cuda.matmul.allow_tf32 = True
         real = load_model_file(args.model_file, materialize=True)
-        attach_measurement(report, measure(graph, real.model, real.example_inputs, measure_device), dev)
+        # every timing before the per-op profile: a profiler session slows later launches (roofline.measure)
+        measurement = measure(graph, real.model, real.example_inputs, measure_device, per_op=False)
+        alternatives = None
         if kind == "cuda":
-            from roofline.analysis import attach_alternatives
             from roofline.measure import measure_alternatives
 
-            attach_alternatives(report, *measure_alternatives(real.model, real.example_inputs, measure_device))
+            alternatives = measure_alternatives(real.model, real.example_inputs, measure_device)
+        add_per_op(measurement, graph, real.model, real.example_inputs, measure_device)
+        attach_measurement(report, measurement, dev)
+        if alternatives is not None:
+            from roofline.analysis import attach_alternatives
+
+            attach_alternatives(report, *alternatives)
     render(report, top=args.top)
     if args.json:
         report.write_json(args.json)

@@ -6,7 +6,9 @@ peak, a 1 MB copy far below its bandwidth), so prediction reads every ceiling at
 - matmul: the measured time on the (m, n, k) grid, interpolated linearly in log(time) over
   log(m), log(n), log(k); beyond the grid the rate at the nearest edge is kept (time scales with
   FLOPs), which the peak probes show is where large GEMMs sit;
-- bandwidth and pointwise: rate over working-set size, interpolated in log-log, flat beyond the ends.
+- bandwidth and pointwise: rate over working-set size, interpolated in log-log, flat beyond the ends;
+- convolution: the implicit GEMM's matmul-curve time times the ratio measured at the nearest
+  calibrated convolutions of the same filter size.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from functools import cached_property
 import numpy as np
 from scipy.interpolate import RegularGridInterpolator
 
-from roofline.profile import BandwidthCurve, CpuPart, GpuPart, MatmulCurve, PointwiseCurve
+from roofline.profile import BandwidthCurve, ConvCurve, CpuPart, GpuPart, MatmulCurve, PointwiseCurve
 
 
 def _work_time(t: float, overhead_s: float) -> float:
@@ -147,6 +149,42 @@ class AttentionModel:
         return math.exp((1 - w) * self._at_seq(lo_s, lt) + w * self._at_seq(hi_s, lt))
 
 
+class ConvModel:
+    """How much slower (>1) or faster (<1) than its implicit GEMM on the matmul curve a 2-D
+    convolution runs, from calibrated convolutions of one dtype.
+
+    Each calibrated point gives a ratio (measured time / matmul-curve time of the same implicit
+    GEMM). A convolution takes the geometric mean of the ratios of the (up to) three points nearest
+    in log(m), log(n), log(k), weighted by inverse squared distance, among points with its filter
+    size (all points when none has it)."""
+
+    NEAREST = 3
+
+    def __init__(self, curve: ConvCurve, matmul: MatmulModel, overhead_s: float = 0.0):
+        from roofline.costs.conv import conv_gemm
+
+        self.curve = curve
+        rows = []
+        for p in curve.points:
+            x_shape = (p.batch, p.in_channels, p.size, p.size)
+            w_shape = (p.out_channels, p.in_channels, p.kernel, p.kernel)
+            out_shape = (p.batch, p.out_channels, p.out_size, p.out_size)
+            _, m, n, k = conv_gemm(x_shape, w_shape, out_shape, transposed=False)
+            ratio = _work_time(p.time.median_s, overhead_s) / matmul.time_s(m, n, k)
+            rows.append((p.kernel * p.kernel, math.log(m), math.log(n), math.log(k), math.log(ratio)))
+        self._rows = np.array(rows, dtype=np.float64)
+
+    def ratio(self, m: int, n: int, k: int, taps: int) -> float:
+        rows = self._rows
+        same = rows[rows[:, 0] == taps]
+        if len(same):
+            rows = same
+        d2 = ((rows[:, 1:4] - np.log([m, n, k])) ** 2).sum(axis=1)
+        nearest = np.argsort(d2)[: self.NEAREST]
+        w = 1.0 / (d2[nearest] + 1e-3)
+        return float(math.exp((w * rows[nearest, 4]).sum() / w.sum()))
+
+
 class DeviceModel:
     """Everything prediction needs from one part (GPU or CPU) of a profile."""
 
@@ -161,6 +199,9 @@ class DeviceModel:
         self.bandwidth = BandwidthModel(m.bandwidth, included)
         self.family = {c.op: PointwiseModel(c, included) for c in m.pointwise}
         self.attention = {(c.dtype, c.head_dim, c.causal): AttentionModel(c) for c in m.attention}
+        self.conv = {
+            (c.dtype, c.tf32): ConvModel(c, self.matmul_model("tf32" if c.tf32 else c.dtype), included) for c in m.conv
+        }
 
     @property
     def name(self) -> str:
@@ -195,6 +236,13 @@ class DeviceModel:
             return None
         best = min(options, key=lambda k: (abs(math.log(k[1] / max(head_dim, 1))), k[2] != causal))
         return self.attention[best]
+
+    def conv_model(self, dtype_name: str, tf32: bool) -> ConvModel | None:
+        """The convolution ratios for this dtype (fp16 and bf16 stand for each other), or None."""
+        if dtype_name == "float32":
+            return self.conv.get(("float32", tf32))
+        other = {"float16": "bfloat16", "bfloat16": "float16"}.get(dtype_name)
+        return self.conv.get((dtype_name, False)) or self.conv.get((other, False))
 
     @cached_property
     def kernel_floor_s(self) -> float:

@@ -7,6 +7,12 @@
   an op's time is the device time of the kernels it launched (what ``kernel_s`` predicts); on the CPU
   it is the op's wall time (what ``predicted_s`` predicts).
 
+Order matters on a GPU: after a torch.profiler session with CUDA activities, Kineto leaves CUPTI
+subscribed (unless TEARDOWN_CUPTI=1; pytorch/pytorch#144455), and its callbacks slow every later
+launch from this process (``benchmarks/host_state_probe.py`` measures by how much). So every
+end-to-end and alternative timing comes first, and per-op profiling last (``measure(per_op=False)``
+then ``add_per_op``).
+
 A profile measured on another machine is refused: comparing its predictions with this machine's
 timings would measure the difference between the machines, not the model.
 """
@@ -159,22 +165,38 @@ def measure_ops(graph: CapturedGraph, state: dict, inputs: tuple, device: str, *
     return times, notes
 
 
-def measure(graph: CapturedGraph, model, inputs: tuple, device: str, *, budget_s: float = 1.0, runs: int = 5) -> Measurement:
-    """Move a real model and inputs to ``device``, then measure the total and the per-op times."""
-    from roofline.capture import _named_state
-
+def _on_device(model, inputs: tuple, device: str):
     if isinstance(model, torch.nn.Module):
         model = model.to(device).eval()
-    inputs = pytree.tree_map(lambda x: _to_device(x, device), tuple(inputs))
+    return model, pytree.tree_map(lambda x: _to_device(x, device), tuple(inputs))
+
+
+def measure(graph: CapturedGraph, model, inputs: tuple, device: str, *, budget_s: float = 1.0, runs: int = 5, per_op: bool = True) -> Measurement:
+    """Move a real model and inputs to ``device``, then measure the total and (``per_op``) the per-op
+    times. Pass ``per_op=False`` when more timings follow in this process, and call ``add_per_op``
+    after the last of them (see the module docstring)."""
+    model, inputs = _on_device(model, inputs, device)
     total = measure_total(model, inputs, device, budget_s=budget_s)
+    measurement = Measurement(total=total, op_s=[None] * len(graph.ops), profiled_runs=0, notes=[total.warning] if total.warning else [])
+    if per_op:
+        add_per_op(measurement, graph, model, inputs, device, runs=runs)
+    return measurement
+
+
+def add_per_op(measurement: Measurement, graph: CapturedGraph, model, inputs: tuple, device: str, *, runs: int = 5) -> Measurement:
+    """Fill ``measurement.op_s`` by profiling ``runs`` replays of the captured graph."""
+    from roofline.capture import _named_state
+
+    model, inputs = _on_device(model, inputs, device)
     state = dict(_named_state(model)) if isinstance(model, torch.nn.Module) else {}
     try:
         op_s, notes = measure_ops(graph, state, inputs, device, runs=runs)
     except Exception as e:  # a graph that cannot be replayed still leaves the end-to-end figure
         op_s, notes = [None] * len(graph.ops), [f"per-op replay failed ({type(e).__name__}: {str(e).splitlines()[0][:160]})"]
-    if total.warning:
-        notes.append(total.warning)
-    return Measurement(total=total, op_s=op_s, profiled_runs=runs, notes=notes)
+    measurement.op_s = op_s
+    measurement.profiled_runs = runs
+    measurement.notes = notes + measurement.notes
+    return measurement
 
 
 def roofline_time_s(flops: int, nbytes: int, peak_flop_per_s: float, peak_bytes_per_s: float) -> float:
@@ -182,38 +204,45 @@ def roofline_time_s(flops: int, nbytes: int, peak_flop_per_s: float, peak_bytes_
     return max(flops / peak_flop_per_s if peak_flop_per_s else 0.0, nbytes / peak_bytes_per_s if peak_bytes_per_s else 0.0)
 
 
-def measure_alternatives(model, inputs: tuple, device: str, *, budget_s: float = 1.0, compile_modes=("default", "reduce-overhead")) -> tuple[dict, list[str]]:
+def _graph_replay_s(model, inputs: tuple, device: str, budget_s: float) -> float:
+    """Capture one forward as a CUDA graph (after warm-up on a side stream) and time its replay."""
+    side = torch.cuda.Stream(device)
+    side.wait_stream(torch.cuda.current_stream(device))
+    with torch.cuda.stream(side):
+        for _ in range(3):
+            model(*inputs)
+    torch.cuda.current_stream(device).wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        model(*inputs)
+
+    def replay():
+        graph.replay()
+        _sync(device)
+
+    return time_fn(replay, device=device, clock="host", inner=1, budget_s=budget_s, min_samples=10, label="graph replay").median_s
+
+
+def measure_alternatives(
+    model, inputs: tuple, device: str, *, budget_s: float = 1.0, compile_modes=("default", "reduce-overhead"), cuda_graphs: bool = True
+) -> tuple[dict, list[str]]:
     """Measured forward time under CUDA-graph replay and torch.compile, to check predicted gains.
 
     Each alternative is timed like eager (call + synchronize, after warm-up); compilation happens
-    in the warm-up and is not counted. Failures are reported as notes, never hidden.
+    in the warm-up and is not counted. Failures are reported as notes, never hidden. Compiling
+    leaves worker processes busy for a while: time anything else before it.
     """
     out: dict[str, float] = {}
     notes: list[str] = []
     if not device.startswith("cuda"):
         return out, notes
-    if isinstance(model, torch.nn.Module):
-        model = model.to(device).eval()
-    inputs = pytree.tree_map(lambda x: _to_device(x, device), tuple(inputs))
+    model, inputs = _on_device(model, inputs, device)
     with torch.no_grad():
-        try:
-            side = torch.cuda.Stream(device)
-            side.wait_stream(torch.cuda.current_stream(device))
-            with torch.cuda.stream(side):
-                for _ in range(3):
-                    model(*inputs)
-            torch.cuda.current_stream(device).wait_stream(side)
-            graph = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(graph):
-                model(*inputs)
-
-            def replay():
-                graph.replay()
-                _sync(device)
-
-            out["cuda_graphs"] = time_fn(replay, device=device, clock="host", inner=1, budget_s=budget_s, min_samples=10, label="graph replay").median_s
-        except Exception as e:
-            notes.append(f"CUDA-graph replay not measured ({type(e).__name__}: {str(e).splitlines()[0][:120]})")
+        if cuda_graphs:
+            try:
+                out["cuda_graphs"] = _graph_replay_s(model, inputs, device, budget_s)
+            except Exception as e:
+                notes.append(f"CUDA-graph replay not measured ({type(e).__name__}: {str(e).splitlines()[0][:120]})")
         for mode in compile_modes:
             key = "torch_compile" if mode == "default" else "torch_compile_reduce_overhead"
             try:

@@ -117,6 +117,8 @@ def kernel_terms(op: CapturedOp, cost: OpCost, dev: DeviceModel, allow_tf32: boo
             compute = groups * max(batch, 1) * curve.time_s(m, n, k) if m and n and k else 0.0
         else:
             compute = curve.time_s(max(batch, 1) * m, n, k) if m and n and k else 0.0
+            if cost.category == "conv" and compute:
+                compute *= _conv_ratio(op, cost, dev, tf32)
         # FLOPs beyond the GEMM's own (bias, scaling) at the vector rate.
         extra = max(cost.flops - 2 * max(batch, 1) * m * n * k, 0)
         compute += extra / dev.vector_flop_per_s
@@ -131,6 +133,29 @@ def kernel_terms(op: CapturedOp, cost: OpCost, dev: DeviceModel, allow_tf32: boo
         memory = nbytes / (rate or dev.bandwidth.bytes_per_s(max(nbytes, 1), _bandwidth_kind(cost)))
     floor = dev.kernel_floor_s * cost.kernels
     return compute, memory, floor
+
+
+def _conv_ratio(op: CapturedOp, cost: OpCost, dev: DeviceModel, tf32: bool) -> float:
+    """Calibrated conv-to-GEMM time ratio for an ungrouped 2-D convolution (1.0 otherwise: grouped,
+    depthwise, transposed, 1-D and 3-D convolutions stay on the GEMM curve)."""
+    batch, m, n, k = cost.gemm
+    inputs = op.tensor_inputs()
+    if batch != 1 or len(inputs) < 2 or inputs[0].ndim != 4 or inputs[1].ndim != 4:
+        return 1.0
+    if "transpose" in op.packet:
+        return 1.0
+    from roofline.costs.registry import arguments
+
+    try:
+        if arguments(op).get("transposed"):
+            return 1.0
+    except Exception:
+        pass
+    model = dev.conv_model(_DTYPE_NAMES.get(cost.compute_dtype, "float32"), tf32)
+    if model is None:
+        return 1.0
+    w = inputs[1]
+    return model.ratio(m, n, k, w.shape[2] * w.shape[3])
 
 
 def _family(op: CapturedOp, cost: OpCost) -> str | None:

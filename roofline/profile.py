@@ -216,6 +216,52 @@ class AttentionCurve(_Strict):
         return self
 
 
+def conv2d_output_size(size: int, kernel: int, stride: int, padding: int) -> int:
+    """Output height (or width) of a square 2-D convolution without dilation."""
+    return (size + 2 * padding - kernel) // stride + 1
+
+
+class ConvPoint(_Strict):
+    """One 2-D convolution forward on square NCHW input, without bias, as cuDNN (or oneDNN) picks
+    the algorithm by default (no cudnn.benchmark)."""
+
+    batch: int = Field(ge=1, description="Images.")
+    in_channels: int = Field(ge=1, description="Input channels.")
+    out_channels: int = Field(ge=1, description="Output channels (filters).")
+    size: int = Field(ge=1, description="Input height = width.")
+    kernel: int = Field(ge=1, description="Filter height = width.")
+    stride: int = Field(ge=1, description="Stride.")
+    padding: int = Field(ge=0, description="Zero padding on each side.")
+    time: Stat = Field(description="Time of one call.")
+    flop_per_s: float = Field(gt=0, le=MAX_FLOP_PER_S, description="FLOPs (2 x N x out^2 x Cout x Cin x k^2, as flop_counter counts) / median time.")
+
+    @property
+    def out_size(self) -> int:
+        return conv2d_output_size(self.size, self.kernel, self.stride, self.padding)
+
+    @property
+    def flops(self) -> int:
+        return 2 * self.batch * self.out_size**2 * self.out_channels * self.in_channels * self.kernel**2
+
+    @model_validator(mode="after")
+    def _rate_matches_time(self):
+        if self.out_size < 1:
+            raise ValueError(f"conv point: kernel {self.kernel} does not fit input {self.size} with padding {self.padding}")
+        if not _close(self.flops / self.time.median_s, self.flop_per_s):
+            raise ValueError("conv point: flop_per_s does not match its shape and time")
+        return self
+
+
+class ConvCurve(_Strict):
+    """Convolution time at representative shapes, for one dtype. Prediction prices a convolution as
+    its implicit GEMM on the matmul curve times the ratio these points show (cuDNN's kernels run
+    below the GEMM curve at some shapes and above it at others)."""
+
+    dtype: Literal["float32", "bfloat16", "float16"] = Field(description="Element dtype of input and weight.")
+    tf32: bool = Field(description="float32 only: cuDNN was allowed TF32 (torch.backends.cudnn.allow_tf32) when measured.")
+    points: list[ConvPoint] = Field(min_length=1)
+
+
 class TransferPoint(_Strict):
     """One host<->device copy of ``bytes``."""
 
@@ -292,6 +338,7 @@ class Measurements(_Strict):
     overheads: Overheads = Field(description="Per-op and per-call fixed costs.")
     transfers: list[TransferCurve] = Field(default_factory=list, description="GPU only: host<->device copies.")
     attention: list[AttentionCurve] = Field(default_factory=list, description="GPU only: fused attention throughput.")
+    conv: list[ConvCurve] = Field(default_factory=list, description="2-D convolution times at representative shapes, one curve per dtype.")
 
     @model_validator(mode="after")
     def _has_copy_curve(self):

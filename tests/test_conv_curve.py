@@ -1,0 +1,97 @@
+"""Calibrated convolutions: schema checks, the conv-to-GEMM ratio, and its use in prediction."""
+
+from pathlib import Path
+
+import pytest
+import torch
+from pydantic import ValidationError
+
+from calibrate.conv import measure_conv
+from roofline.analysis import analyze
+from roofline.costs.conv import conv_gemm
+from roofline.curves import ConvModel, DeviceModel
+from roofline.profile import ConvCurve, ConvPoint, Stat
+from roofline.profiles import load_profile_file
+
+FIXTURE = Path(__file__).parent / "fixtures" / "h100_profile.json"
+
+
+def _point(batch, cin, cout, size, kernel, stride, padding, time_s):
+    out = (size + 2 * padding - kernel) // stride + 1
+    flops = 2 * batch * out * out * cout * cin * kernel * kernel
+    return ConvPoint(
+        batch=batch, in_channels=cin, out_channels=cout, size=size, kernel=kernel, stride=stride, padding=padding,
+        time=Stat(median_s=time_s, iqr_s=0.0, samples=5), flop_per_s=flops / time_s,
+    )
+
+
+def _gemm_time(dev, dtype, batch, cin, cout, size, kernel, stride, padding):
+    out = (size + 2 * padding - kernel) // stride + 1
+    _, m, n, k = conv_gemm((batch, cin, size, size), (cout, cin, kernel, kernel), (batch, cout, out, out), False)
+    return dev.matmul_model(dtype).time_s(m, n, k)
+
+
+def _curve_at_ratios(dev, ratios: dict) -> ConvCurve:
+    """A bf16 curve whose 3x3 points run `ratios[3]` times and 1x1 points `ratios[1]` times the GEMM curve."""
+    shapes = [(8, 64, 64, 56, 3, 1, 1), (64, 256, 256, 56, 3, 1, 1), (8, 256, 64, 56, 1, 1, 0), (64, 256, 64, 56, 1, 1, 0)]
+    return ConvCurve(dtype="bfloat16", tf32=False, points=[
+        _point(*s, time_s=ratios[s[4]] * _gemm_time(dev, "bfloat16", *s)) for s in shapes
+    ])
+
+
+def test_point_rejects_a_rate_that_does_not_match_its_time():
+    good = _point(1, 64, 64, 56, 3, 1, 1, 1e-4)
+    with pytest.raises(ValidationError, match="flop_per_s"):
+        ConvPoint(**{**good.model_dump(), "flop_per_s": good.flop_per_s * 2})
+
+
+def test_point_rejects_a_kernel_larger_than_its_padded_input():
+    with pytest.raises(ValidationError, match="does not fit"):
+        _point(1, 3, 8, 2, 7, 1, 0, 1e-5)
+
+
+def test_ratio_reproduces_calibrated_points_and_picks_the_filter_size():
+    dev = DeviceModel(load_profile_file(FIXTURE).gpu, "cuda")
+    curve = _curve_at_ratios(dev, {3: 1.5, 1: 0.6})
+    model = ConvModel(curve, dev.matmul_model("bfloat16"))
+    for p in curve.points:
+        _, m, n, k = conv_gemm((p.batch, p.in_channels, p.size, p.size), (p.out_channels, p.in_channels, p.kernel, p.kernel),
+                               (p.batch, p.out_channels, p.out_size, p.out_size), False)
+        assert model.ratio(m, n, k, p.kernel**2) == pytest.approx(1.5 if p.kernel == 3 else 0.6, rel=1e-6)
+    # a 5x5 filter (no such points) takes the nearest points of any size: between the two ratios
+    assert 0.6 <= model.ratio(100_000, 128, 3200, 25) <= 1.5
+
+
+def test_calibrated_ratio_scales_a_models_conv_kernel_time():
+    profile = load_profile_file(FIXTURE)
+    dev = DeviceModel(profile.gpu, "cuda")
+    model = torch.nn.Conv2d(64, 64, 3, padding=1, bias=False, dtype=torch.bfloat16)
+    inputs = (torch.randn(8, 64, 56, 56, dtype=torch.bfloat16),)
+
+    def conv_kernel_s(p):
+        report = analyze(model, inputs, p, device="cuda", batch_sweep=False)
+        (op,) = [o for o in report.ops if o.category == "conv"]
+        return op.kernel_s
+
+    before = conv_kernel_s(profile)
+    profile.gpu.measurements.conv = [_curve_at_ratios(dev, {3: 2.0, 1: 1.0})]
+    after = conv_kernel_s(profile)
+    assert after == pytest.approx(2.0 * before, rel=0.02)
+
+
+def test_grouped_convs_stay_on_the_gemm_curve():
+    profile = load_profile_file(FIXTURE)
+    dev = DeviceModel(profile.gpu, "cuda")
+    model = torch.nn.Conv2d(64, 64, 3, padding=1, groups=64, bias=False, dtype=torch.bfloat16)
+    inputs = (torch.randn(8, 64, 56, 56, dtype=torch.bfloat16),)
+    before = analyze(model, inputs, profile, device="cuda", batch_sweep=False).ops
+    profile.gpu.measurements.conv = [_curve_at_ratios(dev, {3: 2.0, 1: 1.0})]
+    after = analyze(model, inputs, profile, device="cuda", batch_sweep=False).ops
+    assert [o.kernel_s for o in after] == [o.kernel_s for o in before]
+
+
+def test_measure_conv_on_the_cpu_gives_a_valid_curve():
+    curve = measure_conv("float32", [(1, 8, 8, 16, 3, 1, 1), (1, 8, 16, 16, 1, 1, 0)], "cpu", budget_s=0.01, warnings=[])
+    assert curve.dtype == "float32" and curve.tf32 is False
+    assert [p.kernel for p in curve.points] == [3, 1]
+    assert all(p.time.median_s > 0 for p in curve.points)
