@@ -53,37 +53,50 @@ def measure_bandwidth(kind: str, sizes_bytes: list[int], device: str, *, budget_
 ROW = 1024  # row length of the layer_norm and softmax benchmarks
 
 
-def _pointwise_call(op: str, n: int, device: str):
-    """(callable, bytes moved) for one representative kernel of an op family over n float32 elements."""
+_FLOAT_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+
+
+def _pointwise_call(op: str, n: int, device: str, dtype: torch.dtype = torch.float32):
+    """(callable, bytes moved) for one representative kernel of an op family over n elements."""
     import torch.nn.functional as F
 
+    e = torch.empty((), dtype=dtype).element_size()
     # Each call allocates its output, as model code does: on the CPU a large fresh output costs page
     # faults (tens of percent of the op at 64 MB), which an out= benchmark never pays.
     if op in ("sin", "exp", "tanh"):
-        x = torch.rand(n, device=device)
+        x = torch.rand(n, device=device, dtype=dtype)
         fn_op = getattr(torch, op)
-        return (lambda: fn_op(x)), 8 * n
+        return (lambda: fn_op(x)), 2 * e * n
     if op == "add":
-        x, z = torch.rand(n, device=device), torch.rand(n, device=device)
-        return (lambda: torch.add(x, z)), 12 * n
+        x, z = torch.rand(n, device=device, dtype=dtype), torch.rand(n, device=device, dtype=dtype)
+        return (lambda: torch.add(x, z)), 3 * e * n
     rows = max(n // ROW, 1)
-    x = torch.rand(rows, ROW, device=device)
+    x = torch.rand(rows, ROW, device=device, dtype=dtype)
     if op == "layer_norm":
-        w, b = torch.rand(ROW, device=device), torch.rand(ROW, device=device)
-        return (lambda: F.layer_norm(x, (ROW,), w, b)), 8 * rows * ROW + 8 * ROW
+        w, b = torch.rand(ROW, device=device, dtype=dtype), torch.rand(ROW, device=device, dtype=dtype)
+        return (lambda: F.layer_norm(x, (ROW,), w, b)), 2 * e * rows * ROW + 2 * e * ROW
     if op == "softmax":
-        return (lambda: torch.softmax(x, dim=-1)), 8 * rows * ROW
+        return (lambda: torch.softmax(x, dim=-1)), 2 * e * rows * ROW
+    if op == "mul_broadcast":
+        # a binary op whose second operand is broadcast along the last dimension (x * rms in an
+        # RMSNorm): the kernel cannot use vectorized loads, so it runs below the plain add's rate
+        s = torch.rand(rows, 1, device=device, dtype=dtype)
+        return (lambda: torch.mul(x, s)), 2 * e * rows * ROW + e * rows
     raise ValueError(op)
 
 
-def measure_pointwise(sizes_elements: list[int], device: str, *, op: str = "sin", budget_s: float, warnings: list, progress=None) -> PointwiseCurve:
+def measure_pointwise(
+    sizes_elements: list[int], device: str, *, op: str = "sin", dtype_name: str = "float32", budget_s: float, warnings: list, progress=None
+) -> PointwiseCurve:
     """Throughput of one op family's representative kernel over size: sin (transcendental), add
-    (binary elementwise), layer_norm and softmax (row-wise over rows of 1024)."""
+    (binary elementwise), mul_broadcast (binary with a broadcast operand), layer_norm and softmax
+    (row-wise over rows of 1024). Half precision moves half the bytes but does not run twice as
+    fast where the kernel computes in float32 or cannot vectorize, hence a curve per dtype."""
     points = []
     for n in sizes_elements:
-        fn, moved = _pointwise_call(op, n, device)
-        n = max(n // ROW, 1) * ROW if op in ("layer_norm", "softmax") else n
-        stat = _timed(fn, device, budget_s, f"{op} over {n} elements", warnings)
+        fn, moved = _pointwise_call(op, n, device, _FLOAT_DTYPES[dtype_name])
+        n = max(n // ROW, 1) * ROW if op in ("layer_norm", "softmax", "mul_broadcast") else n
+        stat = _timed(fn, device, budget_s, f"{op} {dtype_name} over {n} elements", warnings)
         points.append(
             PointwisePoint(
                 elements=n, bytes=moved, time=stat, elements_per_s=n / stat.median_s, bytes_per_s=moved / stat.median_s
@@ -91,7 +104,7 @@ def measure_pointwise(sizes_elements: list[int], device: str, *, op: str = "sin"
         )
         if progress:
             progress()
-    return PointwiseCurve(op=op, dtype="float32", points=points)
+    return PointwiseCurve(op=op, dtype=dtype_name, points=points)
 
 
 def measure_attention(device: str, dtype_name: str, head_dim: int, causal: bool, *, seqs: list[int], tokens: list[int], budget_s: float, warnings: list, progress=None):

@@ -27,7 +27,7 @@ from roofline.profile import (
 )
 from roofline.units import count
 
-POINTWISE_OPS = ("sin", "add", "layer_norm", "softmax")
+POINTWISE_OPS = ("sin", "add", "mul_broadcast", "layer_norm", "softmax")
 
 
 @dataclass
@@ -47,6 +47,7 @@ class Plan:
     attention_seqs: list[int] = field(default_factory=list)  # GPU: SDPA sequence lengths
     attention_tokens: list[int] = field(default_factory=list)  # GPU: batch*heads*seq in flight
     conv_dtypes: list[str] = field(default_factory=list)
+    pointwise_dtypes: list[str] = field(default_factory=lambda: ["float32"])
     conv_shapes: list[tuple] = field(default_factory=list)  # (batch, cin, cout, size, kernel, stride, padding)
 
     def probes_for(self, dtype: str) -> list[tuple[int, int, int]]:
@@ -54,7 +55,7 @@ class Plan:
 
     def steps(self, gpu: bool) -> int:
         n = sum(len(self.matmul_grid) ** 3 + len(self.probes_for(d)) for d in self.matmul_dtypes)
-        n += 3 * len(self.bandwidth_sizes) + len(POINTWISE_OPS) * len(self.sin_sizes) + len(overhead.representative_ops("cpu")) + 2
+        n += 3 * len(self.bandwidth_sizes) + len(POINTWISE_OPS) * len(self.pointwise_dtypes) * len(self.sin_sizes) + len(overhead.representative_ops("cpu")) + 2
         n += 4 * len(self.attention_seqs) * len(self.attention_tokens)
         n += len(self.conv_dtypes) * len(self.conv_shapes)
         if gpu:
@@ -120,6 +121,7 @@ def gpu_plan(quick: bool, memory_bytes: int) -> Plan:
             attention_tokens=[65536],
             conv_dtypes=["float32", "bfloat16"],
             conv_shapes=conv.GPU_SHAPES_QUICK,
+            pointwise_dtypes=["float32", "bfloat16"],
         )
     return Plan(
         matmul_dtypes=dtypes,
@@ -133,9 +135,10 @@ def gpu_plan(quick: bool, memory_bytes: int) -> Plan:
         point_budget_s=0.006,
         overhead_budget_s=0.05,
         attention_seqs=[128, 512, 2048, 8192],
-        attention_tokens=[4096, 65536],
+        attention_tokens=[4096, 65536, 262144],
         conv_dtypes=["float32", "bfloat16", "float16"],
         conv_shapes=conv.GPU_SHAPES,
+        pointwise_dtypes=["float32", "bfloat16"],
     )
 
 
@@ -232,10 +235,15 @@ def _measure_part(device: str, plan: Plan, progress: _Progress, warnings: list, 
         )
         lap(f"bandwidth {kind}")
     pointwise = []
-    for op in POINTWISE_OPS:
-        progress.stage(f"{device} pointwise {op}")
-        pointwise.append(memory.measure_pointwise(plan.sin_sizes, device, op=op, budget_s=plan.point_budget_s, warnings=warnings, progress=progress.step))
-        lap(f"pointwise {op}")
+    for dtype in plan.pointwise_dtypes:
+        for op in POINTWISE_OPS:
+            progress.stage(f"{device} pointwise {op} {dtype}")
+            pointwise.append(
+                memory.measure_pointwise(
+                    plan.sin_sizes, device, op=op, dtype_name=dtype, budget_s=plan.point_budget_s, warnings=warnings, progress=progress.step
+                )
+            )
+            lap(f"pointwise {op} {dtype}")
     attention = []
     if gpu and plan.attention_seqs:
         progress.stage(f"{device} attention")

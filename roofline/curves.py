@@ -197,7 +197,7 @@ class DeviceModel:
         included = m.overheads.dispatch_s.median_s if kind == "cpu" else 0.0
         self.matmul = {c.dtype: MatmulModel(c, included) for c in m.matmul}
         self.bandwidth = BandwidthModel(m.bandwidth, included)
-        self.family = {c.op: PointwiseModel(c, included) for c in m.pointwise}
+        self.family = {(c.op, c.dtype): PointwiseModel(c, included) for c in m.pointwise}
         self.attention = {(c.dtype, c.head_dim, c.causal): AttentionModel(c) for c in m.attention}
         self.conv = {
             (c.dtype, c.tf32): ConvModel(c, self.matmul_model("tf32" if c.tf32 else c.dtype), included) for c in m.conv
@@ -222,10 +222,15 @@ class DeviceModel:
                 return self.matmul[candidate]
         return next(iter(self.matmul.values()))
 
-    def family_bytes_per_s(self, family: str, nbytes: int) -> float | None:
-        """Calibrated bytes/s of an op family's kernel at this size, or None if not calibrated."""
-        model = self.family.get(family)
-        return model.bytes_per_s(max(nbytes, 1)) if model else None
+    def family_bytes_per_s(self, family: str | None, nbytes: int, dtype_name: str = "float32") -> float | None:
+        """Calibrated bytes/s of an op family's kernel at this size and dtype (fp16 and bf16 stand
+        for each other; float32 for any dtype without a curve), or None if not calibrated."""
+        alike = {"float16": "bfloat16", "bfloat16": "float16"}.get(dtype_name)
+        for dtype in (dtype_name, alike, "float32"):
+            model = self.family.get((family, dtype))
+            if model:
+                return model.bytes_per_s(max(nbytes, 1))
+        return None
 
     def attention_model(self, dtype_name: str, head_dim: int, causal: bool) -> AttentionModel | None:
         """The attention curve for this dtype and mask at the nearest calibrated head size."""

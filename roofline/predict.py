@@ -129,10 +129,19 @@ def kernel_terms(op: CapturedOp, cost: OpCost, dev: DeviceModel, allow_tf32: boo
     if nbytes:
         # An op family's own calibrated kernel (sin, add, layer_norm, softmax) says what bandwidth
         # such kernels reach at this size; other ops get the plain copy/read/write curves.
-        rate = dev.family_bytes_per_s(_family(op, cost), nbytes)
+        rate = dev.family_bytes_per_s(_family(op, cost), nbytes, _DTYPE_NAMES.get(_out_dtype(op, cost), "float32"))
         memory = nbytes / (rate or dev.bandwidth.bytes_per_s(max(nbytes, 1), _bandwidth_kind(cost)))
     floor = dev.kernel_floor_s * cost.kernels
     return compute, memory, floor
+
+
+def epilogue_s(cost: OpCost, dev: DeviceModel) -> float:
+    """Time of a GPU op's separate follow-up kernel (a cuDNN conv's bias add), after its main kernel."""
+    if dev.kind != "cuda" or not cost.gpu_epilogue_bytes:
+        return 0.0
+    nbytes = cost.gpu_epilogue_bytes
+    rate = dev.family_bytes_per_s("add", nbytes) or dev.bandwidth.bytes_per_s(nbytes, "copy")
+    return nbytes / rate
 
 
 def _conv_ratio(op: CapturedOp, cost: OpCost, dev: DeviceModel, tf32: bool) -> float:
@@ -158,12 +167,25 @@ def _conv_ratio(op: CapturedOp, cost: OpCost, dev: DeviceModel, tf32: bool) -> f
     return model.ratio(m, n, k, w.shape[2] * w.shape[3])
 
 
+def _out_dtype(op: CapturedOp, cost: OpCost) -> torch.dtype | None:
+    """The dtype an op's kernel streams: its first output's, else its compute dtype."""
+    return op.outputs[0].dtype if op.outputs else cost.compute_dtype
+
+
+def _broadcasts(op: CapturedOp) -> bool:
+    """A binary op with an operand broadcast up to the output (neither a scalar nor full size)."""
+    if not op.outputs:
+        return False
+    n = op.outputs[0].numel
+    return any(1 < t.numel < n for t in op.tensor_inputs())
+
+
 def _family(op: CapturedOp, cost: OpCost) -> str | None:
     """Which calibrated op-family curve prices this op's memory traffic, if any."""
     if cost.category == "transcendental":
         return "sin"
     if cost.category == "pointwise":
-        return "add"
+        return "mul_broadcast" if _broadcasts(op) else "add"
     if cost.category == "norm":
         return "layer_norm"
     if cost.category == "reduction" and "softmax" in op.packet:
@@ -239,7 +261,7 @@ def predict_timeline(
     busy = 0.0
     for op, cost, n_mod in zip(graph.ops, costs, entered):
         compute, memory, floor = kernel_terms(op, cost, dev, allow_tf32)
-        kernel = max(compute, memory, floor) if cost.kernels else 0.0
+        kernel = max(compute, memory, floor) + epilogue_s(cost, dev) if cost.kernels else 0.0
         host = host_cost(op, cost) if host_cost is not None else dev.dispatch_s(dispatch_kind(op, cost)) + n_mod * module_s
         if kernel == 0.0:
             term = "none"

@@ -346,8 +346,8 @@ class Measurements(_Strict):
             raise ValueError("bandwidth needs a 'copy' curve: it prices every op without a family curve")
         return self
 
-    def pointwise_curve(self, op: str) -> PointwiseCurve | None:
-        return next((c for c in self.pointwise if c.op == op), None)
+    def pointwise_curve(self, op: str, dtype: str = "float32") -> PointwiseCurve | None:
+        return next((c for c in self.pointwise if c.op == op and c.dtype == dtype), None)
 
     def matmul_curve(self, dtype: str) -> MatmulCurve | None:
         return next((c for c in self.matmul if c.dtype == dtype), None)

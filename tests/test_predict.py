@@ -34,7 +34,7 @@ class StubDevice:
 
     attention = {}
 
-    def family_bytes_per_s(self, family, nbytes):
+    def family_bytes_per_s(self, family, nbytes, dtype_name="float32"):
         return None  # no op-family curves: the plain bandwidth curve prices memory traffic
 
     def dispatch_s(self, kind):

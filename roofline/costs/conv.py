@@ -19,7 +19,8 @@ becomes C tiny GEMMs with n = 1, which is why depthwise convs run far below matm
 Bytes: input, weight and bias read once; output written once.
 
 Kernels (CUDA eager): 1 for the convolution, plus 1 when ``convolution``/``_convolution``/
-``convN d`` adds a bias (cuDNN convolves without bias and ATen adds it with a separate kernel).
+``convN d`` adds a bias (cuDNN convolves without bias and ATen adds it with a separate kernel,
+which reads and writes the output once more: ``gpu_epilogue_bytes``, priced after the conv).
 Backend entry points that take a bias fuse it (1 kernel). cuDNN may add layout-transform kernels
 for non channels-last inputs; they are not counted.
 """
@@ -99,10 +100,11 @@ def conv_cost(op: CapturedOp) -> OpCost:
     flops += _EPILOGUE_FLOPS.get(op.packet, 0) * out.numel
     read, written = rw_bytes(op)
     has_bias = a.get("bias") is not None
-    kernels = 1 + (1 if has_bias and op.packet in _SEPARATE_BIAS else 0)
+    separate_bias = has_bias and op.packet in _SEPARATE_BIAS
     return OpCost(
-        flops=flops, bytes_read=read, bytes_written=written, kernels=kernels, category="conv",
+        flops=flops, bytes_read=read, bytes_written=written, kernels=1 + int(separate_bias), category="conv",
         gemm=conv_gemm(x_shape, w.shape, out_shape, transposed), compute_dtype=x.dtype,
+        gpu_epilogue_bytes=2 * out.nbytes if separate_bias else 0,
     )
 
 

@@ -53,13 +53,16 @@ class OpCost:
     # True when the ``gemm`` batch counts dependent steps (a recurrence over time): the GEMMs run one
     # after another, each at its own small size, not as one large batched GEMM.
     sequential: bool = False
+    # Bytes moved by a separate follow-up kernel on the GPU that runs after the main one (cuDNN
+    # convolutions leave the bias add to an ATen kernel that reads and writes the output again).
+    gpu_epilogue_bytes: int = 0
 
     @property
     def bytes(self) -> int:
         return self.bytes_read + self.bytes_written
 
     def __post_init__(self):
-        for name in ("flops", "bytes_read", "bytes_written", "kernels"):
+        for name in ("flops", "bytes_read", "bytes_written", "kernels", "gpu_epilogue_bytes"):
             value = getattr(self, name)
             if value < 0:
                 raise ValueError(f"OpCost.{name} must be >= 0, got {value}")

@@ -1,0 +1,83 @@
+"""Op-family curves per dtype, the broadcast family, and the conv bias epilogue."""
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from calibrate.memory import measure_pointwise
+from roofline.analysis import analyze
+from roofline.curves import DeviceModel
+from roofline.profile import PointwiseCurve, PointwisePoint, Stat
+from roofline.profiles import load_profile_file
+
+FIXTURE = Path(__file__).parent / "fixtures" / "h100_profile.json"
+
+
+def _flat_curve(op: str, dtype: str, bytes_per_s: float) -> PointwiseCurve:
+    """A curve at one rate at every size from 1 KB to 1 GB."""
+    points = []
+    for nbytes in (1 << 10, 1 << 20, 1 << 30):
+        t = nbytes / bytes_per_s
+        points.append(PointwisePoint(elements=nbytes // 4, bytes=nbytes, time=Stat(median_s=t, iqr_s=0.0, samples=5),
+                                     elements_per_s=(nbytes // 4) / t, bytes_per_s=bytes_per_s))
+    return PointwiseCurve(op=op, dtype=dtype, points=points)
+
+
+def _profile_with(*curves):
+    profile = load_profile_file(FIXTURE)
+    keep = [c for c in profile.gpu.measurements.pointwise if (c.op, c.dtype) not in {(k.op, k.dtype) for k in curves}]
+    profile.gpu.measurements.pointwise = keep + list(curves)
+    return profile
+
+
+def test_family_rate_takes_the_ops_dtype_then_its_twin_then_float32():
+    profile = _profile_with(_flat_curve("softmax", "float32", 2e12), _flat_curve("softmax", "bfloat16", 1e12))
+    dev = DeviceModel(profile.gpu, "cuda")
+    assert dev.family_bytes_per_s("softmax", 1 << 24, "bfloat16") == pytest.approx(1e12)
+    assert dev.family_bytes_per_s("softmax", 1 << 24, "float16") == pytest.approx(1e12)  # bf16 stands for fp16
+    assert dev.family_bytes_per_s("softmax", 1 << 24, "float32") == pytest.approx(2e12)
+    assert dev.family_bytes_per_s("softmax", 1 << 24, "float64") == pytest.approx(2e12)  # no curve: float32's
+    assert dev.family_bytes_per_s("no_such_family", 1 << 24, "float32") is None
+
+
+def test_a_broadcast_operand_prices_on_the_broadcast_family():
+    profile = _profile_with(_flat_curve("add", "float32", 2e12), _flat_curve("mul_broadcast", "float32", 1e12))
+    x = torch.randn(4096, 1024)
+
+    def mul_kernel_s(other):
+        report = analyze(lambda a, b: a * b, (x, other), profile, device="cuda", batch_sweep=False)
+        (op,) = [o for o in report.ops if o.target.startswith("aten.mul")]
+        return op.kernel_s, op.bytes_read + op.bytes_written
+
+    same_s, same_bytes = mul_kernel_s(torch.randn(4096, 1024))
+    rows_s, rows_bytes = mul_kernel_s(torch.randn(4096, 1))
+    scalar_s, _ = mul_kernel_s(torch.randn(()))
+    assert same_s == pytest.approx(same_bytes / 2e12, rel=0.01)
+    assert rows_s == pytest.approx(rows_bytes / 1e12, rel=0.01)
+    assert scalar_s < rows_s  # a 0-d operand is no broadcast kernel
+
+
+def test_a_conv_bias_on_the_gpu_adds_a_pass_over_the_output():
+    profile = load_profile_file(FIXTURE)
+    x = torch.randn(8, 64, 56, 56)
+
+    def conv_kernel_s(bias: bool, device: str):
+        model = torch.nn.Conv2d(64, 64, 3, padding=1, bias=bias)
+        report = analyze(model, (x,), profile, device=device, batch_sweep=False)
+        (op,) = [o for o in report.ops if o.category == "conv"]
+        return op.kernel_s if device == "cuda" else op.predicted_s
+
+    out_bytes = 8 * 64 * 56 * 56 * 4
+    extra = conv_kernel_s(True, "cuda") - conv_kernel_s(False, "cuda")
+    dev = DeviceModel(profile.gpu, "cuda")
+    rate = dev.family_bytes_per_s("add", 2 * out_bytes)
+    assert extra == pytest.approx(2 * out_bytes / rate, rel=0.05)
+
+
+def test_measure_pointwise_records_its_dtype_and_bytes():
+    curve = measure_pointwise([4096, 16384], "cpu", op="mul_broadcast", dtype_name="bfloat16", budget_s=0.005, warnings=[])
+    assert curve.op == "mul_broadcast" and curve.dtype == "bfloat16"
+    rows = 16384 // 1024
+    # x and the output in bf16 (2 bytes each), plus one broadcast value per row
+    assert curve.points[-1].bytes == 2 * 2 * rows * 1024 + 2 * rows
