@@ -13,7 +13,7 @@ import torch.nn.functional as F
 from roofline.profile import Overheads
 from roofline.timing import time_fn
 
-ROUNDS = 3  # passes over the representative ops; the median pass of each op is kept
+ROUNDS = 5  # passes over the representative ops; the median pass of each op is kept
 INNER = 100  # calls per timed repetition: one perf_counter reading is ~50 ns, one call ~5 us
 
 
@@ -24,21 +24,23 @@ def _host(fn, device, label, warnings, budget_s, inner=INNER):
     return t
 
 
-def _interleave_factor(ops: dict, by_op: dict, device: str, budget_s: float, warnings: list) -> float:
-    """Host time of all representative ops called in turn, over the sum of their times each
-    repeated alone. Real code interleaves different ops, which a loop of one op hides (its code
-    and branches stay hot); accuracy runs found real sequences ~1.2-1.5x the repeated-op sum."""
+def _mix(ops: dict):
     calls = list(ops.values())
 
     def mix():
         for fn in calls:
             fn()
 
-    alone = sum(stat.median_s * (2 if name == "view" else 1) for name, stat in by_op.items())
-    if alone <= 0:
-        return 1.0
-    factors = sorted(_host(mix, device, "interleaved ops", warnings, budget_s, inner=10).median_s / alone for _ in range(ROUNDS))
-    return max(factors[len(factors) // 2], 1.0)
+    return mix
+
+
+def _interleave_ratio(mix_s: float, round_by_op: dict) -> float:
+    """Host time of all representative ops called in turn, over the sum of their times each
+    repeated alone in the same round. Real code interleaves different ops, which a loop of one op
+    hides (its code and branches stay hot); accuracy runs found real sequences ~1.2-1.5x the
+    repeated-op sum."""
+    alone = sum(t.median_s * (2 if name == "view" else 1) for name, t in round_by_op.items())
+    return mix_s / alone if alone > 0 else 1.0
 
 
 def _module_call_cost(device: str, budget_s: float, warnings: list):
@@ -103,14 +105,21 @@ def measure_overheads(device: str, *, budget_s: float, warnings: list, progress=
 
     # Host timings drift with whatever else the host runs: measure every op in each of ROUNDS passes
     # and keep, per op, the samples of its median pass, so one slow moment moves no figure.
+    # The interleaving factor is a ratio of two host timings: each round times the mix right after
+    # the ops alone, so drift between rounds cancels, and the median round's ratio is kept.
     ops = representative_ops(device)
+    mix = _mix(ops)
     rounds: dict[str, list] = {name: [] for name in ops}
+    ratios = []
     for _ in range(ROUNDS):
+        this_round = {}
         for name, fn in ops.items():
             t = _host(fn, device, f"dispatch {name}", [], budget_s / ROUNDS)
             if name == "view":  # the representative call makes two view ops
                 t = summarize(t.samples_s / 2, "dispatch view")
             rounds[name].append(t)
+            this_round[name] = t
+        ratios.append(_interleave_ratio(_host(mix, device, "interleaved ops", [], budget_s / ROUNDS, inner=10).median_s, this_round))
         if progress:
             progress()
     by_op = {}
@@ -119,7 +128,7 @@ def measure_overheads(device: str, *, budget_s: float, warnings: list, progress=
         if middle.warning:
             warnings.append(middle.warning)
         by_op[name] = middle.stat()
-    interleave = _interleave_factor(ops, by_op, device, budget_s, warnings)
+    interleave = max(sorted(ratios)[len(ratios) // 2], 1.0)
 
     module_call = _module_call_cost(device, budget_s, warnings)
     if progress:
