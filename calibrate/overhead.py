@@ -194,6 +194,16 @@ def _compiled_chain(k: int):
     return chain
 
 
+def single_process_compile():
+    """Compile in this process. Inductor's default pool of compile workers starts with the first
+    torch.compile and keeps the host's cores busy for seconds after it, which inflated host
+    timings taken right after a compile by up to 2x (benchmarks/host_state_probe.py --after compile;
+    run 14's compiled costs)."""
+    from torch._inductor import config as inductor_config
+
+    return inductor_config.patch(compile_threads=1)
+
+
 def _kernels_per_call(fn, device: str) -> int:
     from torch.profiler import ProfilerActivity, profile
 
@@ -214,25 +224,34 @@ def measure_compiled_overheads(device: str, *, budget_s: float, warnings: list) 
     from roofline.profile import Stat
 
     try:
+        import statistics
+
         import torch._dynamo  # noqa: F401
 
         x = torch.rand(64, 64, device=device)
         w = torch.rand(64, 64, device=device) / 64
-        points = []
-        for k in (2, 8):
-            compiled = torch.compile(_compiled_chain(k), dynamic=False)
-            for _ in range(3):
-                compiled(x, w)
-            torch.cuda.synchronize(device)
-            n = _kernels_per_call(lambda: compiled(x, w), device)
-            t = _host(lambda: compiled(x, w), device, f"compiled chain of {k}", warnings, budget_s, inner=20)
-            points.append((n, t))
-        (n1, t1), (n2, t2) = points
-        per_kernel = max((t2.median_s - t1.median_s) / max(n2 - n1, 1), 1e-8)
-        call = max(t1.median_s - n1 * per_kernel, 1e-8)
+        chains = {}
+        with single_process_compile():
+            for k in (2, 8):
+                compiled = torch.compile(_compiled_chain(k), dynamic=False)
+                for _ in range(3):
+                    compiled(x, w)
+                torch.cuda.synchronize(device)
+                chains[k] = (compiled, _kernels_per_call(lambda c=compiled: c(x, w), device))
+        # A difference of two host timings: alternate the chains over rounds, keep the median round.
+        (c1, n1), (c2, n2) = chains[2], chains[8]
+        per_kernel_rounds, call_rounds, spread = [], [], []
+        for _ in range(ROUNDS):
+            t1 = _host(lambda: c1(x, w), device, "compiled chain of 2", warnings, budget_s / ROUNDS, inner=20)
+            t2 = _host(lambda: c2(x, w), device, "compiled chain of 8", warnings, budget_s / ROUNDS, inner=20)
+            per_kernel = max((t2.median_s - t1.median_s) / max(n2 - n1, 1), 1e-8)
+            per_kernel_rounds.append(per_kernel)
+            call_rounds.append(max(t1.median_s - n1 * per_kernel, 1e-8))
+            spread.append((t1, t2))
+        t1, t2 = spread[len(spread) // 2]
         return dict(
-            compiled_call_s=Stat(median_s=call, iqr_s=t1.iqr_s, samples=t1.n),
-            compiled_kernel_s=Stat(median_s=per_kernel, iqr_s=t2.iqr_s / max(n2, 1), samples=t2.n),
+            compiled_call_s=Stat(median_s=statistics.median(call_rounds), iqr_s=t1.iqr_s, samples=t1.n),
+            compiled_kernel_s=Stat(median_s=statistics.median(per_kernel_rounds), iqr_s=t2.iqr_s / max(n2, 1), samples=t2.n),
         )
     except Exception as e:  # noqa: BLE001 - any failure here only removes an optional figure
         warnings.append(f"torch.compile overhead not measured ({type(e).__name__}: {str(e).splitlines()[0][:100]})")

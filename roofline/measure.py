@@ -248,10 +248,13 @@ def measure_alternatives(
             try:
                 import torch._dynamo as dynamo
 
+                from calibrate.overhead import single_process_compile
+
                 dynamo.reset()
                 compiled = torch.compile(model, mode=mode)
-                for _ in range(3):
-                    compiled(*inputs)
+                with single_process_compile():  # no worker pool left busy while we time
+                    for _ in range(3):
+                        compiled(*inputs)
                 _sync(device)
                 out[key] = measure_total(compiled, inputs, device, budget_s=budget_s).median_s
             except Exception as e:

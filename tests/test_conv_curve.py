@@ -73,6 +73,7 @@ def test_calibrated_ratio_scales_a_models_conv_kernel_time():
         (op,) = [o for o in report.ops if o.category == "conv"]
         return op.kernel_s
 
+    profile.gpu.measurements.conv = []  # the GEMM curve alone
     before = conv_kernel_s(profile)
     profile.gpu.measurements.conv = [_curve_at_ratios(dev, {3: 2.0, 1: 1.0})]
     after = conv_kernel_s(profile)
@@ -84,6 +85,7 @@ def test_grouped_convs_stay_on_the_gemm_curve():
     dev = DeviceModel(profile.gpu, "cuda")
     model = torch.nn.Conv2d(64, 64, 3, padding=1, groups=64, bias=False, dtype=torch.bfloat16)
     inputs = (torch.randn(8, 64, 56, 56, dtype=torch.bfloat16),)
+    profile.gpu.measurements.conv = []
     before = analyze(model, inputs, profile, device="cuda", batch_sweep=False).ops
     profile.gpu.measurements.conv = [_curve_at_ratios(dev, {3: 2.0, 1: 1.0})]
     after = analyze(model, inputs, profile, device="cuda", batch_sweep=False).ops
