@@ -100,7 +100,7 @@ def representative_ops(device: str) -> dict:
     }
 
 
-def measure_overheads(device: str, *, budget_s: float, warnings: list, progress=None, compiled: bool = False) -> Overheads:
+def measure_overheads(device: str, *, budget_s: float, warnings: list, progress=None) -> Overheads:
     from roofline.timing import summarize
 
     # Host timings drift with whatever else the host runs: measure every op in each of ROUNDS passes
@@ -137,8 +137,6 @@ def measure_overheads(device: str, *, budget_s: float, warnings: list, progress=
     fields = dict(dispatch_s=by_op["add"], module_call_s=module_call, dispatch_by_op_s=by_op, interleave_factor=interleave)
     if device.startswith("cuda"):
         fields.update(_gpu_overheads(device, budget_s, warnings))
-        if compiled:
-            fields.update(measure_compiled_overheads(device, budget_s=budget_s, warnings=warnings))
     else:
         fields["op_small_s"] = by_op["add"]
     if progress:
@@ -237,13 +235,19 @@ def measure_compiled_overheads(device: str, *, budget_s: float, warnings: list) 
                 for _ in range(3):
                     compiled(x, w)
                 torch.cuda.synchronize(device)
-                chains[k] = (compiled, _kernels_per_call(lambda c=compiled: c(x, w), device))
+                chains[k] = compiled
         # A difference of two host timings: alternate the chains over rounds, keep the median round.
-        (c1, n1), (c2, n2) = chains[2], chains[8]
-        per_kernel_rounds, call_rounds, spread = [], [], []
+        # Kernels are counted with the profiler only after every timing: a profiler session leaves
+        # CUPTI subscribed and slows later launches 1.4-1.6x (benchmarks/host_state_probe.py).
+        c1, c2 = chains[2], chains[8]
+        timings = []
         for _ in range(ROUNDS):
             t1 = _host(lambda: c1(x, w), device, "compiled chain of 2", warnings, budget_s / ROUNDS, inner=20)
             t2 = _host(lambda: c2(x, w), device, "compiled chain of 8", warnings, budget_s / ROUNDS, inner=20)
+            timings.append((t1, t2))
+        n1, n2 = (_kernels_per_call(lambda c=c: c(x, w), device) for c in (c1, c2))
+        per_kernel_rounds, call_rounds, spread = [], [], []
+        for t1, t2 in timings:
             per_kernel = max((t2.median_s - t1.median_s) / max(n2 - n1, 1), 1e-8)
             per_kernel_rounds.append(per_kernel)
             call_rounds.append(max(t1.median_s - n1 * per_kernel, 1e-8))

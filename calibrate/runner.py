@@ -267,7 +267,7 @@ def _measure_part(device: str, plan: Plan, progress: _Progress, warnings: list, 
         lap("conv")
     progress.stage(f"{device} overheads")
     overheads = overhead.measure_overheads(
-        device, budget_s=plan.overhead_budget_s, warnings=warnings, progress=progress.step, compiled=plan.compiled_overheads
+        device, budget_s=plan.overhead_budget_s, warnings=warnings, progress=progress.step
     )
     lap("overheads")
     transfers = []
@@ -281,6 +281,12 @@ def _measure_part(device: str, plan: Plan, progress: _Progress, warnings: list, 
                     )
                 )
                 lap(f"copy {direction} {host_memory}")
+    if gpu and plan.compiled_overheads:
+        # last of the GPU stages: counting compiled kernels needs the profiler, which slows every
+        # later launch from this process
+        progress.stage(f"{device} torch.compile overheads")
+        overheads = overheads.model_copy(update=overhead.measure_compiled_overheads(device, budget_s=plan.overhead_budget_s, warnings=warnings))
+        lap("torch.compile overheads")
     return Measurements(matmul=curves, bandwidth=bandwidth, pointwise=pointwise, overheads=overheads, transfers=transfers, attention=attention, conv=convs)
 
 
