@@ -298,7 +298,6 @@ def main() -> int:
         r["error"] = errors[keep]
         if r["rte_s"] is not None:
             r["rte_error"] = (r["rte_s"] - r["measured_s"]) / r["measured_s"]
-        t["report"].total.predicted_s = r["predicted_s"]
         if args.rounds > 1:
             listed = "  ".join(f"{1e3 * p:7.3f}/{1e3 * m:7.3f} ({100 * e:+5.1f}%)" for (p, m), e in zip(rounds, errors))
             print(f"  {r['label']:<26} predicted/measured ms: {listed}  ->  {100 * r['error']:+6.1f}%", flush=True)

@@ -14,10 +14,9 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from roofline.profile import ConvCurve, ConvPoint
+from calibrate.matmul import DTYPES
+from roofline.profile import ConvCurve, ConvPoint, conv2d_output_size
 from roofline.timing import time_fn
-
-_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
 # (batch, in_channels, out_channels, size, kernel, stride, padding)
 GPU_SHAPES = [
@@ -34,7 +33,7 @@ CPU_SHAPES_QUICK = [(1, 64, 64, 28, 3, 1, 1)]
 
 def measure_conv(dtype_name: str, shapes: list[tuple], device: str, *, budget_s: float, warnings: list, progress=None) -> ConvCurve:
     """Time each shape's convolution forward in one dtype."""
-    dtype = _DTYPES[dtype_name]
+    dtype = DTYPES[dtype_name]
     tf32 = bool(device.startswith("cuda") and dtype_name == "float32" and torch.backends.cudnn.allow_tf32)
     points = []
     with torch.no_grad():
@@ -49,7 +48,7 @@ def measure_conv(dtype_name: str, shapes: list[tuple], device: str, *, budget_s:
                 warnings.append(t.warning)
             stat = t.stat()
             point = dict(batch=batch, in_channels=cin, out_channels=cout, size=size, kernel=kernel, stride=stride, padding=padding)
-            out = (size + 2 * padding - kernel) // stride + 1
+            out = conv2d_output_size(size, kernel, stride, padding)
             flops = 2 * batch * out * out * cout * cin * kernel * kernel
             points.append(ConvPoint(**point, time=stat, flop_per_s=flops / stat.median_s))
             del x, w

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import torch
 
+from calibrate.matmul import DTYPES
 from roofline.profile import BandwidthCurve, BandwidthPoint, PointwiseCurve, PointwisePoint
 from roofline.timing import time_fn
 
@@ -53,9 +54,6 @@ def measure_bandwidth(kind: str, sizes_bytes: list[int], device: str, *, budget_
 ROW = 1024  # row length of the layer_norm and softmax benchmarks
 
 
-_FLOAT_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
-
-
 def _pointwise_call(op: str, n: int, device: str, dtype: torch.dtype = torch.float32):
     """(callable, bytes moved) for one representative kernel of an op family over n elements."""
     import torch.nn.functional as F
@@ -94,7 +92,7 @@ def measure_pointwise(
     fast where the kernel computes in float32 or cannot vectorize, hence a curve per dtype."""
     points = []
     for n in sizes_elements:
-        fn, moved = _pointwise_call(op, n, device, _FLOAT_DTYPES[dtype_name])
+        fn, moved = _pointwise_call(op, n, device, DTYPES[dtype_name])
         n = max(n // ROW, 1) * ROW if op in ("layer_norm", "softmax", "mul_broadcast") else n
         stat = _timed(fn, device, budget_s, f"{op} {dtype_name} over {n} elements", warnings)
         points.append(
@@ -113,7 +111,7 @@ def measure_attention(device: str, dtype_name: str, head_dim: int, causal: bool,
 
     from roofline.profile import AttentionCurve, AttentionPoint
 
-    dtype = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}[dtype_name]
+    dtype = DTYPES[dtype_name]
     points = []
     for seq in seqs:
         for tok in tokens:

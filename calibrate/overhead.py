@@ -7,6 +7,8 @@ device work is far shorter than the host's and the host is what is measured.
 
 from __future__ import annotations
 
+import statistics
+
 import torch
 import torch.nn.functional as F
 
@@ -222,8 +224,6 @@ def measure_compiled_overheads(device: str, *, budget_s: float, warnings: list) 
     from roofline.profile import Stat
 
     try:
-        import statistics
-
         import torch._dynamo  # noqa: F401
 
         x = torch.rand(64, 64, device=device)
@@ -246,13 +246,12 @@ def measure_compiled_overheads(device: str, *, budget_s: float, warnings: list) 
             t2 = _host(lambda: c2(x, w), device, "compiled chain of 8", warnings, budget_s / ROUNDS, inner=20)
             timings.append((t1, t2))
         n1, n2 = (_kernels_per_call(lambda c=c: c(x, w), device) for c in (c1, c2))
-        per_kernel_rounds, call_rounds, spread = [], [], []
+        per_kernel_rounds, call_rounds = [], []
         for t1, t2 in timings:
             per_kernel = max((t2.median_s - t1.median_s) / max(n2 - n1, 1), 1e-8)
             per_kernel_rounds.append(per_kernel)
             call_rounds.append(max(t1.median_s - n1 * per_kernel, 1e-8))
-            spread.append((t1, t2))
-        t1, t2 = spread[len(spread) // 2]
+        t1, t2 = timings[len(timings) // 2]
         return dict(
             compiled_call_s=Stat(median_s=statistics.median(call_rounds), iqr_s=t1.iqr_s, samples=t1.n),
             compiled_kernel_s=Stat(median_s=statistics.median(per_kernel_rounds), iqr_s=t2.iqr_s / max(n2, 1), samples=t2.n),

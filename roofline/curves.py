@@ -22,6 +22,10 @@ from scipy.interpolate import RegularGridInterpolator
 from roofline.profile import BandwidthCurve, ConvCurve, CpuPart, GpuPart, MatmulCurve, PointwiseCurve
 
 
+# fp16 and bf16 run the same kernels at the same speed: a curve of either stands for the other
+_TWIN = {"float16": "bfloat16", "bfloat16": "float16"}
+
+
 def _work_time(t: float, overhead_s: float) -> float:
     """A measured time less the per-call overhead it includes (CPU wall times include dispatch)."""
     return max(t - overhead_s, 0.1 * t)
@@ -217,7 +221,7 @@ class DeviceModel:
 
     def matmul_model(self, dtype_name: str) -> MatmulModel:
         """The curve for a dtype, falling back to the nearest measured one (bf16<->fp16, tf32->fp32)."""
-        for candidate in (dtype_name, {"bfloat16": "float16", "float16": "bfloat16", "tf32": "float32"}.get(dtype_name), "float32"):
+        for candidate in (dtype_name, {**_TWIN, "tf32": "float32"}.get(dtype_name), "float32"):
             if candidate in self.matmul:
                 return self.matmul[candidate]
         return next(iter(self.matmul.values()))
@@ -225,8 +229,7 @@ class DeviceModel:
     def family_bytes_per_s(self, family: str | None, nbytes: int, dtype_name: str = "float32") -> float | None:
         """Calibrated bytes/s of an op family's kernel at this size and dtype (fp16 and bf16 stand
         for each other; float32 for any dtype without a curve), or None if not calibrated."""
-        alike = {"float16": "bfloat16", "bfloat16": "float16"}.get(dtype_name)
-        for dtype in (dtype_name, alike, "float32"):
+        for dtype in (dtype_name, _TWIN.get(dtype_name), "float32"):
             model = self.family.get((family, dtype))
             if model:
                 return model.bytes_per_s(max(nbytes, 1))
@@ -234,8 +237,7 @@ class DeviceModel:
 
     def attention_model(self, dtype_name: str, head_dim: int, causal: bool) -> AttentionModel | None:
         """The attention curve for this dtype and mask at the nearest calibrated head size."""
-        # fp16 and bf16 run the same fused kernels at the same speed: either curve stands for the other
-        alike = {dtype_name, {"float16": "bfloat16", "bfloat16": "float16"}.get(dtype_name, dtype_name)}
+        alike = {dtype_name, _TWIN.get(dtype_name, dtype_name)}
         options = [k for k in self.attention if k[0] in alike and k[2] == causal] or [k for k in self.attention if k[0] in alike]
         if not options:
             return None
@@ -246,8 +248,7 @@ class DeviceModel:
         """The convolution ratios for this dtype (fp16 and bf16 stand for each other), or None."""
         if dtype_name == "float32":
             return self.conv.get(("float32", tf32))
-        other = {"float16": "bfloat16", "bfloat16": "float16"}.get(dtype_name)
-        return self.conv.get((dtype_name, False)) or self.conv.get((other, False))
+        return self.conv.get((dtype_name, False)) or self.conv.get((_TWIN.get(dtype_name), False))
 
     @cached_property
     def kernel_floor_s(self) -> float:

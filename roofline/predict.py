@@ -151,15 +151,10 @@ def _conv_ratio(op: CapturedOp, cost: OpCost, dev: DeviceModel, tf32: bool) -> f
     inputs = op.tensor_inputs()
     if batch != 1 or len(inputs) < 2 or inputs[0].ndim != 4 or inputs[1].ndim != 4:
         return 1.0
-    if "transpose" in op.packet:
-        return 1.0
-    from roofline.costs.registry import arguments
+    from roofline.costs.conv import is_transposed
 
-    try:
-        if arguments(op).get("transposed"):
-            return 1.0
-    except Exception:
-        pass
+    if is_transposed(op):
+        return 1.0
     model = dev.conv_model(_DTYPE_NAMES.get(cost.compute_dtype, "float32"), tf32)
     if model is None:
         return 1.0

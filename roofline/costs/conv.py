@@ -52,6 +52,12 @@ _SEPARATE_BIAS = {
 _EPILOGUE_FLOPS = {"aten.cudnn_convolution_relu": 1, "aten.cudnn_convolution_add_relu": 3}
 
 
+def is_transposed(op: CapturedOp, args: dict | None = None) -> bool:
+    """A transposed convolution: by its 'transposed' argument, or by an entry point that is one."""
+    a = arguments(op) if args is None else args
+    return bool(a["transposed"]) if "transposed" in a else op.packet in _TRANSPOSED
+
+
 def conv_flops(x_shape, w_shape, out_shape, transposed: bool) -> int:
     """flop_counter.conv_flop_count, verbatim in meaning."""
     batch = x_shape[0]
@@ -92,7 +98,7 @@ def conv_cost(op: CapturedOp) -> OpCost:
     x = a.get("input", a.get("self"))
     w = a["weight"]
     out = op.outputs[0]
-    transposed = bool(a["transposed"]) if "transposed" in a else op.packet in _TRANSPOSED
+    transposed = is_transposed(op, a)
     x_shape, out_shape = x.shape, out.shape
     if len(x_shape) == w.ndim - 1:  # unbatched input to convNd / conv_transposeNd
         x_shape, out_shape = (1, *x_shape), (1, *out_shape)
