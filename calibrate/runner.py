@@ -15,7 +15,7 @@ from datetime import datetime, timezone
 
 import torch
 
-from calibrate import conv, identity, matmul, memory, overhead, transfer
+from calibrate import conv, identity, matmul, memory, overhead, rnn, transfer
 from roofline import __version__
 from roofline.errors import DeviceNotAvailable
 from roofline.profile import (
@@ -49,6 +49,9 @@ class Plan:
     conv_dtypes: list[str] = field(default_factory=list)
     pointwise_dtypes: list[str] = field(default_factory=lambda: ["float32"])
     conv_shapes: list[tuple] = field(default_factory=list)  # (batch, cin, cout, size, kernel, stride, padding)
+    rnn_dtypes: list[str] = field(default_factory=list)
+    rnn_shapes: list[tuple[int, int]] = field(default_factory=list)  # (batch, hidden)
+    rnn_steps: tuple[int, int] = (16, 64)
 
     def probes_for(self, dtype: str) -> list[tuple[int, int, int]]:
         return self.matmul_probes if self.probe_dtypes is None or dtype in self.probe_dtypes else []
@@ -58,6 +61,7 @@ class Plan:
         n += 3 * len(self.bandwidth_sizes) + len(POINTWISE_OPS) * len(self.pointwise_dtypes) * len(self.sin_sizes) + len(overhead.representative_ops("cpu")) + 2
         n += 4 * len(self.attention_seqs) * len(self.attention_tokens)
         n += len(self.conv_dtypes) * len(self.conv_shapes)
+        n += len(rnn.KINDS) * len(self.rnn_dtypes) * len(self.rnn_shapes)
         if gpu:
             n += 4 * len(self.transfer_sizes)
         return n
@@ -122,6 +126,9 @@ def gpu_plan(quick: bool, memory_bytes: int) -> Plan:
             conv_dtypes=["float32", "bfloat16"],
             conv_shapes=conv.GPU_SHAPES_QUICK,
             pointwise_dtypes=["float32", "bfloat16"],
+            rnn_dtypes=["float32"],
+            rnn_shapes=rnn.GPU_SHAPES_QUICK,
+            rnn_steps=rnn.GPU_STEPS,
         )
     return Plan(
         matmul_dtypes=dtypes,
@@ -139,6 +146,9 @@ def gpu_plan(quick: bool, memory_bytes: int) -> Plan:
         conv_dtypes=["float32", "bfloat16", "float16"],
         conv_shapes=conv.GPU_SHAPES,
         pointwise_dtypes=["float32", "bfloat16"],
+        rnn_dtypes=["float32", "bfloat16"],
+        rnn_shapes=rnn.GPU_SHAPES,
+        rnn_steps=rnn.GPU_STEPS,
     )
 
 
@@ -265,6 +275,12 @@ def _measure_part(device: str, plan: Plan, progress: _Progress, warnings: list, 
         convs.append(conv.measure_conv(dtype, plan.conv_shapes, device, budget_s=plan.point_budget_s, warnings=warnings, progress=progress.step))
     if plan.conv_dtypes:
         lap("conv")
+    rnns = []
+    for dtype in plan.rnn_dtypes:
+        progress.stage(f"{device} lstm/gru {dtype}")
+        rnns.append(rnn.measure_rnn(dtype, plan.rnn_shapes, device, steps=plan.rnn_steps, budget_s=plan.point_budget_s, warnings=warnings, progress=progress.step))
+    if plan.rnn_dtypes:
+        lap("rnn")
     progress.stage(f"{device} overheads")
     overheads = overhead.measure_overheads(
         device, budget_s=plan.overhead_budget_s, warnings=warnings, progress=progress.step
@@ -287,7 +303,7 @@ def _measure_part(device: str, plan: Plan, progress: _Progress, warnings: list, 
         progress.stage(f"{device} torch.compile overheads")
         overheads = overheads.model_copy(update=overhead.measure_compiled_overheads(device, budget_s=plan.overhead_budget_s, warnings=warnings))
         lap("torch.compile overheads")
-    return Measurements(matmul=curves, bandwidth=bandwidth, pointwise=pointwise, overheads=overheads, transfers=transfers, attention=attention, conv=convs)
+    return Measurements(matmul=curves, bandwidth=bandwidth, pointwise=pointwise, overheads=overheads, transfers=transfers, attention=attention, conv=convs, rnn=rnns)
 
 
 def run_calibration(
@@ -369,6 +385,10 @@ def summary_rows(profile: DeviceProfile) -> list[tuple[str, str, str, str, str]]
             name = "tf32" if c.tf32 else c.dtype
             theo = peaks.flop_per_s.get(name)
             rows.append((label, f"conv2d {c.dtype}{' (TF32)' if c.tf32 else ''}, best of {len(c.points)} shapes", fmt_rate(best, "FLOP/s"), fmt_rate(theo, "FLOP/s"), ratio(best, theo)))
+        for c in meas.rnn:
+            for kind in sorted({p.kind for p in c.points}):
+                steps = [p.step_s for p in c.points if p.kind == kind]
+                rows.append((label, f"{kind} layer step {c.dtype}, {len(steps)} shapes", f"{min(steps) * 1e6:.1f}-{max(steps) * 1e6:.1f} us", "-", "-"))
         for c in meas.transfers:
             theo = peaks.host_link_bytes_per_s
             rows.append((label, f"{c.direction} {c.host_memory}", fmt_rate(c.bandwidth_bytes_per_s, "B/s") + f", {c.latency_s * 1e6:.1f} us latency", fmt_rate(theo, "B/s"), ratio(c.bandwidth_bytes_per_s, theo)))

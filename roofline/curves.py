@@ -8,7 +8,9 @@ peak, a 1 MB copy far below its bandwidth), so prediction reads every ceiling at
   FLOPs), which the peak probes show is where large GEMMs sit;
 - bandwidth and pointwise: rate over working-set size, interpolated in log-log, flat beyond the ends;
 - convolution: the implicit GEMM's matmul-curve time times the ratio measured at the nearest
-  calibrated convolutions of the same filter size.
+  calibrated convolutions of the same filter size;
+- fused RNN layer: a fixed cost per call plus, per step, the gate GEMM's matmul-curve time times
+  the step-to-GEMM ratio measured at the nearest calibrated layers of the same cell type.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from functools import cached_property
 import numpy as np
 from scipy.interpolate import RegularGridInterpolator
 
-from roofline.profile import BandwidthCurve, ConvCurve, CpuPart, GpuPart, MatmulCurve, PointwiseCurve
+from roofline.profile import BandwidthCurve, ConvCurve, CpuPart, GpuPart, MatmulCurve, PointwiseCurve, RnnCurve
 
 
 # fp16 and bf16 run the same kernels at the same speed: a curve of either stands for the other
@@ -189,6 +191,43 @@ class ConvModel:
         return float(math.exp((w * rows[nearest, 4]).sum() / w.sum()))
 
 
+class RnnModel:
+    """Time of one fused RNN layer (one direction) from calibrated layers of one dtype.
+
+    Each calibrated point gives a fixed cost per call and a ratio (time per step / matmul-curve
+    time of the step's gate GEMM, batch x gates*hidden x (input + hidden)). A layer takes the
+    geometric means of both over the (up to) three points nearest in log(m), log(n), log(k),
+    weighted by inverse squared distance, among points of its cell type (all points when none is)."""
+
+    NEAREST = 3
+
+    def __init__(self, curve: RnnCurve, matmul: MatmulModel, overhead_s: float = 0.0):
+        from roofline.costs.rnn import GATES
+
+        self.matmul = matmul
+        rows = []
+        for p in curve.points:
+            m, n, k = p.batch, GATES[p.kind] * p.hidden, p.input_size + p.hidden
+            ratio = p.step_s / matmul.time_s(m, n, k)
+            fixed = max(p.fixed_s - overhead_s, 1e-9)
+            rows.append((p.kind, math.log(m), math.log(n), math.log(k), math.log(ratio), math.log(fixed)))
+        self._rows = rows
+
+    def _weights(self, kind: str, m: int, n: int, k: int) -> tuple[np.ndarray, np.ndarray]:
+        rows = [r for r in self._rows if r[0] == kind] or self._rows
+        table = np.array([r[1:] for r in rows], dtype=np.float64)
+        d2 = ((table[:, 0:3] - np.log([m, n, k])) ** 2).sum(axis=1)
+        nearest = np.argsort(d2)[: self.NEAREST]
+        return table[nearest], 1.0 / (d2[nearest] + 1e-3)
+
+    def time_s(self, kind: str, steps: int, m: int, n: int, k: int) -> float:
+        """One layer of ``steps`` steps whose gate GEMM is (m, n, k)."""
+        table, w = self._weights(kind, m, n, k)
+        ratio = math.exp((w * table[:, 3]).sum() / w.sum())
+        fixed = math.exp((w * table[:, 4]).sum() / w.sum())
+        return fixed + steps * ratio * self.matmul.time_s(m, n, k)
+
+
 class DeviceModel:
     """Everything prediction needs from one part (GPU or CPU) of a profile."""
 
@@ -206,6 +245,7 @@ class DeviceModel:
         self.conv = {
             (c.dtype, c.tf32): ConvModel(c, self.matmul_model("tf32" if c.tf32 else c.dtype), included) for c in m.conv
         }
+        self.rnn = {c.dtype: RnnModel(c, self.matmul_model(c.dtype), included) for c in m.rnn}
 
     @property
     def name(self) -> str:
@@ -249,6 +289,10 @@ class DeviceModel:
         if dtype_name == "float32":
             return self.conv.get(("float32", tf32))
         return self.conv.get((dtype_name, False)) or self.conv.get((_TWIN.get(dtype_name), False))
+
+    def rnn_model(self, dtype_name: str) -> RnnModel | None:
+        """The fused-RNN layer times for this dtype (fp16 and bf16 stand for each other), or None."""
+        return self.rnn.get(dtype_name) or self.rnn.get(_TWIN.get(dtype_name))
 
     @cached_property
     def kernel_floor_s(self) -> float:

@@ -114,6 +114,9 @@ def kernel_terms(op: CapturedOp, cost: OpCost, dev: DeviceModel, allow_tf32: boo
         if cost.sequential:
             # a recurrence: per (layer, direction), one small GEMM per time step, one after another
             groups = max(cost.kernels // (1 + 2 * max(batch, 1)), 1)
+            layer = _rnn_layer_s(op, cost, dev)
+            if layer is not None:
+                return groups * layer, 0.0, 0.0  # calibrated whole layers: their bytes and launches are in it
             compute = groups * max(batch, 1) * curve.time_s(m, n, k) if m and n and k else 0.0
         else:
             compute = curve.time_s(max(batch, 1) * m, n, k) if m and n and k else 0.0
@@ -133,6 +136,19 @@ def kernel_terms(op: CapturedOp, cost: OpCost, dev: DeviceModel, allow_tf32: boo
         memory = nbytes / (rate or dev.bandwidth.bytes_per_s(max(nbytes, 1), _bandwidth_kind(cost)))
     floor = dev.kernel_floor_s * cost.kernels
     return compute, memory, floor
+
+
+def _rnn_layer_s(op: CapturedOp, cost: OpCost, dev: DeviceModel) -> float | None:
+    """One (layer, direction) of a fused LSTM/GRU from the calibrated RNN layers; None when the
+    profile has none for this dtype or the op is another cell type."""
+    from roofline.costs.rnn import rnn_kind
+
+    kind = rnn_kind(op)
+    model = dev.rnn_model(_DTYPE_NAMES.get(cost.compute_dtype, "float32"))
+    steps, m, n, k = cost.gemm
+    if model is None or kind not in ("lstm", "gru") or not (m and n and k):
+        return None
+    return model.time_s(kind, max(steps, 1), m, n, k)
 
 
 def epilogue_s(cost: OpCost, dev: DeviceModel) -> float:

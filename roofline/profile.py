@@ -262,6 +262,46 @@ class ConvCurve(_Strict):
     points: list[ConvPoint] = Field(min_length=1)
 
 
+class RnnPoint(_Strict):
+    """One fused RNN layer (nn.LSTM or nn.GRU: one layer, one direction, batch_first) timed at two
+    sequence lengths, so that its time per step and its fixed cost per call separate."""
+
+    kind: Literal["lstm", "gru"] = Field(description="Cell type.")
+    batch: int = Field(ge=1, description="Sequences in the batch.")
+    input_size: int = Field(ge=1, description="Input features.")
+    hidden: int = Field(ge=1, description="Hidden size.")
+    steps_short: int = Field(ge=1, description="Time steps of the shorter run.")
+    steps_long: int = Field(ge=2, description="Time steps of the longer run.")
+    time_short: Stat = Field(description="Time of one call over steps_short steps.")
+    time_long: Stat = Field(description="Time of one call over steps_long steps.")
+
+    @property
+    def step_s(self) -> float:
+        """Time per step: the slope between the two runs (never below a tenth of the long run's average)."""
+        slope = (self.time_long.median_s - self.time_short.median_s) / (self.steps_long - self.steps_short)
+        return max(slope, 0.1 * self.time_long.median_s / self.steps_long)
+
+    @property
+    def fixed_s(self) -> float:
+        """Fixed time per call: the intercept, at least zero."""
+        return max(self.time_short.median_s - self.steps_short * self.step_s, 0.0)
+
+    @model_validator(mode="after")
+    def _longer_is_longer(self):
+        if self.steps_long <= self.steps_short:
+            raise ValueError("rnn point: steps_long must exceed steps_short")
+        return self
+
+
+class RnnCurve(_Strict):
+    """Fused RNN layer times at representative shapes, for one dtype. Prediction prices a layer as
+    its fixed cost plus, per step, the gate GEMM's matmul-curve time times the ratio these points
+    show (a cuDNN step costs several times its GEMM: launches and the gate kernel)."""
+
+    dtype: Literal["float32", "bfloat16", "float16"] = Field(description="Element dtype of input and weights.")
+    points: list[RnnPoint] = Field(min_length=1)
+
+
 class TransferPoint(_Strict):
     """One host<->device copy of ``bytes``."""
 
@@ -339,6 +379,7 @@ class Measurements(_Strict):
     transfers: list[TransferCurve] = Field(default_factory=list, description="GPU only: host<->device copies.")
     attention: list[AttentionCurve] = Field(default_factory=list, description="GPU only: fused attention throughput.")
     conv: list[ConvCurve] = Field(default_factory=list, description="2-D convolution times at representative shapes, one curve per dtype.")
+    rnn: list[RnnCurve] = Field(default_factory=list, description="Fused LSTM/GRU layer times at representative shapes, one curve per dtype.")
 
     @model_validator(mode="after")
     def _has_copy_curve(self):

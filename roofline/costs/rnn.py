@@ -92,6 +92,19 @@ def _rows_steps_batch(x: TensorMeta, batch_first: bool, batch_sizes) -> tuple[in
     return steps * batch, steps, batch
 
 
+def rnn_kind(op: CapturedOp) -> str | None:
+    """The cell type ("lstm", "gru", "rnn_tanh", "rnn_relu") of a fused RNN op, else None."""
+    base = op.packet.split(".", 1)[1] if "." in op.packet else op.packet
+    if base in GATES:
+        return base
+    if base in ("_cudnn_rnn", "miopen_rnn", "mkldnn_rnn_layer"):
+        try:
+            return _CUDNN_MODES.get(int(arguments(op)["mode"]))
+        except (KeyError, TypeError, ValueError):
+            return None
+    return None
+
+
 @register(aten.lstm, aten.gru, aten.rnn_tanh, aten.rnn_relu, category="matmul")
 def rnn_stack_cost(op: CapturedOp) -> OpCost:
     """A whole multi-layer (bi)directional RNN: sum over layers and directions."""

@@ -1,0 +1,58 @@
+"""Recurrent layers (nn.LSTM, nn.GRU) at representative shapes: what cuDNN reaches on a GPU.
+
+A fused RNN runs its time steps one after another, and on the H100 each step costs far more than
+its gate GEMM on the matmul curve: 16-24 us per layer-step for LSTM and GRU at every shape from
+batch 1 x hidden 256 to batch 256 x hidden 1024, in float32 and bfloat16
+(benchmarks/rnn_probe.py, benchmarks/gpu_runs/run18/rnn_probe.txt), against
+3-15 us for the GEMM alone. Run 14 priced the 2-layer LSTM of the accuracy suite at 14 us per
+layer-step and measured 25.
+
+Each point is one layer at two sequence lengths, so that a time per step (the slope) and a fixed
+cost per layer call (the intercept: weight setup, the input projection's launch) separate.
+Prediction prices a layer as fixed + steps x (step-to-GEMM ratio at the nearest points) x the gate
+GEMM's matmul-curve time, so shapes beyond the calibrated ones still scale with their GEMMs.
+
+GPU only. oneDNN's CPU LSTM is not linear in the sequence length (on the 2-core machine, batch 1 x
+hidden 256 took 1.24 ms for 16 steps and 0.97 ms for 64), so two lengths do not separate a step
+from a call there; the CPU keeps the GEMM-curve pricing.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from calibrate.matmul import DTYPES
+from roofline.profile import RnnCurve, RnnPoint
+from roofline.timing import time_fn
+
+# (batch, hidden); input size = hidden, one layer, unidirectional, batch_first
+GPU_SHAPES = [(1, 256), (1, 1024), (32, 512), (256, 256), (256, 1024)]
+GPU_SHAPES_QUICK = [(1, 256), (32, 512)]
+GPU_STEPS = (16, 64)
+KINDS = ("lstm", "gru")
+
+
+def measure_rnn(dtype_name: str, shapes: list[tuple[int, int]], device: str, *, steps: tuple[int, int], budget_s: float, warnings: list, progress=None) -> RnnCurve:
+    """Time one LSTM and one GRU layer forward per shape at two sequence lengths."""
+    dtype = DTYPES[dtype_name]
+    points = []
+    with torch.no_grad():
+        for kind in KINDS:
+            cls = torch.nn.LSTM if kind == "lstm" else torch.nn.GRU
+            for batch, hidden in shapes:
+                layer = cls(hidden, hidden, num_layers=1, batch_first=True, device=device, dtype=dtype)
+                stats = []
+                for t in steps:
+                    x = torch.randn(batch, t, hidden, device=device, dtype=dtype)
+                    r = time_fn(
+                        lambda: layer(x), device=device, budget_s=budget_s, warmup_budget_s=budget_s, min_samples=5,
+                        label=f"{kind} {dtype_name} batch {batch} hidden {hidden} steps {t}",
+                    )
+                    if r.warning:
+                        warnings.append(r.warning)
+                    stats.append(r.stat())
+                points.append(RnnPoint(kind=kind, batch=batch, input_size=hidden, hidden=hidden, steps_short=steps[0], steps_long=steps[1], time_short=stats[0], time_long=stats[1]))
+                del layer
+                if progress:
+                    progress()
+    return RnnCurve(dtype=dtype_name, points=points)

@@ -1,0 +1,88 @@
+"""Calibrated fused RNN layers: schema checks, the step-to-GEMM ratio, and its use in prediction."""
+
+from pathlib import Path
+
+import pytest
+import torch
+from pydantic import ValidationError
+
+from calibrate.rnn import measure_rnn
+from roofline.analysis import analyze
+from roofline.curves import DeviceModel, RnnModel
+from roofline.costs.rnn import GATES, rnn_kind
+from roofline.profile import RnnCurve, RnnPoint, Stat
+from roofline.profiles import load_profile_file
+from tests.opcapture import capture_ops
+
+FIXTURE = Path(__file__).parent / "fixtures" / "h100_profile.json"
+
+
+def _stat(t):
+    return Stat(median_s=t, iqr_s=0.0, samples=5)
+
+
+def _point(kind, batch, hidden, fixed_s, step_s, steps=(16, 64)):
+    return RnnPoint(kind=kind, batch=batch, input_size=hidden, hidden=hidden, steps_short=steps[0], steps_long=steps[1],
+                    time_short=_stat(fixed_s + steps[0] * step_s), time_long=_stat(fixed_s + steps[1] * step_s))
+
+
+def _curve_at_ratio(dev, ratio: float, fixed_s: float, dtype="float32") -> RnnCurve:
+    """Points whose step takes `ratio` times its gate GEMM on the matmul curve, plus `fixed_s` per call."""
+    mm = dev.matmul_model(dtype)
+    points = []
+    for kind in ("lstm", "gru"):
+        for batch, hidden in [(1, 256), (32, 512), (256, 1024)]:
+            step = ratio * mm.time_s(batch, GATES[kind] * hidden, 2 * hidden)
+            points.append(_point(kind, batch, hidden, fixed_s, step))
+    return RnnCurve(dtype=dtype, points=points)
+
+
+def test_point_separates_step_and_fixed_cost():
+    p = _point("lstm", 32, 512, fixed_s=200e-6, step_s=18e-6)
+    assert p.step_s == pytest.approx(18e-6) and p.fixed_s == pytest.approx(200e-6)
+
+
+def test_point_rejects_lengths_out_of_order():
+    good = _point("lstm", 1, 256, 1e-4, 1e-5)
+    with pytest.raises(ValidationError, match="steps_long"):
+        RnnPoint(**{**good.model_dump(), "steps_short": 64, "steps_long": 16})
+
+
+def test_model_reproduces_calibrated_points_and_scales_with_steps():
+    dev = DeviceModel(load_profile_file(FIXTURE).gpu, "cuda")
+    model = RnnModel(_curve_at_ratio(dev, 3.0, 150e-6), dev.matmul_model("float32"))
+    gemm = dev.matmul_model("float32").time_s(32, 4 * 512, 1024)
+    assert model.time_s("lstm", 100, 32, 2048, 1024) == pytest.approx(150e-6 + 100 * 3.0 * gemm, rel=1e-6)
+    assert model.time_s("lstm", 200, 32, 2048, 1024) - model.time_s("lstm", 100, 32, 2048, 1024) == pytest.approx(100 * 3.0 * gemm, rel=1e-6)
+
+
+def test_cell_type_is_read_from_every_fused_op():
+    ops = capture_ops(torch.nn.LSTM(8, 16), torch.randn(5, 3, 8))
+    assert {rnn_kind(o) for o in ops if o.packet == "aten.mkldnn_rnn_layer"} == {"lstm"}
+    assert rnn_kind(next(o for o in ops if o.packet != "aten.mkldnn_rnn_layer")) is None
+
+
+def test_calibrated_layers_price_an_lstm():
+    """The 2-layer LSTM priced from calibrated layers: two calls of fixed + steps x ratio x GEMM."""
+    profile = load_profile_file(FIXTURE)
+    dev = DeviceModel(profile.gpu, "cuda")
+    model = torch.nn.LSTM(256, 256, num_layers=2, batch_first=True)
+    inputs = (torch.randn(32, 100, 256),)
+
+    def rnn_kernel_s(p):
+        report = analyze(model, inputs, p, device="cuda", batch_sweep=False)
+        return sum(o.kernel_s for o in report.ops if o.category == "matmul")
+
+    profile.gpu.measurements.rnn = []
+    on_gemm_curve = rnn_kernel_s(profile)
+    profile.gpu.measurements.rnn = [_curve_at_ratio(dev, 3.0, 150e-6)]
+    calibrated = rnn_kernel_s(profile)
+    gemm = dev.matmul_model("float32").time_s(32, 1024, 512)
+    assert calibrated == pytest.approx(2 * (150e-6 + 100 * 3.0 * gemm), rel=0.02)
+    assert calibrated > on_gemm_curve
+
+
+def test_measure_rnn_on_the_cpu_gives_a_valid_curve():
+    curve = measure_rnn("float32", [(2, 16)], "cpu", steps=(2, 6), budget_s=0.01, warnings=[])
+    assert curve.dtype == "float32" and [p.kind for p in curve.points] == ["lstm", "gru"]
+    assert all(p.time_long.median_s > 0 for p in curve.points)
