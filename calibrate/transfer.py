@@ -1,8 +1,10 @@
 """Host<->device copies over size, pinned and pageable, both directions.
 
-Each copy is timed as a user pays for it: issue, copy and synchronize, on the host clock. A straight
-line fitted to time over bytes (weighted by relative error) gives the fixed latency (intercept) and
-the asymptotic bandwidth (inverse slope) that prediction uses for any size.
+Each copy is timed as a user pays for it: issue, copy and synchronize, on the host clock; a pageable
+device-to-host copy goes into a new tensor each time, as ``.cpu()`` does. Prediction reads the
+measured points (``roofline.curves.transfer_s``). A straight line fitted to time over bytes
+(weighted by relative error) summarizes each curve as a fixed latency (intercept) and an asymptotic
+bandwidth (inverse slope) for the calibration table and the reports.
 """
 
 from __future__ import annotations
@@ -28,10 +30,12 @@ def fit_latency_bandwidth(sizes_bytes, times_s) -> tuple[float, float]:
 def measure_transfer(direction: str, host_memory: str, sizes_bytes: list[int], device: str, *, budget_s: float, warnings: list, progress=None) -> TransferCurve:
     points = []
     pinned = host_memory == "pinned"
+    fresh = direction == "d2h" and not pinned
     if not pinned:
         # Pageable copies run at a fraction of the link's speed and vary run to run; sizes past
-        # 256 MiB add seconds of calibration and no information the fit does not already have.
-        sizes_bytes = [n for n in sizes_bytes if n <= (256 << 20)] or sizes_bytes[:1]
+        # 256 MiB add seconds of calibration and no information the largest point does not have.
+        # 32 MiB is glibc's largest mmap threshold: from there on every fresh tensor is new pages.
+        sizes_bytes = sorted({n for n in sizes_bytes if n <= (256 << 20)} | ({32 << 20} if max(sizes_bytes) >= (64 << 20) else set())) or sizes_bytes[:1]
     for n in sizes_bytes:
         host = torch.empty(n, dtype=torch.uint8, pin_memory=pinned)
         host.fill_(7)
@@ -39,6 +43,13 @@ def measure_transfer(direction: str, host_memory: str, sizes_bytes: list[int], d
         if direction == "h2d":
             def fn():
                 dev.copy_(host, non_blocking=pinned)
+                torch.cuda.synchronize(device)
+        elif fresh:
+            # as user code brings results back (.cpu(), .to("cpu")): into a new tensor each time.
+            # On the H100 host a 32 MiB or larger one ran at 1.4-1.7 GB/s against 14-17 GB/s into
+            # a reused buffer: every page faulted in during the copy (run 18, host_memory_probe.py).
+            def fn():
+                dev.to("cpu")
                 torch.cuda.synchronize(device)
         else:
             def fn():
@@ -59,5 +70,6 @@ def measure_transfer(direction: str, host_memory: str, sizes_bytes: list[int], d
             progress()
     latency, bandwidth = fit_latency_bandwidth([p.bytes for p in points], [p.time.median_s for p in points])
     return TransferCurve(
-        direction=direction, host_memory=host_memory, points=points, latency_s=latency, bandwidth_bytes_per_s=bandwidth
+        direction=direction, host_memory=host_memory, points=points, latency_s=latency, bandwidth_bytes_per_s=bandwidth,
+        fresh_destination=fresh,
     )

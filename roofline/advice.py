@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from roofline.costs import OpCost
-from roofline.curves import DeviceModel
+from roofline.curves import DeviceModel, transfer_s
 from roofline.ops import CapturedGraph, CapturedOp
 from roofline.predict import Timeline, predict_timeline
 from roofline.report import FusionGroup, Placement
@@ -25,13 +25,13 @@ EPILOGUE_HEADS = {"matmul", "conv"}
 
 
 def transfer_time_s(dev: DeviceModel, nbytes: int, direction: str, host_memory: str) -> float:
-    """Host<->device copy time: fitted latency + bytes / fitted bandwidth; 0 for nothing to copy."""
+    """Host<->device copy time at the calibrated points (``curves.transfer_s``); 0 for nothing to copy."""
     if nbytes <= 0:
         return 0.0
     curve = dev.part.measurements.transfer_curve(direction, host_memory)
     if curve is None:
         return 0.0
-    return curve.latency_s + nbytes / curve.bandwidth_bytes_per_s
+    return transfer_s(curve, nbytes)
 
 
 def placement(

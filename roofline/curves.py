@@ -9,6 +9,9 @@ peak, a 1 MB copy far below its bandwidth), so prediction reads every ceiling at
 - bandwidth and pointwise: rate over working-set size, interpolated in log-log, flat beyond the ends;
 - convolution: the implicit GEMM's matmul-curve time times the ratio measured at the nearest
   calibrated convolutions of the same filter size;
+- host<->device copies: the measured times interpolated linearly in bytes between calibrated
+  sizes (a pageable copy into fresh memory jumps where the allocator starts handing out new
+  pages), the smallest point's time below them, the largest point's rate beyond;
 - fused RNN layer: a fixed cost per call plus, per step, the gate GEMM's matmul-curve time times
   the step-to-GEMM ratio measured at the nearest calibrated layers of the same cell type.
 """
@@ -21,7 +24,7 @@ from functools import cached_property
 import numpy as np
 from scipy.interpolate import RegularGridInterpolator
 
-from roofline.profile import BandwidthCurve, ConvCurve, CpuPart, GpuPart, MatmulCurve, PointwiseCurve, RnnCurve
+from roofline.profile import BandwidthCurve, ConvCurve, CpuPart, GpuPart, MatmulCurve, PointwiseCurve, RnnCurve, TransferCurve
 
 
 # fp16 and bf16 run the same kernels at the same speed: a curve of either stands for the other
@@ -226,6 +229,18 @@ class RnnModel:
         ratio = math.exp((w * table[:, 3]).sum() / w.sum())
         fixed = math.exp((w * table[:, 4]).sum() / w.sum())
         return fixed + steps * ratio * self.matmul.time_s(m, n, k)
+
+
+def transfer_s(curve: TransferCurve, nbytes: int) -> float:
+    """Time of one host<->device copy of ``nbytes``, read off the calibrated points."""
+    points = sorted(curve.points, key=lambda p: p.bytes)
+    sizes = [p.bytes for p in points]
+    times = [p.time.median_s for p in points]
+    if nbytes <= sizes[0]:
+        return times[0]
+    if nbytes >= sizes[-1]:
+        return times[-1] * nbytes / sizes[-1]
+    return float(np.interp(nbytes, sizes, times))
 
 
 class DeviceModel:

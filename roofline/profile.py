@@ -324,6 +324,11 @@ class TransferCurve(_Strict):
     points: list[TransferPoint] = Field(min_length=1, description="Points in increasing size.")
     latency_s: float = Field(ge=0, le=1.0, description="Fitted fixed cost per copy (intercept of time vs bytes), seconds.")
     bandwidth_bytes_per_s: float = Field(gt=0, le=MAX_BYTES_PER_S, description="Fitted asymptotic bandwidth (inverse slope), B/s.")
+    fresh_destination: bool = Field(
+        default=False,
+        description="d2h pageable: each copy went into a newly allocated tensor, as .to('cpu') does. Above the host "
+        "allocator's mmap threshold (32 MiB in glibc) every page of such a tensor is faulted in during the copy.",
+    )
 
     @property
     def peak_bytes_per_s(self) -> float:
