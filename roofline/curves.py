@@ -209,7 +209,10 @@ class RnnModel:
 
         self.matmul = matmul
         rows = []
-        for p in curve.points:
+        # a point whose shorter run was not faster (a first-call outlier that survived calibration's
+        # re-measure) says nothing about the step; all points are kept only if every one is like that
+        usable = [p for p in curve.points if p.time_long.median_s > p.time_short.median_s] or curve.points
+        for p in usable:
             m, n, k = p.batch, GATES[p.kind] * p.hidden, p.input_size + p.hidden
             ratio = p.step_s / matmul.time_s(m, n, k)
             fixed = max(p.fixed_s - overhead_s, 1e-9)

@@ -86,3 +86,15 @@ def test_measure_rnn_on_the_cpu_gives_a_valid_curve():
     curve = measure_rnn("float32", [(2, 16)], "cpu", steps=(2, 6), budget_s=0.01, warnings=[])
     assert curve.dtype == "float32" and [p.kind for p in curve.points] == ["lstm", "gru"]
     assert all(p.time_long.median_s > 0 for p in curve.points)
+
+
+def test_a_point_whose_short_run_was_slower_is_skipped():
+    """Run 19: a 16-step call at 4.3 ms beside a 64-step call at 1.4 ms (a first-call outlier)."""
+    dev = DeviceModel(load_profile_file(FIXTURE).gpu, "cuda")
+    good = _curve_at_ratio(dev, 3.0, 150e-6)
+    bad = RnnPoint(kind="lstm", batch=32, input_size=512, hidden=512, steps_short=16, steps_long=64,
+                   time_short=_stat(4.3e-3), time_long=_stat(1.4e-3))
+    with_bad = RnnCurve(dtype="float32", points=good.points + [bad])
+    a = RnnModel(good, dev.matmul_model("float32")).time_s("lstm", 100, 32, 2048, 1024)
+    b = RnnModel(with_bad, dev.matmul_model("float32")).time_s("lstm", 100, 32, 2048, 1024)
+    assert b == pytest.approx(a)
