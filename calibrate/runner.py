@@ -391,7 +391,12 @@ def summary_rows(profile: DeviceProfile) -> list[tuple[str, str, str, str, str]]
                 rows.append((label, f"{kind} layer step {c.dtype}, {len(steps)} shapes", f"{min(steps) * 1e6:.1f}-{max(steps) * 1e6:.1f} us", "-", "-"))
         for c in meas.transfers:
             theo = peaks.host_link_bytes_per_s
-            rows.append((label, f"{c.direction} {c.host_memory}", fmt_rate(c.bandwidth_bytes_per_s, "B/s") + f", {c.latency_s * 1e6:.1f} us latency", fmt_rate(theo, "B/s"), ratio(c.bandwidth_bytes_per_s, theo)))
+            value = fmt_rate(c.bandwidth_bytes_per_s, "B/s") + f", {c.latency_s * 1e6:.1f} us latency"
+            if c.fresh_destination:
+                top = max(c.points, key=lambda p: p.bytes)
+                value += f"; {fmt_rate(top.bytes_per_s, 'B/s')} at {top.bytes >> 20} MiB"
+            name = f"{c.direction} {c.host_memory}" + (" (new tensor)" if c.fresh_destination else "")
+            rows.append((label, name, value, fmt_rate(theo, "B/s"), ratio(c.bandwidth_bytes_per_s, theo)))
         o = meas.overheads
         rows.append((label, "dispatch one aten op (host)", fmt_time(o.dispatch_s), "-", "-"))
         rows.append((label, "nn.Module call (host)", fmt_time(o.module_call_s), "-", "-"))
