@@ -12,9 +12,10 @@ cost per layer call (the intercept: weight setup, the input projection's launch)
 Prediction prices a layer as fixed + steps x (step-to-GEMM ratio at the nearest points) x the gate
 GEMM's matmul-curve time, so shapes beyond the calibrated ones still scale with their GEMMs.
 
-GPU only. oneDNN's CPU LSTM is not linear in the sequence length (on the 2-core machine, batch 1 x
-hidden 256 took 1.24 ms for 16 steps and 0.97 ms for 64), so two lengths do not separate a step
-from a call there; the CPU keeps the GEMM-curve pricing.
+GPU only. On the 2-core CPU two lengths do not separate a step from a call: in two back-to-back
+runs of ``python benchmarks/rnn_probe.py --device cpu`` (benchmarks/results/rnn_probe_cpu_2core.txt)
+the LSTM at batch 32 x hidden 512 gave a step of 374 and 474 us and a fixed cost of 9.3 and 5.1 ms,
+and at batch 1 x hidden 256 a step of 35 and 19 us. The CPU keeps the GEMM-curve pricing.
 """
 
 from __future__ import annotations
@@ -28,11 +29,11 @@ from roofline.timing import time_fn
 # (batch, hidden); input size = hidden, one layer, unidirectional, batch_first
 GPU_SHAPES = [(1, 256), (1, 1024), (32, 512), (256, 256), (256, 1024)]
 GPU_SHAPES_QUICK = [(1, 256), (32, 512)]
-GPU_STEPS = (16, 64)
+STEPS = (16, 64)
 KINDS = ("lstm", "gru")
 
 
-def measure_rnn(dtype_name: str, shapes: list[tuple[int, int]], device: str, *, steps: tuple[int, int], budget_s: float, warnings: list, progress=None) -> RnnCurve:
+def measure_rnn(dtype_name: str, shapes: list[tuple[int, int]], device: str, *, steps: tuple[int, int] = STEPS, budget_s: float, warnings: list, progress=None) -> RnnCurve:
     """Time one LSTM and one GRU layer forward per shape at two sequence lengths."""
     dtype = DTYPES[dtype_name]
     points = []

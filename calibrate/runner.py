@@ -51,7 +51,6 @@ class Plan:
     conv_shapes: list[tuple] = field(default_factory=list)  # (batch, cin, cout, size, kernel, stride, padding)
     rnn_dtypes: list[str] = field(default_factory=list)
     rnn_shapes: list[tuple[int, int]] = field(default_factory=list)  # (batch, hidden)
-    rnn_steps: tuple[int, int] = (16, 64)
 
     def probes_for(self, dtype: str) -> list[tuple[int, int, int]]:
         return self.matmul_probes if self.probe_dtypes is None or dtype in self.probe_dtypes else []
@@ -128,7 +127,6 @@ def gpu_plan(quick: bool, memory_bytes: int) -> Plan:
             pointwise_dtypes=["float32", "bfloat16"],
             rnn_dtypes=["float32"],
             rnn_shapes=rnn.GPU_SHAPES_QUICK,
-            rnn_steps=rnn.GPU_STEPS,
         )
     return Plan(
         matmul_dtypes=dtypes,
@@ -148,7 +146,6 @@ def gpu_plan(quick: bool, memory_bytes: int) -> Plan:
         pointwise_dtypes=["float32", "bfloat16"],
         rnn_dtypes=["float32", "bfloat16"],
         rnn_shapes=rnn.GPU_SHAPES,
-        rnn_steps=rnn.GPU_STEPS,
     )
 
 
@@ -278,7 +275,7 @@ def _measure_part(device: str, plan: Plan, progress: _Progress, warnings: list, 
     rnns = []
     for dtype in plan.rnn_dtypes:
         progress.stage(f"{device} lstm/gru {dtype}")
-        rnns.append(rnn.measure_rnn(dtype, plan.rnn_shapes, device, steps=plan.rnn_steps, budget_s=plan.point_budget_s, warnings=warnings, progress=progress.step))
+        rnns.append(rnn.measure_rnn(dtype, plan.rnn_shapes, device, budget_s=plan.point_budget_s, warnings=warnings, progress=progress.step))
     if plan.rnn_dtypes:
         lap("rnn")
     progress.stage(f"{device} overheads")

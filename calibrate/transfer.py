@@ -34,8 +34,12 @@ def measure_transfer(direction: str, host_memory: str, sizes_bytes: list[int], d
     if not pinned:
         # Pageable copies run at a fraction of the link's speed and vary run to run; sizes past
         # 256 MiB add seconds of calibration and no information the largest point does not have.
-        # 32 MiB is glibc's largest mmap threshold: from there on every fresh tensor is new pages.
-        sizes_bytes = sorted({n for n in sizes_bytes if n <= (256 << 20)} | ({32 << 20} if max(sizes_bytes) >= (64 << 20) else set())) or sizes_bytes[:1]
+        # 32 MiB is glibc's largest mmap threshold: from there on every fresh tensor is new pages,
+        # so a full plan measures that size too.
+        kept = [n for n in sizes_bytes if n <= (256 << 20)] or sizes_bytes[:1]
+        if max(sizes_bytes) >= (64 << 20):
+            kept = sorted(set(kept) | {32 << 20})
+        sizes_bytes = kept
     for n in sizes_bytes:
         host = torch.empty(n, dtype=torch.uint8, pin_memory=pinned)
         host.fill_(7)

@@ -24,8 +24,16 @@ from functools import cached_property
 import numpy as np
 from scipy.interpolate import RegularGridInterpolator
 
-from roofline.profile import BandwidthCurve, ConvCurve, CpuPart, GpuPart, MatmulCurve, PointwiseCurve, RnnCurve, TransferCurve
-
+from roofline.profile import (
+    BandwidthCurve,
+    ConvCurve,
+    CpuPart,
+    GpuPart,
+    MatmulCurve,
+    PointwiseCurve,
+    RnnCurve,
+    TransferCurve,
+)
 
 # fp16 and bf16 run the same kernels at the same speed: a curve of either stands for the other
 _TWIN = {"float16": "bfloat16", "bfloat16": "float16"}
@@ -158,6 +166,16 @@ class AttentionModel:
         return math.exp((1 - w) * self._at_seq(lo_s, lt) + w * self._at_seq(hi_s, lt))
 
 
+def _nearest_log_mean(shapes_log: np.ndarray, values_log: np.ndarray, m: int, n: int, k: int, nearest: int = 3) -> np.ndarray:
+    """Geometric mean of calibrated values at the ``nearest`` points closest to (m, n, k) in log
+    space, weighted by inverse squared distance. ``shapes_log``: rows of log(m), log(n), log(k);
+    ``values_log``: the log of one or more values per row (one column each)."""
+    d2 = ((shapes_log - np.log([m, n, k])) ** 2).sum(axis=1)
+    pick = np.argsort(d2)[:nearest]
+    w = 1.0 / (d2[pick] + 1e-3)
+    return np.exp((w[:, None] * values_log[pick]).sum(axis=0) / w.sum())
+
+
 class ConvModel:
     """How much slower (>1) or faster (<1) than its implicit GEMM on the matmul curve a 2-D
     convolution runs, from calibrated convolutions of one dtype.
@@ -166,8 +184,6 @@ class ConvModel:
     GEMM). A convolution takes the geometric mean of the ratios of the (up to) three points nearest
     in log(m), log(n), log(k), weighted by inverse squared distance, among points with its filter
     size (all points when none has it)."""
-
-    NEAREST = 3
 
     def __init__(self, curve: ConvCurve, matmul: MatmulModel, overhead_s: float = 0.0):
         from roofline.costs.conv import conv_gemm
@@ -188,10 +204,7 @@ class ConvModel:
         same = rows[rows[:, 0] == taps]
         if len(same):
             rows = same
-        d2 = ((rows[:, 1:4] - np.log([m, n, k])) ** 2).sum(axis=1)
-        nearest = np.argsort(d2)[: self.NEAREST]
-        w = 1.0 / (d2[nearest] + 1e-3)
-        return float(math.exp((w * rows[nearest, 4]).sum() / w.sum()))
+        return float(_nearest_log_mean(rows[:, 1:4], rows[:, 4:5], m, n, k)[0])
 
 
 class RnnModel:
@@ -201,8 +214,6 @@ class RnnModel:
     time of the step's gate GEMM, batch x gates*hidden x (input + hidden)). A layer takes the
     geometric means of both over the (up to) three points nearest in log(m), log(n), log(k),
     weighted by inverse squared distance, among points of its cell type (all points when none is)."""
-
-    NEAREST = 3
 
     def __init__(self, curve: RnnCurve, matmul: MatmulModel, overhead_s: float = 0.0):
         from roofline.costs.rnn import GATES
@@ -216,22 +227,16 @@ class RnnModel:
             m, n, k = p.batch, GATES[p.kind] * p.hidden, p.input_size + p.hidden
             ratio = p.step_s / matmul.time_s(m, n, k)
             fixed = max(p.fixed_s - overhead_s, 1e-9)
-            rows.append((p.kind, math.log(m), math.log(n), math.log(k), math.log(ratio), math.log(fixed)))
-        self._rows = rows
-
-    def _weights(self, kind: str, m: int, n: int, k: int) -> tuple[np.ndarray, np.ndarray]:
-        rows = [r for r in self._rows if r[0] == kind] or self._rows
-        table = np.array([r[1:] for r in rows], dtype=np.float64)
-        d2 = ((table[:, 0:3] - np.log([m, n, k])) ** 2).sum(axis=1)
-        nearest = np.argsort(d2)[: self.NEAREST]
-        return table[nearest], 1.0 / (d2[nearest] + 1e-3)
+            rows.append((p.kind, (math.log(m), math.log(n), math.log(k), math.log(ratio), math.log(fixed))))
+        # per cell type, and all points together for a type that was not calibrated
+        self._tables = {kind: np.array([r for c, r in rows if c == kind]) for kind in {c for c, _ in rows}}
+        self._all = np.array([r for _, r in rows])
 
     def time_s(self, kind: str, steps: int, m: int, n: int, k: int) -> float:
         """One layer of ``steps`` steps whose gate GEMM is (m, n, k)."""
-        table, w = self._weights(kind, m, n, k)
-        ratio = math.exp((w * table[:, 3]).sum() / w.sum())
-        fixed = math.exp((w * table[:, 4]).sum() / w.sum())
-        return fixed + steps * ratio * self.matmul.time_s(m, n, k)
+        table = self._tables.get(kind, self._all)
+        ratio, fixed = _nearest_log_mean(table[:, 0:3], table[:, 3:5], m, n, k)
+        return float(fixed + steps * ratio * self.matmul.time_s(m, n, k))
 
 
 def transfer_s(curve: TransferCurve, nbytes: int) -> float:

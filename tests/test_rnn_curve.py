@@ -8,8 +8,8 @@ from pydantic import ValidationError
 
 from calibrate.rnn import measure_rnn
 from roofline.analysis import analyze
-from roofline.curves import DeviceModel, RnnModel
 from roofline.costs.rnn import GATES, rnn_kind
+from roofline.curves import DeviceModel, RnnModel
 from roofline.profile import RnnCurve, RnnPoint, Stat
 from roofline.profiles import load_profile_file
 from tests.opcapture import capture_ops
