@@ -13,7 +13,7 @@ process in a state that slows the next:
   measurement starts.
 
 Each probe (an 8-layer Linear+ReLU stack at batch 1, the same with in-place ReLUs, one small
-``add``) is timed fresh, right after the event, and again 5 s later. Times are per forward (or
+``add``, and a 512^3 matmul on the host CPU in two layouts) is timed fresh, right after the event, and again 5 s later. Times are per forward (or
 per ``add``), medians of the shared timing protocol, in microseconds.
 """
 
@@ -52,18 +52,25 @@ def probes(device: str) -> dict:
 
         return call
 
+    # The host CPU's matmul as calibration times it (a weight-style transposed right operand, out=)
+    # and as seed 000 writes it: the placement sweep found the calibrated CPU curve 1.5-3x slow.
+    m = torch.randn(512, 512)
+    w = torch.randn(512, 512).t()
+    out = torch.empty(512, 512)
     return {
-        "8x(Linear+ReLU) b1, forward + sync": (forward(relu), 1),
-        "8x(Linear+ReLU inplace) b1, forward + sync": (forward(relu_), 1),
-        "add 64 floats, host issue": (lambda: torch.add(a, b), 20),
+        "8x(Linear+ReLU) b1, forward + sync": (forward(relu), 1, device),
+        "8x(Linear+ReLU inplace) b1, forward + sync": (forward(relu_), 1, device),
+        "add 64 floats, host issue": (lambda: torch.add(a, b), 20, device),
+        "CPU mm 512^3, (n,k).t() operand, out=": (lambda: torch.mm(m, w, out=out), 1, "cpu"),
+        "CPU a @ a 512^3": (lambda: m @ m, 1, "cpu"),
     }
 
 
 def measure(device: str, fns: dict) -> dict:
     out = {}
     with torch.no_grad():
-        for label, (fn, inner) in fns.items():
-            t = time_fn(fn, device=device, clock="host", inner=inner, budget_s=0.5, warmup_budget_s=0.2, min_samples=15)
+        for label, (fn, inner, where) in fns.items():
+            t = time_fn(fn, device=where, clock="host", inner=inner, budget_s=0.5, warmup_budget_s=0.2, min_samples=15)
             out[label] = t.median_s * 1e6
     return out
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import statistics
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 
@@ -213,11 +214,35 @@ def _kernels_per_call(fn, device: str) -> int:
     return sum(1 for e in prof.events() if getattr(e, "device_type", None) == torch.autograd.DeviceType.CUDA) or 1
 
 
-def measure_compiled_overheads(device: str, *, budget_s: float, warnings: list) -> dict:
+def compiled_ratios(rounds: list[dict], kernels: dict) -> tuple[list[float], list[float]]:
+    """Per round, torch.compile's host cost per call and per kernel over the eager cost per kernel.
+
+    ``rounds``: one dict per round of host seconds per call, keyed ``(mode, layers)`` with mode
+    'compiled' or 'eager' and layers 2 or 8; ``kernels``: kernels per call under the same keys.
+    Per mode, the cost per kernel is the difference of the two chain lengths over the difference
+    of their kernel counts; the compiled call cost is what the short chain leaves beyond its kernels.
+    """
+    call, kernel = [], []
+    for row in rounds:
+        per = {}
+        for mode in ("compiled", "eager"):
+            n2, n8 = kernels[mode, 2], kernels[mode, 8]
+            per[mode] = max((row[mode, 8] - row[mode, 2]) / max(n8 - n2, 1), 1e-9)
+        kernel.append(per["compiled"] / per["eager"])
+        call.append(max(row["compiled", 2] - kernels["compiled", 2] * per["compiled"], 0.0) / per["eager"])
+    return call, kernel
+
+
+def measure_compiled_overheads(device: str, *, budget_s: float, warnings: list, reference_s: float) -> dict:
     """Host cost of torch.compile'd code: per call and per launched kernel.
 
-    Two chains of small GEMM + ReLU layers are compiled; each call's host
-    time and kernel count (from the profiler) give a line: time = call + kernels x per_kernel.
+    Two chains of small GEMM + ReLU layers (2 and 8 layers) are timed compiled and eager, all four
+    in each round; the difference of the two lengths gives a cost per kernel and the remainder a
+    cost per call. Each round's compiled costs are taken as ratios to that round's eager cost per
+    kernel, and stored times ``reference_s`` (the eager cost per kernel of the same chain as
+    prediction prices it, ``curves.eager_chain_kernel_s``). Host speed drifts by tens of percent
+    within minutes, and right after a compile it ran ~1.5x slow for a few seconds (run 21): a ratio
+    of timings taken side by side cancels that, where two absolute figures taken apart do not.
     Returns {} when torch.compile is not usable here (no Triton, an old torch): prediction then
     falls back to eager dispatch costs and says so.
     """
@@ -228,34 +253,33 @@ def measure_compiled_overheads(device: str, *, budget_s: float, warnings: list) 
 
         x = torch.rand(64, 64, device=device)
         w = torch.rand(64, 64, device=device) / 64
-        chains = {}
+        eager = {k: _compiled_chain(k) for k in (2, 8)}
+        compiled = {}
         with single_process_compile():
             for k in (2, 8):
-                compiled = torch.compile(_compiled_chain(k), dynamic=False)
+                fn = torch.compile(_compiled_chain(k), dynamic=False)
                 for _ in range(3):
-                    compiled(x, w)
+                    fn(x, w)
                 torch.cuda.synchronize(device)
-                chains[k] = compiled
-        # A difference of two host timings: alternate the chains over rounds, keep the median round.
+                compiled[k] = fn
         # Kernels are counted with the profiler only after every timing: a profiler session leaves
         # CUPTI subscribed and slows later launches 1.4-1.6x (benchmarks/host_state_probe.py).
-        c1, c2 = chains[2], chains[8]
         timings = []
         for _ in range(ROUNDS):
-            t1 = _host(lambda: c1(x, w), device, "compiled chain of 2", warnings, budget_s / ROUNDS, inner=20)
-            t2 = _host(lambda: c2(x, w), device, "compiled chain of 8", warnings, budget_s / ROUNDS, inner=20)
-            timings.append((t1, t2))
-        n1, n2 = (_kernels_per_call(lambda c=c: c(x, w), device) for c in (c1, c2))
-        per_kernel_rounds, call_rounds = [], []
-        for t1, t2 in timings:
-            per_kernel = max((t2.median_s - t1.median_s) / max(n2 - n1, 1), 1e-8)
-            per_kernel_rounds.append(per_kernel)
-            call_rounds.append(max(t1.median_s - n1 * per_kernel, 1e-8))
-        t1, t2 = timings[len(timings) // 2]
-        return dict(
-            compiled_call_s=Stat(median_s=statistics.median(call_rounds), iqr_s=t1.iqr_s, samples=t1.n),
-            compiled_kernel_s=Stat(median_s=statistics.median(per_kernel_rounds), iqr_s=t2.iqr_s / max(n2, 1), samples=t2.n),
-        )
+            row = {}
+            for mode, chains in (("compiled", compiled), ("eager", eager)):
+                for k, fn in chains.items():
+                    row[mode, k] = _host(lambda fn=fn: fn(x, w), device, f"{mode} chain of {k}", warnings, budget_s / ROUNDS / 2, inner=20)
+            timings.append(row)
+        kernels = {(mode, k): _kernels_per_call(lambda fn=fn: fn(x, w), device) for mode, chains in (("compiled", compiled), ("eager", eager)) for k, fn in chains.items()}
+        seconds = [{key: t.median_s for key, t in row.items()} for row in timings]
+        call_ratio, kernel_ratio = compiled_ratios(seconds, kernels)
+
+        def stat(ratios: list[float]) -> Stat:
+            q25, q75 = (float(v) for v in np.percentile(ratios, [25, 75]))
+            return Stat(median_s=max(statistics.median(ratios) * reference_s, 1e-9), iqr_s=(q75 - q25) * reference_s, samples=len(ratios))
+
+        return dict(compiled_call_s=stat(call_ratio), compiled_kernel_s=stat(kernel_ratio))
     except Exception as e:  # noqa: BLE001 - any failure here only removes an optional figure
         warnings.append(f"torch.compile overhead not measured ({type(e).__name__}: {str(e).splitlines()[0][:100]})")
         return {}

@@ -17,6 +17,7 @@ import torch
 
 from calibrate import conv, identity, matmul, memory, overhead, rnn, transfer
 from roofline import __version__
+from roofline.curves import eager_chain_kernel_s
 from roofline.errors import DeviceNotAvailable
 from roofline.profile import (
     CalibrationInfo,
@@ -298,7 +299,8 @@ def _measure_part(device: str, plan: Plan, progress: _Progress, warnings: list, 
         # last of the GPU stages: counting compiled kernels needs the profiler, which slows every
         # later launch from this process
         progress.stage(f"{device} torch.compile overheads")
-        overheads = overheads.model_copy(update=overhead.measure_compiled_overheads(device, budget_s=plan.overhead_budget_s, warnings=warnings))
+        compiled = overhead.measure_compiled_overheads(device, budget_s=plan.overhead_budget_s, warnings=warnings, reference_s=eager_chain_kernel_s(overheads))
+        overheads = overheads.model_copy(update=compiled)
         lap("torch.compile overheads")
     return Measurements(matmul=curves, bandwidth=bandwidth, pointwise=pointwise, overheads=overheads, transfers=transfers, attention=attention, conv=convs, rnn=rnns)
 
@@ -328,7 +330,10 @@ def run_calibration(
         gplan.compiled_overheads = with_compile
     total = cplan.steps(False) + (gplan.steps(True) if gplan else 0)
     stages: dict[str, float] = {}
-    with torch.inference_mode(), _Progress(total, show_progress) as progress:
+    # no_grad, not inference_mode: models are run (and --measure times them) under no_grad, where a
+    # view op also records autograd view metadata; inference_mode skips it and measured view
+    # dispatch ~1.8x cheaper on the host (benchmarks/compile_probe.py --inference-mode).
+    with torch.no_grad(), _Progress(total, show_progress) as progress:
         if gplan is not None:
             gpu_meas = _measure_part(device, gplan, progress, warnings, stages=stages)
             gpu_part = GpuPart(identity=gpu_ident, peaks=identity.gpu_peaks(gpu_ident), measurements=gpu_meas)

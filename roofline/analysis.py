@@ -338,20 +338,24 @@ def attach_measurement(report: Report, measurement, dev: DeviceModel) -> Report:
     return report
 
 
-def attach_alternatives(report: Report, measured: dict, notes: list[str]) -> Report:
-    """Put measured CUDA-graph and torch.compile times beside the predicted ones, with the gains."""
+def attach_alternatives(report: Report, measured: dict, notes: list[str], eager_beside: dict | None = None) -> Report:
+    """Put measured CUDA-graph and torch.compile times beside the predicted ones, with the gains.
+
+    A measured gain is the eager time timed beside the alternative (``eager_beside``, from
+    ``measure.measure_alternatives``) less the alternative's; without it, the report's own eager time."""
     predicted = report.extras.get("alternatives_s", {})
-    eager_measured = report.total.measured_s
     report.extras["measured_alternatives_s"] = measured
     rows = []
     for key, value in measured.items():
         pred = predicted.get(key)
+        eager_measured = (eager_beside or {}).get(key) or report.total.measured_s
         if pred is None or not eager_measured:
             continue
         pred_gain = report.total.predicted_s - pred
         meas_gain = eager_measured - value
         err = (pred_gain - meas_gain) / abs(meas_gain) if meas_gain else None
-        rows.append(dict(alternative=key, predicted_s=pred, measured_s=value, predicted_gain_s=pred_gain, measured_gain_s=meas_gain, gain_error=err))
+        rows.append(dict(alternative=key, predicted_s=pred, measured_s=value, measured_eager_s=eager_measured,
+                         predicted_gain_s=pred_gain, measured_gain_s=meas_gain, gain_error=err))
         report.advice.append(
             f"checked: {key.replace('_', ' ')} measured {seconds(value)} against eager {seconds(eager_measured)} "
             f"(gain {seconds(meas_gain)}; predicted {seconds(pred_gain)}" + (f", {100 * err:+.0f}%)" if err is not None else ")")

@@ -30,6 +30,7 @@ from roofline.profile import (
     CpuPart,
     GpuPart,
     MatmulCurve,
+    Overheads,
     PointwiseCurve,
     RnnCurve,
     TransferCurve,
@@ -249,6 +250,14 @@ def transfer_s(curve: TransferCurve, nbytes: int) -> float:
     if nbytes >= sizes[-1]:
         return times[-1] * nbytes / sizes[-1]
     return float(np.interp(nbytes, sizes, times))
+
+
+def eager_chain_kernel_s(overheads: Overheads) -> float:
+    """Eager host cost per kernel of a GEMM + ReLU chain, as prediction prices it (the mean of the
+    addmm and relu dispatch, times the interleaving factor). torch.compile's host costs are
+    calibrated as ratios to this, so they move with it when host overheads are re-measured."""
+    parts = [overheads.dispatch_by_op_s.get(k) or overheads.dispatch_s for k in ("addmm", "relu")]
+    return sum(p.median_s for p in parts) / len(parts) * overheads.interleave_factor
 
 
 class DeviceModel:

@@ -366,7 +366,7 @@ def _extras_section(report: Report) -> str:
     streams = report.extras.get("streams")
     out = ""
     if isinstance(alt, dict) and alt:
-        measured = report.extras.get("alternatives_measured_s") or {}
+        measured = report.extras.get("measured_alternatives_s") or {}
         rows = []
         for k, v in alt.items():
             m = measured.get(k) if isinstance(measured, dict) else None

@@ -204,8 +204,8 @@ def roofline_time_s(flops: int, nbytes: int, peak_flop_per_s: float, peak_bytes_
     return max(flops / peak_flop_per_s if peak_flop_per_s else 0.0, nbytes / peak_bytes_per_s if peak_bytes_per_s else 0.0)
 
 
-def _graph_replay_s(model, inputs: tuple, device: str, budget_s: float) -> float:
-    """Capture one forward as a CUDA graph (after warm-up on a side stream) and time its replay."""
+def _graph_replay(model, inputs: tuple, device: str):
+    """Capture one forward as a CUDA graph (after warm-up on a side stream); returns replay + sync."""
     side = torch.cuda.Stream(device)
     side.wait_stream(torch.cuda.current_stream(device))
     with torch.cuda.stream(side):
@@ -220,27 +220,57 @@ def _graph_replay_s(model, inputs: tuple, device: str, budget_s: float) -> float
         graph.replay()
         _sync(device)
 
-    return time_fn(replay, device=device, clock="host", inner=1, budget_s=budget_s, min_samples=10, label="graph replay").median_s
+    replay.graph = graph  # keep the graph alive as long as the callable
+    return replay
+
+
+PAIRED_ROUNDS = 5
+
+
+def paired_times(eager, alternative, device: str, *, budget_s: float, rounds: int = PAIRED_ROUNDS) -> tuple[float, float]:
+    """Median eager and alternative times (call + synchronize), timed in alternating rounds.
+
+    A gain is a difference of two host-bound times. Host speed drifts by tens of percent within
+    minutes (and runs slow for seconds after a compile), so two figures timed apart carry the drift
+    into the gain: seed 003's compile gain changed sign between runs (RESULTS.md, run 20). Timed
+    side by side in each round, eager and the alternative see the same host.
+    """
+    eager_s, alt_s = [], []
+    for _ in range(rounds):
+        for fn, out in ((eager, eager_s), (alternative, alt_s)):
+            t = time_fn(fn, device=device, clock="host", inner=1, budget_s=budget_s / (2 * rounds), warmup_budget_s=0.02, min_samples=5)
+            out.append(t.median_s)
+    return statistics.median(eager_s), statistics.median(alt_s)
 
 
 def measure_alternatives(
     model, inputs: tuple, device: str, *, budget_s: float = 1.0, compile_modes=("default", "reduce-overhead"), cuda_graphs: bool = True
-) -> tuple[dict, list[str]]:
+) -> tuple[dict, list[str], dict]:
     """Measured forward time under CUDA-graph replay and torch.compile, to check predicted gains.
 
-    Each alternative is timed like eager (call + synchronize, after warm-up); compilation happens
-    in the warm-up and is not counted. Failures are reported as notes, never hidden. Compiling
-    leaves worker processes busy for a while: time anything else before it.
+    Returns (times by alternative, notes, eager times by alternative). Each alternative is timed
+    like eager (call + synchronize, after warm-up), in rounds alternating with eager itself
+    (``paired_times``); its gain is the eager time beside it less its own. Compilation happens in
+    the warm-up and is not counted. Failures are reported as notes, never hidden.
     """
     out: dict[str, float] = {}
+    eager_beside: dict[str, float] = {}
     notes: list[str] = []
     if not device.startswith("cuda"):
-        return out, notes
+        return out, notes, eager_beside
     model, inputs = _on_device(model, inputs, device)
+
+    def eager():
+        model(*inputs)
+        _sync(device)
+
     with torch.no_grad():
+        for _ in range(3):
+            eager()
         if cuda_graphs:
             try:
-                out["cuda_graphs"] = _graph_replay_s(model, inputs, device, budget_s)
+                replay = _graph_replay(model, inputs, device)
+                eager_beside["cuda_graphs"], out["cuda_graphs"] = paired_times(eager, replay, device, budget_s=budget_s)
             except Exception as e:
                 notes.append(f"CUDA-graph replay not measured ({type(e).__name__}: {str(e).splitlines()[0][:120]})")
         for mode in compile_modes:
@@ -256,10 +286,15 @@ def measure_alternatives(
                     for _ in range(3):
                         compiled(*inputs)
                 _sync(device)
-                out[key] = measure_total(compiled, inputs, device, budget_s=budget_s).median_s
+
+                def compiled_call():
+                    compiled(*inputs)
+                    _sync(device)
+
+                eager_beside[key], out[key] = paired_times(eager, compiled_call, device, budget_s=budget_s)
             except Exception as e:
                 notes.append(f"torch.compile(mode={mode!r}) not measured ({type(e).__name__}: {str(e).splitlines()[0][:120]})")
-    return out, notes
+    return out, notes, eager_beside
 
 
 def measure_placement(model, inputs: tuple, device: str, *, budget_s: float = 0.5) -> dict:
@@ -284,11 +319,18 @@ def refresh_overheads(profile: DeviceProfile, kind: str, device: str) -> None:
     """Re-measure a profile's host overheads in place, now: dispatch by kind, interleaving, module
     calls and, on a GPU, graph and synchronize costs. On a shared host these drift by tens of
     percent within minutes (benchmarks/RESULTS.md, "Host noise"), so the benchmarks measure them
-    beside each model; measured ceilings and torch.compile costs stay as calibrated."""
+    beside each model; measured ceilings stay as calibrated. torch.compile's host costs were
+    calibrated as ratios to the eager cost per kernel (calibrate/overhead.py) and move with it."""
     from calibrate.overhead import measure_overheads
+    from roofline.curves import eager_chain_kernel_s
 
     part = profile.gpu if kind == "cuda" else profile.host
-    with torch.inference_mode():
+    old = part.measurements.overheads
+    with torch.no_grad():  # as calibration: the grad mode models are timed in
         fresh = measure_overheads(device, budget_s=0.1, warnings=[])
-    keep = {k: getattr(part.measurements.overheads, k) for k in ("compiled_call_s", "compiled_kernel_s")}
+    scale = eager_chain_kernel_s(fresh) / eager_chain_kernel_s(old)
+    keep = {}
+    for k in ("compiled_call_s", "compiled_kernel_s"):
+        stat = getattr(old, k)
+        keep[k] = None if stat is None else stat.model_copy(update=dict(median_s=stat.median_s * scale, iqr_s=stat.iqr_s * scale))
     part.measurements.overheads = fresh.model_copy(update=keep)

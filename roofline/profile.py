@@ -363,10 +363,13 @@ class Overheads(_Strict):
         description="Host time of different ops called in turn over the sum of each repeated alone; scales every dispatch cost.",
     )
     compiled_call_s: Stat | None = Field(
-        default=None, description="GPU: host time of one call into a torch.compile'd function, beyond its kernel launches."
+        default=None,
+        description="GPU: host time of one call into a torch.compile'd function, beyond its kernel launches. Measured as a ratio "
+        "to the eager cost per kernel of the same GEMM + ReLU chain in the same rounds, stored times that cost as prediction prices it.",
     )
     compiled_kernel_s: Stat | None = Field(
-        default=None, description="GPU: host time per kernel launched from torch.compile (Inductor) generated code."
+        default=None,
+        description="GPU: host time per kernel launched from torch.compile (Inductor) generated code; measured and stored as compiled_call_s is.",
     )
     op_small_s: Stat | None = Field(
         default=None,

@@ -24,6 +24,19 @@ def test_linear_with_bias_is_addmm_bias_not_counted():
     assert c.gemm == (1, 4, 5, 8)
 
 
+def test_linear_at_batch_1_copies_the_bias_only_before_torch_2_10(monkeypatch):
+    # a single-row product: one gemv with the bias fused from torch 2.10; before, bias copy + gemv
+    from roofline.costs import matmul
+
+    for takes_one_row, kernels in ((True, 1), (False, 2)):
+        monkeypatch.setattr(matmul, "BIAS_EPILOGUE_TAKES_ONE_ROW", takes_one_row)
+        _, c = priced("aten.addmm", F.linear, torch.randn(1, 8), torch.randn(5, 8), torch.randn(5))
+        assert c.kernels == kernels and c.flops == 2 * 1 * 5 * 8
+    monkeypatch.setattr(matmul, "BIAS_EPILOGUE_TAKES_ONE_ROW", False)
+    _, c = priced("aten.addmm", F.linear, torch.randn(4, 8), torch.randn(5, 8), torch.randn(5))
+    assert c.kernels == 1  # several rows always took the epilogue
+
+
 def test_addmm_with_2d_self_copies_first():
     # addmm(C 4x5, A 4x8, B 8x5): C is copied into the result, then the GEMM: 2 kernels
     _, c = priced("aten.addmm", torch.addmm, torch.randn(4, 5), torch.randn(4, 8), torch.randn(8, 5))

@@ -117,6 +117,22 @@ def test_measured_page_has_accuracy(measured_report, profile, tmp_path):
     assert ">measured<" in ops_table and ">error<" in ops_table
 
 
+def test_measured_alternatives_reach_the_page(measured_report, profile, tmp_path):
+    # the measured CUDA-graph time, as attach_alternatives stores it, shows beside the predicted one
+    from roofline.analysis import attach_alternatives
+    from roofline.units import seconds
+
+    r = measured_report.model_copy(deep=True)
+    predicted = r.extras["alternatives_s"]["cuda_graphs"]
+    attach_alternatives(r, {"cuda_graphs": 1.234e-4}, [], {"cuda_graphs": 5.0e-4})
+    page = write_html(r, profile, tmp_path / "alt.html").read_text(encoding="utf-8")
+    alt = page.split("Execution alternatives")[1].split("</table>")[0]
+    row = alt.split("cuda graphs")[1].split("</tr>")[0]
+    assert seconds(predicted, missing="–") in row and seconds(1.234e-4, missing="–") in row
+    gain = r.extras["alternative_gains"][0]
+    assert gain["measured_eager_s"] == 5.0e-4 and gain["measured_gain_s"] == pytest.approx(5.0e-4 - 1.234e-4)
+
+
 def test_write_errors(report, profile, tmp_path):
     with pytest.raises(RooflineError, match=r"\.html"):
         write_html(report, profile, tmp_path / "r.txt")

@@ -10,7 +10,8 @@ Bytes: each operand read once at its footprint, the output written once.
 
 Kernels (CUDA eager): 1 for a GEMM. ``addmm`` with a 1-D bias and beta == 1 uses cuBLASLt's bias
 epilogue (1 kernel); any other addmm/baddbmm/addmv/addbmm with beta != 0 first copies ``self`` into
-the result (2 kernels).
+the result (2 kernels). Before torch 2.10 the bias epilogue refused a single-row product (a Linear
+at batch 1), which paid the copy too.
 """
 
 from __future__ import annotations
@@ -21,6 +22,11 @@ from roofline.costs.registry import OpCost, arguments, register, rw_bytes
 from roofline.ops import CapturedOp, TensorMeta
 
 aten = torch.ops.aten
+
+# torch 2.10 lets cuBLASLt's bias epilogue take single-row products (pytorch/pytorch#166307). On
+# torch 2.11 an H100 runs one gemv kernel per Linear at batch 1 and no copy
+# (benchmarks/compile_probe.py, gpu_runs/run21); older torch copies the bias in first.
+BIAS_EPILOGUE_TAKES_ONE_ROW = torch.__version__ >= "2.10"
 
 
 def _gemm_cost(op: CapturedOp, batch: int, m: int, n: int, k: int, operand: TensorMeta,
@@ -63,7 +69,7 @@ def addmm_cost(op: CapturedOp) -> OpCost:
     m, k = x.shape
     n = y.shape[1]
     beta = _beta(a)
-    fused = bias.ndim <= 1 and beta == 1.0 and m > 1
+    fused = bias.ndim <= 1 and beta == 1.0 and (m > 1 or BIAS_EPILOGUE_TAKES_ONE_ROW)
     kernels = 1 if (fused or beta == 0.0) else 2
     return _gemm_cost(op, 1, m, n, k, x, kernels=kernels, skip_read=("self",) if beta == 0.0 else ())
 

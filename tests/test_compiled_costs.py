@@ -1,0 +1,82 @@
+"""torch.compile host costs: calibrated as ratios to eager side by side, stored on the eager scale,
+moved with it when host overheads are re-measured, and priced per launched kernel."""
+
+import pytest
+import torch
+
+from calibrate.overhead import compiled_ratios
+from roofline.advice import compiled_total_s
+from roofline.capture import capture
+from roofline.costs import cost_of
+from roofline.curves import DeviceModel, eager_chain_kernel_s
+from roofline.profile import Stat
+from roofline.profiles import load_profile_file
+from tests.conftest import REPO
+
+PROFILE = REPO / "tests" / "fixtures" / "h100_profile.json"
+US = 1e-6
+
+
+@pytest.fixture()
+def h100():
+    return load_profile_file(PROFILE)
+
+
+def test_ratios_cancel_a_host_that_slows_down_between_rounds():
+    # Round 1: eager 10 us per kernel, compiled 12 us per kernel and a 50 us call. Round 2: the whole
+    # host 1.5x slower. Chains of 2 and 8 layers launch 4 and 16 kernels in both modes.
+    kernels = {("compiled", 2): 4, ("compiled", 8): 16, ("eager", 2): 4, ("eager", 8): 16}
+
+    def row(slow):
+        return {
+            ("compiled", 2): slow * (50 + 4 * 12) * US, ("compiled", 8): slow * (50 + 16 * 12) * US,
+            ("eager", 2): slow * 4 * 10 * US, ("eager", 8): slow * 16 * 10 * US,
+        }
+
+    call, kernel = compiled_ratios([row(1.0), row(1.5)], kernels)
+    assert call == pytest.approx([5.0, 5.0]) and kernel == pytest.approx([1.2, 1.2])
+
+
+def test_eager_chain_kernel_is_the_mean_of_addmm_and_relu_dispatch(h100):
+    ov = h100.gpu.measurements.overheads
+    addmm, relu = ov.dispatch_by_op_s["addmm"].median_s, ov.dispatch_by_op_s["relu"].median_s
+    assert eager_chain_kernel_s(ov) == pytest.approx((addmm + relu) / 2 * ov.interleave_factor)
+
+
+def test_refresh_moves_compiled_costs_with_the_eager_scale(h100, monkeypatch):
+    # a host found 2x slower at refresh time: every dispatch doubles, and so do the compiled costs
+    from calibrate import overhead
+    from roofline.measure import refresh_overheads
+
+    old = h100.gpu.measurements.overheads
+    slower = old.model_copy(update=dict(
+        dispatch_by_op_s={k: Stat(median_s=2 * v.median_s, iqr_s=v.iqr_s, samples=v.samples) for k, v in old.dispatch_by_op_s.items()},
+        compiled_call_s=None, compiled_kernel_s=None,
+    ))
+    monkeypatch.setattr(overhead, "measure_overheads", lambda device, budget_s, warnings: slower)
+    refresh_overheads(h100, "cuda", "cuda")
+    new = h100.gpu.measurements.overheads
+    assert new.compiled_call_s.median_s == pytest.approx(2 * old.compiled_call_s.median_s)
+    assert new.compiled_kernel_s.median_s == pytest.approx(2 * old.compiled_kernel_s.median_s)
+
+
+def test_compiled_forward_is_the_call_plus_each_launched_kernel(h100):
+    # seed 003's 8 x (Linear + ReLU) at batch 1: Inductor keeps each GEMM a cuBLAS call and emits one
+    # Triton kernel for bias + ReLU. With the GEMM's own bias epilogue (torch >= 2.10) that is 16
+    # kernels, each at the compiled cost per kernel, after one call cost; no view launches anything.
+    layers = []
+    for _ in range(8):
+        layers += [torch.nn.Linear(128, 128), torch.nn.ReLU(inplace=True)]
+    model = torch.nn.Sequential(*layers).eval()
+    g = capture(model, (torch.randn(1, 128),))
+    costs = [cost_of(op)[0] for op in g.ops]
+    dev = DeviceModel(h100.gpu, "cuda")
+    ov = h100.gpu.measurements.overheads
+    kernels = sum(c.kernels for c in costs)
+    from roofline.costs import matmul
+
+    assert kernels == (16 if matmul.BIAS_EPILOGUE_TAKES_ONE_ROW else 24)
+    predicted = compiled_total_s(g, costs, dev)
+    host = ov.compiled_call_s.median_s + kernels * ov.compiled_kernel_s.median_s
+    # host-bound: the device work of 16 tiny kernels is far below the host's issue time
+    assert host <= predicted <= host + ov.synchronize_s.median_s + 50 * US
