@@ -252,6 +252,11 @@ def transfer_s(curve: TransferCurve, nbytes: int) -> float:
     return float(np.interp(nbytes, sizes, times))
 
 
+# Different aten ops in calibrate.overhead's interleaved mix of representative ops, as captured
+# (tests/test_predict.py checks it against the mix).
+INTERLEAVE_MIX_OPS = 14
+
+
 def eager_chain_kernel_s(overheads: Overheads) -> float:
     """Eager host cost per kernel of a GEMM + ReLU chain, as prediction prices it (the mean of the
     addmm and relu dispatch, times the interleaving factor). torch.compile's host costs are
@@ -332,8 +337,24 @@ class DeviceModel:
         k = self.overheads.kernel_min_s
         return k.median_s if k else 0.0
 
-    def dispatch_s(self, kind: str) -> float:
-        """Host time to dispatch one op of a representative kind ('add', 'view', 'addmm', ...)."""
+    def interleave_for(self, distinct_ops: int | None) -> float:
+        """The interleaving factor for a sequence of ``distinct_ops`` different aten ops (None: the
+        calibrated factor).
+
+        Each dispatch cost is measured on one op repeated, which is a factor of 1 by construction;
+        the calibrated factor is that of the mix of ``INTERLEAVE_MIX_OPS`` different ops. Between
+        the two, the factor is interpolated linearly in the number of different ops: a Linear + ReLU
+        stack alternates 3 aten ops and ran at 0.8-1.0x its dispatch sum (benchmarks/compile_probe.py,
+        refresh_probe.py: run 22), where pricing it at the mix's factor over-predicted it by 22-34%."""
+        f = self.overheads.interleave_factor
+        if distinct_ops is None:
+            return f
+        share = min(max(distinct_ops - 1, 0) / (INTERLEAVE_MIX_OPS - 1), 1.0)
+        return 1.0 + (f - 1.0) * share
+
+    def dispatch_s(self, kind: str, distinct_ops: int | None = None) -> float:
+        """Host time to dispatch one op of a representative kind ('add', 'view', 'addmm', ...) in a
+        sequence of ``distinct_ops`` different ops (``interleave_for``)."""
         by_op = self.overheads.dispatch_by_op_s
         stat = by_op.get(kind) or self.overheads.dispatch_s
-        return stat.median_s * self.overheads.interleave_factor
+        return stat.median_s * self.interleave_for(distinct_ops)

@@ -37,7 +37,7 @@ class StubDevice:
     def family_bytes_per_s(self, family, nbytes, dtype_name="float32"):
         return None  # no op-family curves: the plain bandwidth curve prices memory traffic
 
-    def dispatch_s(self, kind):
+    def dispatch_s(self, kind, distinct_ops=None):
         return self._dispatch
 
     def matmul_model(self, dtype):
@@ -179,3 +179,31 @@ def test_empty_module_still_pays_its_call():
     tl = predict_timeline(CapturedGraph(ops=[], module_calls=1), [], dev, is_module=True)
     # one nn.Module call (2 us) and the synchronize (5 us)
     assert tl.total_s == pytest.approx(7 * US)
+
+
+def test_interleaving_grows_with_the_number_of_different_ops():
+    # 1 op repeated: factor 1 (what each dispatch was measured on); the calibration mix's 14
+    # different ops and more: the calibrated factor; linear in between.
+    from roofline.curves import INTERLEAVE_MIX_OPS, DeviceModel
+    from roofline.profiles import load_profile_file
+    from tests.conftest import REPO
+
+    dev = DeviceModel(load_profile_file(REPO / "tests" / "fixtures" / "h100_profile.json").gpu, "cuda")
+    f = dev.overheads.interleave_factor
+    assert f > 1.0
+    assert dev.interleave_for(1) == 1.0 and dev.interleave_for(None) == f
+    assert dev.interleave_for(INTERLEAVE_MIX_OPS) == pytest.approx(f) and dev.interleave_for(40) == pytest.approx(f)
+    assert dev.interleave_for((INTERLEAVE_MIX_OPS + 1) / 2) == pytest.approx(1 + (f - 1) / 2)
+    add = dev.overheads.dispatch_by_op_s["add"].median_s
+    # a chain of one op kind pays its repeated-op dispatch cost, nothing more
+    tl = predict_timeline(_graph(4), [_cost(nbytes=4)] * 4, dev, is_module=False)
+    assert tl.ops[-1].host_s == pytest.approx(add)
+
+
+def test_interleave_mix_op_count_matches_the_calibration_mix():
+    from calibrate.overhead import _mix, representative_ops
+    from roofline.capture import capture
+    from roofline.curves import INTERLEAVE_MIX_OPS
+
+    g = capture(_mix(representative_ops("cpu")), ())
+    assert len({op.packet for op in g.ops}) == INTERLEAVE_MIX_OPS
