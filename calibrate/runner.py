@@ -299,7 +299,7 @@ def _measure_part(device: str, plan: Plan, progress: _Progress, warnings: list, 
         # last of the GPU stages: counting compiled kernels needs the profiler, which slows every
         # later launch from this process
         progress.stage(f"{device} torch.compile overheads")
-        compiled = overhead.measure_compiled_overheads(device, budget_s=plan.overhead_budget_s, warnings=warnings, reference_s=eager_chain_kernel_s(overheads))
+        compiled = overhead.measure_compiled_overheads(device, budget_s=overhead.COMPILED_BUDGET_S, warnings=warnings, reference_s=eager_chain_kernel_s(overheads))
         overheads = overheads.model_copy(update=compiled)
         lap("torch.compile overheads")
     return Measurements(matmul=curves, bandwidth=bandwidth, pointwise=pointwise, overheads=overheads, transfers=transfers, attention=attention, conv=convs, rnn=rnns)
