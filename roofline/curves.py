@@ -258,11 +258,28 @@ INTERLEAVE_MIX_OPS = 14
 
 
 def eager_chain_kernel_s(overheads: Overheads) -> float:
-    """Eager host cost per kernel of a GEMM + ReLU chain, as prediction prices it (the mean of the
-    addmm and relu dispatch, times the interleaving factor). torch.compile's host costs are
-    calibrated as ratios to this, so they move with it when host overheads are re-measured."""
+    """Eager host cost per kernel of a GEMM + ReLU chain, as prediction prices it: the mean of the
+    addmm and relu dispatch, times the interleaving factor of a sequence of 2 different ops
+    (``DeviceModel.interleave_for``). torch.compile's host costs are calibrated as ratios to the
+    chain's measured eager cost and stored times this, so that prediction prices compiled and eager
+    code on one scale, and both move together when host overheads are re-measured."""
     parts = [overheads.dispatch_by_op_s.get(k) or overheads.dispatch_s for k in ("addmm", "relu")]
-    return sum(p.median_s for p in parts) / len(parts) * overheads.interleave_factor
+    return sum(p.median_s for p in parts) / len(parts) * interleave_for(overheads.interleave_factor, 2)
+
+
+def interleave_for(factor: float, distinct_ops: int | None) -> float:
+    """The interleaving factor for a sequence of ``distinct_ops`` different aten ops (None: the
+    calibrated ``factor``).
+
+    Each dispatch cost is measured on one op repeated, which is a factor of 1 by construction;
+    the calibrated factor is that of the mix of ``INTERLEAVE_MIX_OPS`` different ops. Between the
+    two, the factor is interpolated linearly in the number of different ops: a Linear + ReLU stack
+    alternates 3 aten ops and ran at 0.8-1.0x its dispatch sum (benchmarks/compile_probe.py,
+    refresh_probe.py: runs 21-22), where pricing it at the mix's factor over-predicted it by 22-34%."""
+    if distinct_ops is None:
+        return factor
+    share = min(max(distinct_ops - 1, 0) / (INTERLEAVE_MIX_OPS - 1), 1.0)
+    return 1.0 + (factor - 1.0) * share
 
 
 class DeviceModel:
@@ -338,19 +355,8 @@ class DeviceModel:
         return k.median_s if k else 0.0
 
     def interleave_for(self, distinct_ops: int | None) -> float:
-        """The interleaving factor for a sequence of ``distinct_ops`` different aten ops (None: the
-        calibrated factor).
-
-        Each dispatch cost is measured on one op repeated, which is a factor of 1 by construction;
-        the calibrated factor is that of the mix of ``INTERLEAVE_MIX_OPS`` different ops. Between
-        the two, the factor is interpolated linearly in the number of different ops: a Linear + ReLU
-        stack alternates 3 aten ops and ran at 0.8-1.0x its dispatch sum (benchmarks/compile_probe.py,
-        refresh_probe.py: run 22), where pricing it at the mix's factor over-predicted it by 22-34%."""
-        f = self.overheads.interleave_factor
-        if distinct_ops is None:
-            return f
-        share = min(max(distinct_ops - 1, 0) / (INTERLEAVE_MIX_OPS - 1), 1.0)
-        return 1.0 + (f - 1.0) * share
+        """The interleaving factor for a sequence of this many different aten ops (module ``interleave_for``)."""
+        return interleave_for(self.overheads.interleave_factor, distinct_ops)
 
     def dispatch_s(self, kind: str, distinct_ops: int | None = None) -> float:
         """Host time to dispatch one op of a representative kind ('add', 'view', 'addmm', ...) in a

@@ -37,10 +37,14 @@ def test_ratios_cancel_a_host_that_slows_down_between_rounds():
     assert call == pytest.approx([5.0, 5.0]) and kernel == pytest.approx([1.2, 1.2])
 
 
-def test_eager_chain_kernel_is_the_mean_of_addmm_and_relu_dispatch(h100):
+def test_eager_chain_kernel_is_priced_as_the_eager_chain_itself(h100):
+    # mean of addmm and relu dispatch, at the interleaving of 2 different ops: exactly what the
+    # model of time charges per op for a chain alternating mm and relu
     ov = h100.gpu.measurements.overheads
+    dev = DeviceModel(h100.gpu, "cuda")
     addmm, relu = ov.dispatch_by_op_s["addmm"].median_s, ov.dispatch_by_op_s["relu"].median_s
-    assert eager_chain_kernel_s(ov) == pytest.approx((addmm + relu) / 2 * ov.interleave_factor)
+    assert eager_chain_kernel_s(ov) == pytest.approx((addmm + relu) / 2 * dev.interleave_for(2))
+    assert eager_chain_kernel_s(ov) == pytest.approx((dev.dispatch_s("addmm", 2) + dev.dispatch_s("relu", 2)) / 2)
 
 
 def test_refresh_moves_compiled_costs_with_the_eager_scale(h100, monkeypatch):
