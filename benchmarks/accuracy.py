@@ -235,6 +235,15 @@ def replay(path: str, profile, kind: str) -> int:
     return 0
 
 
+def _interleave_models() -> dict:
+    from roofline.curves import interleave_for
+
+    return {"scaled": interleave_for, "calibrated": lambda factor, distinct_ops: factor, "none": lambda factor, distinct_ops: 1.0}
+
+
+INTERLEAVE_MODELS = _interleave_models()
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--profile", required=True)
@@ -245,7 +254,13 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=3, help="time every model this many times, each round after fresh host overheads; the median-error round is kept (default 3)")
     ap.add_argument("--fixed-overheads", action="store_true", help="use the profile's host overheads as calibrated instead of re-measuring them before each model")
     ap.add_argument("--replay", metavar="ACC_JSON", help="re-predict a recorded run's cases with this code, against its recorded measurements (no device needed)")
+    ap.add_argument("--interleave", choices=sorted(INTERLEAVE_MODELS), default="scaled",
+                    help="ablation of the host interleaving factor: scaled by a model's different ops (the model of time), "
+                    "the calibrated factor for every model, or none")
     args = ap.parse_args()
+    import roofline.curves
+
+    roofline.curves.interleave_for = INTERLEAVE_MODELS[args.interleave]
 
     profile, kind = resolve_profile(args.profile, args.device)
     if args.replay:
