@@ -236,6 +236,9 @@ def replay(path: str, profile, kind: str) -> int:
 
 
 def _interleave_models() -> dict:
+    """Ways to price host interleaving, for ``--interleave``: an ablation of eager totals only. It
+    replaces ``roofline.curves.interleave_for`` for the whole process, which also moves the scale
+    that torch.compile costs are stored against, so compiled predictions are off under it."""
     from roofline.curves import interleave_for
 
     return {"scaled": interleave_for, "calibrated": lambda factor, distinct_ops: factor, "none": lambda factor, distinct_ops: 1.0}

@@ -9,7 +9,7 @@ the profiler, counted), the host time to issue one call (no synchronize: the ker
 the host is the bottleneck), and the call-plus-synchronize time that the advice check compares,
 eager and compiled alternated over rounds so that host drift lands on both alike.
 
-``--inference-mode`` runs it all under torch.inference_mode(), as calibration does.
+``--inference-mode`` runs it all under torch.inference_mode(), as calibration did until run 22.
 
 Cases: seed 003's Linear+ReLU nn.Sequential (hidden 128, batch 1; 2 and 8 layers), and the
 calibration's function chain of GEMM + ReLU (64x64; 2 and 8 layers).
@@ -52,7 +52,7 @@ def seq_stack(hidden: int, layers: int, device: str) -> torch.nn.Module:
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--device", default="cuda")
-    ap.add_argument("--inference-mode", action="store_true", help="everything under torch.inference_mode() (as calibration runs) instead of no_grad")
+    ap.add_argument("--inference-mode", action="store_true", help="everything under torch.inference_mode() (as calibration ran until run 22) instead of no_grad")
     args = ap.parse_args()
     torch.set_grad_enabled(False)
     if args.inference_mode:

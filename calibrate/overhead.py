@@ -18,7 +18,8 @@ from roofline.timing import time_fn
 
 ROUNDS = 5  # passes over the representative ops; the median pass of each op is kept
 # Timing budget of the torch.compile stage (opt-in, after ~30 s of compiling): 7 rounds of four
-# chains at ~0.14 s each. At the plan's 0.05 s the ratios of run 22 spread by 0.8 (IQR/median).
+# chains at ~0.14 s each, plus as much again of warm-up: ~8 s. At the plan's 0.05 s the ratios of
+# run 22 spread by 0.8 (IQR/median).
 COMPILED_BUDGET_S = 4.0
 COMPILED_ROUNDS = 7
 INNER = 100  # calls per timed repetition: one perf_counter reading is ~50 ns, one call ~5 us

@@ -20,6 +20,7 @@ timings would measure the difference between the machines, not the model.
 from __future__ import annotations
 
 import statistics
+import time
 from dataclasses import dataclass, field
 
 import torch
@@ -227,19 +228,29 @@ def _graph_replay(model, inputs: tuple, device: str):
 PAIRED_ROUNDS = 5
 
 
-def paired_times(eager, alternative, device: str, *, budget_s: float, rounds: int = PAIRED_ROUNDS) -> tuple[float, float]:
-    """Median eager and alternative times (call + synchronize), timed in alternating rounds.
+def paired_times(eager, alternative, *, budget_s: float, rounds: int = PAIRED_ROUNDS) -> tuple[float, float]:
+    """Median eager and alternative times, timed in alternating rounds; both callables synchronize.
 
     A gain is a difference of two host-bound times. Host speed drifts by tens of percent within
     minutes (and runs slow for seconds after a compile), so two figures timed apart carry the drift
     into the gain: seed 003's compile gain changed sign between runs (RESULTS.md, run 20). Timed
-    side by side in each round, eager and the alternative see the same host.
+    side by side in each round, eager and the alternative see the same host. Each round calls each
+    side as often as ``budget_s`` allows (at least once), so a slow model costs 2 x rounds calls
+    past its warm-up, not the timing protocol's minimum samples per side and round.
     """
+    eager()
+    alternative()
+    t0 = time.perf_counter()
+    eager()
+    call_s = time.perf_counter() - t0
+    per_round = max(1, min(50, int(budget_s / (2 * rounds) / max(call_s, 1e-7))))
     eager_s, alt_s = [], []
     for _ in range(rounds):
         for fn, out in ((eager, eager_s), (alternative, alt_s)):
-            t = time_fn(fn, device=device, clock="host", inner=1, budget_s=budget_s / (2 * rounds), warmup_budget_s=0.02, min_samples=5)
-            out.append(t.median_s)
+            for _ in range(per_round):
+                t0 = time.perf_counter()
+                fn()
+                out.append(time.perf_counter() - t0)
     return statistics.median(eager_s), statistics.median(alt_s)
 
 
@@ -270,7 +281,7 @@ def measure_alternatives(
         if cuda_graphs:
             try:
                 replay = _graph_replay(model, inputs, device)
-                eager_beside["cuda_graphs"], out["cuda_graphs"] = paired_times(eager, replay, device, budget_s=budget_s)
+                eager_beside["cuda_graphs"], out["cuda_graphs"] = paired_times(eager, replay, budget_s=budget_s)
             except Exception as e:
                 notes.append(f"CUDA-graph replay not measured ({type(e).__name__}: {str(e).splitlines()[0][:120]})")
         for mode in compile_modes:
@@ -291,7 +302,7 @@ def measure_alternatives(
                     compiled(*inputs)
                     _sync(device)
 
-                eager_beside[key], out[key] = paired_times(eager, compiled_call, device, budget_s=budget_s)
+                eager_beside[key], out[key] = paired_times(eager, compiled_call, budget_s=budget_s)
             except Exception as e:
                 notes.append(f"torch.compile(mode={mode!r}) not measured ({type(e).__name__}: {str(e).splitlines()[0][:120]})")
     return out, notes, eager_beside

@@ -198,6 +198,13 @@ def test_interleaving_grows_with_the_number_of_different_ops():
     # a chain of one op kind pays its repeated-op dispatch cost, nothing more
     tl = predict_timeline(_graph(4), [_cost(nbytes=4)] * 4, dev, is_module=False)
     assert tl.ops[-1].host_s == pytest.approx(add)
+    # relu and sin alternating: 2 different ops, each op at the factor for 2
+    x = TensorMeta.contiguous((4,))
+    ops = [CapturedOp(index=i, target=(torch.ops.aten.relu.default, torch.ops.aten.sin.default)[i % 2], args=(x,), kwargs={}, outputs=(x,), module="")
+           for i in range(4)]
+    tl = predict_timeline(CapturedGraph(ops=ops, module_calls=0), [_cost(nbytes=4)] * 4, dev, is_module=False)
+    assert dev.interleave_for(2) > 1.0
+    assert tl.ops[-1].host_s == pytest.approx(add * dev.interleave_for(2))
 
 
 def test_interleave_mix_op_count_matches_the_calibration_mix():

@@ -16,6 +16,8 @@ at batch 1), which paid the copy too.
 
 from __future__ import annotations
 
+import re
+
 import torch
 
 from roofline.costs.registry import OpCost, arguments, register, rw_bytes
@@ -26,7 +28,7 @@ aten = torch.ops.aten
 # torch 2.10 lets cuBLASLt's bias epilogue take single-row products (pytorch/pytorch#166307). On
 # torch 2.11 an H100 runs one gemv kernel per Linear at batch 1 and no copy
 # (benchmarks/compile_probe.py, gpu_runs/run21); older torch copies the bias in first.
-BIAS_EPILOGUE_TAKES_ONE_ROW = torch.__version__ >= "2.10"
+BIAS_EPILOGUE_TAKES_ONE_ROW = tuple(int(v) for v in re.match(r"(\d+)\.(\d+)", torch.__version__).groups()) >= (2, 10)  # 2.10 pre-releases too
 
 
 def _gemm_cost(op: CapturedOp, batch: int, m: int, n: int, k: int, operand: TensorMeta,
