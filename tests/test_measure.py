@@ -37,3 +37,24 @@ def test_cpu_part_of_another_machine_is_refused(cpu_quick_profile_path):
     profile.host.identity.model = "Some Other CPU 9000"
     with pytest.raises(ProfileError, match="Some Other CPU 9000"):
         device_for(profile, "cpu")
+
+
+def test_paired_times_alternate_rounds_within_the_budget():
+    # eager and the alternative take turns, round by round; a slow call is made once per round
+    # (not the timing protocol's minimum samples), and the medians come from each side's own calls
+    import time
+
+    from roofline.measure import paired_times
+
+    calls = []
+
+    def slow(name, seconds):
+        def fn():
+            calls.append(name)
+            time.sleep(seconds)
+        return fn
+
+    eager_s, alt_s = paired_times(slow("eager", 0.004), slow("alt", 0.001), budget_s=0.01, rounds=3)
+    assert calls[:3] == ["eager", "alt", "eager"]  # warm-up of each, then one eager call to size the rounds
+    assert calls[3:] == ["eager", "alt"] * 3  # 0.01 s / 6 per side per round < one call: one call each
+    assert eager_s > alt_s >= 0.001
