@@ -27,6 +27,7 @@ sys.path.insert(0, str(REPO))
 
 import torch  # noqa: E402
 
+from benchmarks.cases import pick  # noqa: E402
 from roofline.analysis import attach_measurement, resolve_profile, run_analysis  # noqa: E402
 from roofline.loading import load_model_file  # noqa: E402
 from roofline.measure import add_per_op, device_for, measure, refresh_overheads  # noqa: E402
@@ -69,22 +70,6 @@ CASES_CPU = [
     ("lstm b1", "lstm.py", "float32", "batch=1", "overhead"),
     ("gpt_block b1", "gpt_block.py", "float32", "batch=1", "compute"),
 ]
-
-
-def _pick(loaded, sweep_label):
-    """The default model and inputs, or the sweep entry whose label matches."""
-    if sweep_label is None:
-        return loaded.model, loaded.example_inputs
-    sweep = getattr(loaded.module, "sweep", None)
-    if sweep is None:
-        raise SystemExit(f"{loaded.path} has no sweep()")
-    want = set(sweep_label.replace(" ", ",").split(",")) - {""}
-    labels = []
-    for label, model, inputs in sweep():
-        labels.append(label)
-        if want <= set(label.replace(" ", ",").split(",")):
-            return model, inputs
-    raise SystemExit(f"{loaded.path}: no sweep entry {sweep_label!r}; have {labels}")
 
 
 def runtime_estimator_s(model, inputs, device: str) -> float | None:
@@ -162,9 +147,9 @@ def time_case(case, profile, kind, device, with_rte: bool) -> dict:
     path = REPO / "examples" / file
     meta = load_model_file(path, materialize=False)
     with torch.device("meta"):
-        meta_model, meta_inputs = _pick(meta, sweep_label)
+        meta_model, meta_inputs = pick(meta, sweep_label)
     real = load_model_file(path, materialize=True)
-    real_model, real_inputs = _pick(real, sweep_label)
+    real_model, real_inputs = pick(real, sweep_label)
     t0 = time.perf_counter()
     report, graph, dev = run_analysis(
         meta_model, meta_inputs, profile, device=kind, name=label, user_files=[path],
@@ -224,7 +209,7 @@ def replay(path: str, profile, kind: str) -> int:
             os.environ.pop("ROOFLINE_EXAMPLE_DTYPE", None)
         meta = load_model_file(REPO / "examples" / file, materialize=False)
         with torch.device("meta"):
-            model, inputs = _pick(meta, sweep_label)
+            model, inputs = pick(meta, sweep_label)
         report = run_analysis(model, inputs, profile, device=kind, name=label, batch_sweep=False)[0]
         measured = recorded[label]["measured_s"]
         err = (report.total.predicted_s - measured) / measured

@@ -28,6 +28,7 @@ sys.path.insert(0, str(REPO))
 
 import torch  # noqa: E402
 
+from benchmarks.cases import load_case  # noqa: E402
 from roofline.advice import stream_pipeline  # noqa: E402
 from roofline.analysis import run_analysis  # noqa: E402
 from roofline.curves import DeviceModel  # noqa: E402
@@ -127,18 +128,8 @@ def gains(profile, device, skip_compile: bool):
     cases = [("seed003_linear_relu.py", "hidden=128,batch=1"), ("mlp_tiny.py", None), ("seed002_rnn_step.py", None), ("seed000_nested_sin.py", None)]
     timed = []
     for file, sweep_label in cases:
-        meta = load_model_file(REPO / "examples" / file)
-        real = load_model_file(REPO / "examples" / file, materialize=True)
-        mm, mi, rm, ri = meta.model, meta.example_inputs, real.model, real.example_inputs
-        if sweep_label:
-            want = set(sweep_label.split(","))
-            with torch.device("meta"):
-                mm, mi = next((m, i) for lab, m, i in meta.module.sweep() if want <= set(lab.split(",")))
-            rm, ri = next((m, i) for lab, m, i in real.module.sweep() if want <= set(lab.split(",")))
         refresh(profile, device)
-        report, graph, _ = run_analysis(mm, mi, profile, device="cuda", name=file, batch_sweep=False, capture_device="cuda")
-        model = rm.to(device).eval() if isinstance(rm, torch.nn.Module) else rm
-        inputs = tuple(t.to(device) if isinstance(t, torch.Tensor) else t for t in ri)
+        report, mm, mi, graph, model, inputs = load_case(file, sweep_label, profile, device)
         measured, notes, eager = measure_alternatives(model, inputs, device, compile_modes=())
         timed.append((file, mm, mi, graph, model, inputs))
         _gain_rows(rows, file, report, eager, measured, notes)

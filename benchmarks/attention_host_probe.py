@@ -24,16 +24,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
+from benchmarks.cases import kernel_names  # noqa: E402
 from roofline.timing import time_fn  # noqa: E402
-
-
-def kernel_names(fn, device: str) -> list[str]:
-    from torch.profiler import ProfilerActivity, profile
-
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        fn()
-        torch.cuda.synchronize(device)
-    return [e.name for e in prof.events() if getattr(e, "device_type", None) == torch.autograd.DeviceType.CUDA]
 
 
 def issue_us(fn, device: str) -> float:

@@ -28,18 +28,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import torch  # noqa: E402
 
 from calibrate.overhead import _compiled_chain, single_process_compile  # noqa: E402
+from benchmarks.cases import kernel_names  # noqa: E402
 from roofline.timing import time_fn  # noqa: E402
 
 ROUNDS = 5
-
-
-def kernel_names(fn, device: str) -> list[str]:
-    from torch.profiler import ProfilerActivity, profile
-
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        fn()
-        torch.cuda.synchronize(device)
-    return [e.name for e in prof.events() if getattr(e, "device_type", None) == torch.autograd.DeviceType.CUDA]
 
 
 def seq_stack(hidden: int, layers: int, device: str) -> torch.nn.Module:

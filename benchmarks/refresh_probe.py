@@ -24,17 +24,12 @@ sys.path.insert(0, str(REPO))
 import torch  # noqa: E402
 
 from calibrate.overhead import measure_overheads  # noqa: E402
+from benchmarks.cases import load_case  # noqa: E402
 from roofline.analysis import run_analysis  # noqa: E402
-from roofline.loading import load_model_file  # noqa: E402
 from roofline.measure import measure_total  # noqa: E402
 from roofline.profiles import load_profile_file  # noqa: E402
 
 CASES = [("seed003_linear_relu.py", "hidden=128,batch=1"), ("mlp_tiny.py", None), ("seed002_rnn_step.py", None)]
-
-
-def _pick(module, label):
-    want = set(label.split(","))
-    return next((m, i) for lab, m, i in module.sweep() if want <= set(lab.split(",")))
 
 
 def main() -> int:
@@ -44,19 +39,7 @@ def main() -> int:
     args = ap.parse_args()
     device = "cuda"
     profile = load_profile_file(args.profile)
-    models = []
-    for file, label in CASES:
-        meta = load_model_file(REPO / "examples" / file)
-        real = load_model_file(REPO / "examples" / file, materialize=True)
-        mm, mi, rm, ri = meta.model, meta.example_inputs, real.model, real.example_inputs
-        if label:
-            with torch.device("meta"):
-                mm, mi = _pick(meta.module, label)
-            rm, ri = _pick(real.module, label)
-        _, graph, _ = run_analysis(mm, mi, profile, device="cuda", name=file, batch_sweep=False, capture_device="cuda")
-        model = rm.to(device).eval() if isinstance(rm, torch.nn.Module) else rm
-        inputs = tuple(t.to(device) if isinstance(t, torch.Tensor) else t for t in ri)
-        models.append((file, mm, mi, graph, model, inputs))
+    models = [(file, *load_case(file, label, profile, device)[1:]) for file, label in CASES]
 
     modes = {"no_grad": torch.no_grad, "inference_mode": torch.inference_mode}
     rows = {(file, key): [] for file, *_ in models for key in ("measured", *modes)}
@@ -86,6 +69,9 @@ def main() -> int:
             errs = [(p - m) / m for p, m in zip(rows[file, mode], meas)]
             cells.append(f"{mode}: median error {100 * statistics.median(errs):+.0f}%, spread {100 * (max(errs) - min(errs)):.0f} points")
         print(f"  {file:<24} measured {statistics.median(meas) * 1e6:7.1f} us  " + "  ".join(cells))
+    ratios = [a / b for file, *_ in models for a, b in zip(rows[file, "no_grad"], rows[file, "inference_mode"])]
+    print(f"prediction with no_grad overheads / with inference_mode overheads of the same round: median {statistics.median(ratios):.3f} "
+          f"over {len(ratios)}, range {min(ratios):.2f}-{max(ratios):.2f}")
     return 0
 
 

@@ -332,7 +332,7 @@ def run_calibration(
     stages: dict[str, float] = {}
     # no_grad, not inference_mode: models are run (and --measure times them) under no_grad, where a
     # view op also records autograd view metadata; inference_mode skips it and measured view
-    # dispatch ~2x cheaper on the host (benchmarks/refresh_probe.py, run 22: 1.5 against 3.0 us).
+    # dispatch ~2x cheaper on the host (benchmarks/refresh_probe.py, run 22: median of 7 rounds).
     with torch.no_grad(), _Progress(total, show_progress) as progress:
         if gplan is not None:
             gpu_meas = _measure_part(device, gplan, progress, warnings, stages=stages)

@@ -263,8 +263,14 @@ def eager_chain_kernel_s(overheads: Overheads) -> float:
     (``DeviceModel.interleave_for``). torch.compile's host costs are calibrated as ratios to the
     chain's measured eager cost and stored times this, so that prediction prices compiled and eager
     code on one scale, and both move together when host overheads are re-measured."""
-    parts = [overheads.dispatch_by_op_s.get(k) or overheads.dispatch_s for k in ("addmm", "relu")]
-    return sum(p.median_s for p in parts) / len(parts) * interleave_for(overheads.interleave_factor, 2)
+    return (dispatch_s(overheads, "addmm", 2) + dispatch_s(overheads, "relu", 2)) / 2
+
+
+def dispatch_s(overheads: Overheads, kind: str, distinct_ops: int | None = None) -> float:
+    """Host time to dispatch one op of a representative kind ('add', 'view', 'addmm', ...; the plain
+    dispatch cost for a kind not calibrated) in a sequence of ``distinct_ops`` different ops."""
+    stat = overheads.dispatch_by_op_s.get(kind) or overheads.dispatch_s
+    return stat.median_s * interleave_for(overheads.interleave_factor, distinct_ops)
 
 
 def interleave_for(factor: float, distinct_ops: int | None) -> float:
@@ -359,8 +365,5 @@ class DeviceModel:
         return interleave_for(self.overheads.interleave_factor, distinct_ops)
 
     def dispatch_s(self, kind: str, distinct_ops: int | None = None) -> float:
-        """Host time to dispatch one op of a representative kind ('add', 'view', 'addmm', ...) in a
-        sequence of ``distinct_ops`` different ops (``interleave_for``)."""
-        by_op = self.overheads.dispatch_by_op_s
-        stat = by_op.get(kind) or self.overheads.dispatch_s
-        return stat.median_s * self.interleave_for(distinct_ops)
+        """Host time to dispatch one op of this kind here (module ``dispatch_s``)."""
+        return dispatch_s(self.overheads, kind, distinct_ops)
