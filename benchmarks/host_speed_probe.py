@@ -1,0 +1,95 @@
+"""Does a host-speed index timed call for call beside a model track that model's eager time?
+
+    python benchmarks/host_speed_probe.py --profile PATH [--rounds 5]
+
+The host-bound rows of the accuracy benchmark measure 1.5-2x apart between rounds of one run
+(benchmarks/RESULTS.md). ``roofline.host_speed`` times calibration's mix of representative ops in
+alternation with the model and scales the prediction's host costs by the mix's time now over its
+time at calibration. This probe checks that step on the host-bound examples: each round times
+each model back to back (``measure_total``, as ``--measure`` did) and paired with the index, and
+prints the prediction as calibrated against the back-to-back time and the scaled prediction
+against the paired time. Then, per model, the spread of each error over the rounds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+import torch  # noqa: E402
+
+from benchmarks.cases import load_case  # noqa: E402
+from roofline.analysis import run_analysis  # noqa: E402
+from roofline.host_speed import host_speed_beside, with_host_scale  # noqa: E402
+from roofline.measure import measure_total  # noqa: E402
+from roofline.profiles import load_profile_file  # noqa: E402
+
+# (label, example file, dtype, sweep label)
+CASES = [
+    ("mlp_tiny", "mlp_tiny.py", None, None),
+    ("linear_relu h128 b1", "seed003_linear_relu.py", None, "hidden=128,batch=1"),
+    ("rnn_step", "seed002_rnn_step.py", None, None),
+    ("rnn_loop", "rnn_loop.py", None, None),
+    ("lstm fp32", "lstm.py", "float32", None),
+    ("pointwise_chain fp32", "pointwise_chain.py", "float32", None),
+    ("pointwise_chain bf16", "pointwise_chain.py", "bfloat16", None),
+    ("gpt_block fp16 b1", "gpt_block.py", "float16", "batch=1"),
+]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--profile", required=True)
+    ap.add_argument("--rounds", type=int, default=5)
+    args = ap.parse_args()
+    profile = load_profile_file(args.profile)
+    device = "cuda"
+    loaded = []
+    for label, file, dtype, sweep in CASES:
+        if dtype:
+            os.environ["ROOFLINE_EXAMPLE_DTYPE"] = dtype
+        else:
+            os.environ.pop("ROOFLINE_EXAMPLE_DTYPE", None)
+        report, mm, mi, graph, model, inputs = load_case(file, sweep, profile, device)
+        loaded.append((label, report, mm, mi, graph, model, inputs))
+    print(f"host speed probe on {torch.cuda.get_device_name(0)}, torch {torch.__version__}, profile {args.profile}")
+    print("per round: back-to-back measured (prediction as calibrated, error) | paired measured, host scale (scaled prediction, error); times in us")
+    errors = {label: ([], []) for label, *_ in loaded}
+    for r in range(1, args.rounds + 1):
+        print(f"round {r}")
+        for label, report, mm, mi, graph, model, inputs in loaded:
+            def call(model=model, inputs=inputs):
+                model(*inputs)
+                torch.cuda.synchronize(device)
+
+            b2b = measure_total(model, inputs, device, budget_s=0.5).median_s
+            paired, speed = host_speed_beside(call, device, profile.gpu.measurements.overheads, budget_s=0.5)
+            scaled = run_analysis(mm, mi, with_host_scale(profile, "cuda", speed.scale), device="cuda", name=label, graph=graph, batch_sweep=False)[0]
+            p0, p1 = report.total.predicted_s, scaled.total.predicted_s
+            e0, e1 = (p0 - b2b) / b2b, (p1 - paired) / paired
+            errors[label][0].append(e0)
+            errors[label][1].append(e1)
+            print(f"  {label:<22} {b2b * 1e6:8.1f} ({p0 * 1e6:8.1f}, {100 * e0:+6.1f}%) | {paired * 1e6:8.1f} x{speed.scale:5.2f} "
+                  f"({p1 * 1e6:8.1f}, {100 * e1:+6.1f}%)  index {speed.index_now_s * 1e6:6.1f}/{speed.index_calibrated_s * 1e6:6.1f}", flush=True)
+    print("per model over the rounds: median error [min, max], as calibrated | scaled by the index")
+    med0, med1, all0, all1 = [], [], [], []
+    for label, (e0, e1) in errors.items():
+        m0, m1 = statistics.median(e0), statistics.median(e1)
+        med0.append(abs(m0))
+        med1.append(abs(m1))
+        all0 += [abs(e) for e in e0]
+        all1 += [abs(e) for e in e1]
+        print(f"  {label:<22} {100 * m0:+6.1f}% [{100 * min(e0):+6.1f}, {100 * max(e0):+6.1f}] | {100 * m1:+6.1f}% [{100 * min(e1):+6.1f}, {100 * max(e1):+6.1f}]")
+    print(f"median-round |error| over models: median {100 * statistics.median(med0):.1f}% max {100 * max(med0):.1f}% | median {100 * statistics.median(med1):.1f}% max {100 * max(med1):.1f}%")
+    print(f"every round's |error|: median {100 * statistics.median(all0):.1f}% max {100 * max(all0):.1f}% | median {100 * statistics.median(all1):.1f}% max {100 * max(all1):.1f}%")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

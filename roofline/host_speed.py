@@ -1,0 +1,131 @@
+"""How fast the host runs now, against calibration: one figure, timed call for call beside the model.
+
+Eager host costs (Python, the dispatcher, the driver's launch path) drift on a shared host by tens
+of percent within seconds: the accuracy benchmark's host-bound models measured 1.5-2x apart
+between rounds of one run, while one prediction stood (benchmarks/RESULTS.md, "The host is the
+error"). Re-measuring every overhead before a model (``measure.refresh_overheads``) took seconds
+and tracked the model only when the host's phase held that long.
+
+The index here is calibration's own mix: every representative op of ``calibrate.overhead`` called
+once in turn, host issue only. The profile records its time implicitly, as the interleaving factor
+times the sum of the ops' dispatch costs (the factor is that ratio). Timed in alternation with the
+model, one index call beside each model call, both see the same host phase, and
+
+    host scale = index time now / index time at calibration
+
+multiplies every host cost of the prediction (``scaled_overheads``); device-side costs stay.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from dataclasses import dataclass
+
+from roofline.profile import Overheads, Stat
+
+# Host-side fields of Overheads: what a slower host makes slower. kernel_min_s and graph_kernel_s
+# are device time and the interleaving factor is a ratio, so they stay.
+HOST_FIELDS = ("dispatch_s", "module_call_s", "synchronize_s", "graph_launch_s", "compiled_call_s", "compiled_kernel_s", "op_small_s")
+INDEX_CALLS = 10  # mix calls per index sample, as calibration timed the mix (``inner=10``)
+PAIRED_BUDGET_S = 1.0
+
+
+def calibrated_index_s(overheads: Overheads) -> float:
+    """The mix's host time as the profile recorded it: interleaving factor x the sum of the
+    representative ops' dispatch costs (view's representative call makes two views)."""
+    alone = sum(stat.median_s * (2 if name == "view" else 1) for name, stat in overheads.dispatch_by_op_s.items())
+    return overheads.interleave_factor * alone
+
+
+def scaled_overheads(overheads: Overheads, scale: float) -> Overheads:
+    """A copy of ``overheads`` with every host cost multiplied by ``scale``."""
+
+    def times(stat: Stat | None) -> Stat | None:
+        return None if stat is None else stat.model_copy(update=dict(median_s=stat.median_s * scale, iqr_s=stat.iqr_s * scale))
+
+    update = {k: times(getattr(overheads, k)) for k in HOST_FIELDS}
+    update["dispatch_by_op_s"] = {name: times(stat) for name, stat in overheads.dispatch_by_op_s.items()}
+    return overheads.model_copy(update=update)
+
+
+@dataclass
+class HostSpeed:
+    """The index timed beside a model, and what it says about the host."""
+
+    index_now_s: float
+    index_calibrated_s: float
+    pairs: int
+
+    @property
+    def scale(self) -> float:
+        return self.index_now_s / self.index_calibrated_s if self.index_calibrated_s > 0 else 1.0
+
+    def describe(self) -> str:
+        return (
+            f"host speed index (calibration's mix of representative ops) {self.index_now_s * 1e6:.0f} us now against "
+            f"{self.index_calibrated_s * 1e6:.0f} us at calibration: host costs x{self.scale:.2f}, timed beside the model over {self.pairs} pairs"
+        )
+
+
+def index_call(device: str):
+    """One index sample's work: the representative-op mix, ``INDEX_CALLS`` times, host issue only."""
+    from calibrate.overhead import representative_ops
+
+    calls = list(representative_ops(device).values())
+
+    def mix():
+        for _ in range(INDEX_CALLS):
+            for fn in calls:
+                fn()
+
+    return mix
+
+
+def _sync(device: str) -> None:
+    if device.startswith("cuda"):
+        import torch
+
+        torch.cuda.synchronize(device)
+
+
+def paired_index(call, device: str, *, budget_s: float = PAIRED_BUDGET_S, min_pairs: int = 7) -> tuple[float, float, int]:
+    """(median model call time, median index time per mix, pairs): ``call`` (which synchronizes)
+    and one index sample alternate until ``budget_s`` is spent (at least ``min_pairs`` pairs). The
+    caller warms ``call`` up first; the index is warmed up here. Runs under ``torch.no_grad()``,
+    the grad mode calibration measured the mix in."""
+    import torch
+
+    mix = index_call(device)
+    with torch.no_grad():
+        for _ in range(3):
+            mix()
+        _sync(device)
+        model_s, index_s = [], []
+        start = time.perf_counter()
+        while len(model_s) < min_pairs or time.perf_counter() - start < budget_s:
+            _sync(device)
+            t0 = time.perf_counter()
+            mix()
+            t1 = time.perf_counter()
+            _sync(device)
+            t2 = time.perf_counter()
+            call()
+            t3 = time.perf_counter()
+            index_s.append((t1 - t0) / INDEX_CALLS)
+            model_s.append(t3 - t2)
+    return statistics.median(model_s), statistics.median(index_s), len(model_s)
+
+
+def host_speed_beside(call, device: str, overheads: Overheads, *, budget_s: float = PAIRED_BUDGET_S) -> tuple[float, HostSpeed]:
+    """(median model time, HostSpeed): the model timed call for call beside the index."""
+    model_s, index_s, pairs = paired_index(call, device, budget_s=budget_s)
+    return model_s, HostSpeed(index_now_s=index_s, index_calibrated_s=calibrated_index_s(overheads), pairs=pairs)
+
+
+def with_host_scale(profile, kind: str, scale: float):
+    """A shallow copy of ``profile`` whose ``kind`` part ('cuda' or 'cpu') has its host costs times ``scale``."""
+    key = "gpu" if kind == "cuda" else "host"
+    part = getattr(profile, key)
+    measurements = part.measurements.model_copy(update=dict(overheads=scaled_overheads(part.measurements.overheads, scale)))
+    return profile.model_copy(update={key: part.model_copy(update=dict(measurements=measurements))})
