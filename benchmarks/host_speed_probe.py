@@ -8,7 +8,9 @@ alternation with the model and scales the prediction's host costs by the mix's t
 time at calibration. This probe checks that step on the host-bound examples: each round times
 each model back to back (``measure_total``, as ``--measure`` did) and paired with the index, and
 prints the prediction as calibrated against the back-to-back time and the scaled prediction
-against the paired time. Then, per model, the spread of each error over the rounds.
+against the paired time, and the model's host issue time (its calls made behind a spin kernel,
+so that no launch waits for the device) against the scaled prediction's host time. Then, per
+model, the spread of each error over the rounds.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import argparse
 import os
 import statistics
 import sys
+import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -43,6 +46,22 @@ CASES = [
 ]
 
 
+def host_issue_s(model, inputs, device: str, predicted_host_s: float, budget_s: float = 0.3) -> float:
+    """Median host time of one forward issued behind a spin kernel long enough to cover it."""
+    cycles = int(1.8e9 * (2 * predicted_host_s + 1e-3))  # ~1.8 GHz: twice the predicted issue time, plus 1 ms
+    times = []
+    start = time.perf_counter()
+    with torch.no_grad():
+        while len(times) < 7 or time.perf_counter() - start < budget_s:
+            torch.cuda.synchronize(device)
+            torch.cuda._sleep(cycles)
+            t0 = time.perf_counter()
+            model(*inputs)
+            times.append(time.perf_counter() - t0)
+            torch.cuda.synchronize(device)
+    return statistics.median(times)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--profile", required=True)
@@ -60,7 +79,7 @@ def main() -> int:
         loaded.append((label, report, mm, mi, graph, model, inputs))
     print(f"host speed probe on {torch.cuda.get_device_name(0)}, torch {torch.__version__}, profile {args.profile}")
     print("per round: back-to-back measured (prediction as calibrated, error) | paired measured, host scale (scaled prediction, error); times in us")
-    errors = {label: ([], []) for label, *_ in loaded}
+    errors = {label: ([], [], []) for label, *_ in loaded}
     for r in range(1, args.rounds + 1):
         print(f"round {r}")
         for label, report, mm, mi, graph, model, inputs in loaded:
@@ -71,21 +90,24 @@ def main() -> int:
             b2b = measure_total(model, inputs, device, budget_s=0.5).median_s
             paired, speed = host_speed_beside(call, device, profile.gpu.measurements.overheads, budget_s=0.5)
             scaled = run_analysis(mm, mi, with_host_scale(profile, "cuda", speed.scale), device="cuda", name=label, graph=graph, batch_sweep=False)[0]
+            issue = host_issue_s(model, inputs, device, scaled.total.host_s)
             p0, p1 = report.total.predicted_s, scaled.total.predicted_s
             e0, e1 = (p0 - b2b) / b2b, (p1 - paired) / paired
             errors[label][0].append(e0)
             errors[label][1].append(e1)
+            errors[label][2].append((scaled.total.host_s - issue) / issue)
             print(f"  {label:<22} {b2b * 1e6:8.1f} ({p0 * 1e6:8.1f}, {100 * e0:+6.1f}%) | {paired * 1e6:8.1f} x{speed.scale:5.2f} "
-                  f"({p1 * 1e6:8.1f}, {100 * e1:+6.1f}%)  index {speed.index_now_s * 1e6:6.1f}/{speed.index_calibrated_s * 1e6:6.1f}", flush=True)
-    print("per model over the rounds: median error [min, max], as calibrated | scaled by the index")
+                  f"({p1 * 1e6:8.1f}, {100 * e1:+6.1f}%)  index {speed.index_now_s * 1e6:6.1f}/{speed.index_calibrated_s * 1e6:6.1f}  "
+                  f"host issue {issue * 1e6:8.1f} (predicted {scaled.total.host_s * 1e6:8.1f}, {100 * (scaled.total.host_s - issue) / issue:+6.1f}%)", flush=True)
+    print("per model over the rounds: median error [min, max], as calibrated | scaled by the index | host issue, scaled")
     med0, med1, all0, all1 = [], [], [], []
-    for label, (e0, e1) in errors.items():
+    for label, (e0, e1, eh) in errors.items():
         m0, m1 = statistics.median(e0), statistics.median(e1)
         med0.append(abs(m0))
         med1.append(abs(m1))
         all0 += [abs(e) for e in e0]
         all1 += [abs(e) for e in e1]
-        print(f"  {label:<22} {100 * m0:+6.1f}% [{100 * min(e0):+6.1f}, {100 * max(e0):+6.1f}] | {100 * m1:+6.1f}% [{100 * min(e1):+6.1f}, {100 * max(e1):+6.1f}]")
+        print(f"  {label:<22} {100 * m0:+6.1f}% [{100 * min(e0):+6.1f}, {100 * max(e0):+6.1f}] | {100 * m1:+6.1f}% [{100 * min(e1):+6.1f}, {100 * max(e1):+6.1f}] | {100 * statistics.median(eh):+6.1f}%")
     print(f"median-round |error| over models: median {100 * statistics.median(med0):.1f}% max {100 * max(med0):.1f}% | median {100 * statistics.median(med1):.1f}% max {100 * max(med1):.1f}%")
     print(f"every round's |error|: median {100 * statistics.median(all0):.1f}% max {100 * max(all0):.1f}% | median {100 * statistics.median(all1):.1f}% max {100 * max(all1):.1f}%")
     return 0

@@ -27,7 +27,8 @@ from roofline.profile import Overheads, Stat
 # Host-side fields of Overheads: what a slower host makes slower. kernel_min_s and graph_kernel_s
 # are device time and the interleaving factor is a ratio, so they stay.
 HOST_FIELDS = ("dispatch_s", "module_call_s", "synchronize_s", "graph_launch_s", "compiled_call_s", "compiled_kernel_s", "op_small_s")
-INDEX_CALLS = 10  # mix calls per index sample, as calibration timed the mix (``inner=10``)
+INDEX_CALLS = 10  # passes of the mix per index sample, as calibration timed the mix (``inner=10``)
+MODEL_BLOCK_S = 2e-3  # model calls timed per block: about as long as one index sample
 PAIRED_BUDGET_S = 1.0
 
 
@@ -55,7 +56,7 @@ class HostSpeed:
 
     index_now_s: float
     index_calibrated_s: float
-    pairs: int
+    blocks: int
 
     @property
     def scale(self) -> float:
@@ -64,20 +65,19 @@ class HostSpeed:
     def describe(self) -> str:
         return (
             f"host speed index (calibration's mix of representative ops) {self.index_now_s * 1e6:.0f} us now against "
-            f"{self.index_calibrated_s * 1e6:.0f} us at calibration: host costs x{self.scale:.2f}, timed beside the model over {self.pairs} pairs"
+            f"{self.index_calibrated_s * 1e6:.0f} us at calibration: host costs x{self.scale:.2f}, timed in {self.blocks} blocks alternating with the model's"
         )
 
 
 def index_call(device: str):
-    """One index sample's work: the representative-op mix, ``INDEX_CALLS`` times, host issue only."""
+    """One pass of the index: every representative op called once in turn, host issue only."""
     from calibrate.overhead import representative_ops
 
     calls = list(representative_ops(device).values())
 
     def mix():
-        for _ in range(INDEX_CALLS):
-            for fn in calls:
-                fn()
+        for fn in calls:
+            fn()
 
     return mix
 
@@ -89,38 +89,49 @@ def _sync(device: str) -> None:
         torch.cuda.synchronize(device)
 
 
-def paired_index(call, device: str, *, budget_s: float = PAIRED_BUDGET_S, min_pairs: int = 7) -> tuple[float, float, int]:
-    """(median model call time, median index time per mix, pairs): ``call`` (which synchronizes)
-    and one index sample alternate until ``budget_s`` is spent (at least ``min_pairs`` pairs). The
-    caller warms ``call`` up first; the index is warmed up here. Runs under ``torch.no_grad()``,
-    the grad mode calibration measured the mix in."""
+def paired_index(call, device: str, *, budget_s: float = PAIRED_BUDGET_S, min_blocks: int = 7) -> tuple[float, float, int]:
+    """(median model call time, median index time per pass, blocks): blocks of ``call`` (which
+    synchronizes) and blocks of the index alternate until ``budget_s`` is spent (at least
+    ``min_blocks`` of each). Each block starts with one untimed call: a model call right after the
+    index, or the index right after the model, runs up to 1.5x slow while the other's code leaves
+    the host's caches (run 28: seed 002's RNN step measured 82-116 us right after the index against
+    57-76 us back to back), and the model's time that prediction is for is the back-to-back one.
+    Then the model block times calls for ``MODEL_BLOCK_S`` (at least one) and the index block
+    ``INDEX_CALLS`` passes. Runs under ``torch.no_grad()``, the grad mode of calibration."""
     import torch
 
     mix = index_call(device)
     with torch.no_grad():
-        for _ in range(3):
+        for _ in range(3 * INDEX_CALLS):
             mix()
         _sync(device)
-        model_s, index_s = [], []
+        model_s, index_s, blocks = [], [], 0
         start = time.perf_counter()
-        while len(model_s) < min_pairs or time.perf_counter() - start < budget_s:
+        while blocks < min_blocks or time.perf_counter() - start < budget_s:
             _sync(device)
-            t0 = time.perf_counter()
             mix()
-            t1 = time.perf_counter()
+            t0 = time.perf_counter()
+            for _ in range(INDEX_CALLS):
+                mix()
+            index_s.append((time.perf_counter() - t0) / INDEX_CALLS)
             _sync(device)
-            t2 = time.perf_counter()
             call()
-            t3 = time.perf_counter()
-            index_s.append((t1 - t0) / INDEX_CALLS)
-            model_s.append(t3 - t2)
-    return statistics.median(model_s), statistics.median(index_s), len(model_s)
+            block_start = time.perf_counter()
+            while True:
+                t0 = time.perf_counter()
+                call()
+                t1 = time.perf_counter()
+                model_s.append(t1 - t0)
+                if t1 - block_start >= MODEL_BLOCK_S:
+                    break
+            blocks += 1
+    return statistics.median(model_s), statistics.median(index_s), blocks
 
 
 def host_speed_beside(call, device: str, overheads: Overheads, *, budget_s: float = PAIRED_BUDGET_S) -> tuple[float, HostSpeed]:
     """(median model time, HostSpeed): the model timed call for call beside the index."""
-    model_s, index_s, pairs = paired_index(call, device, budget_s=budget_s)
-    return model_s, HostSpeed(index_now_s=index_s, index_calibrated_s=calibrated_index_s(overheads), pairs=pairs)
+    model_s, index_s, blocks = paired_index(call, device, budget_s=budget_s)
+    return model_s, HostSpeed(index_now_s=index_s, index_calibrated_s=calibrated_index_s(overheads), blocks=blocks)
 
 
 def with_host_scale(profile, kind: str, scale: float):
