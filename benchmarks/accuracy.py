@@ -30,7 +30,8 @@ import torch  # noqa: E402
 from benchmarks.cases import pick  # noqa: E402
 from roofline.analysis import attach_measurement, resolve_profile, run_analysis  # noqa: E402
 from roofline.loading import load_model_file  # noqa: E402
-from roofline.measure import add_per_op, device_for, measure, refresh_overheads  # noqa: E402
+from roofline.host_speed import with_host_scale  # noqa: E402
+from roofline.measure import add_per_op, device_for, measure  # noqa: E402
 
 # (label, example file, dtype or None, sweep label or None, regime the case is meant to exercise)
 CASES_GPU = [
@@ -137,7 +138,24 @@ def dominant(shares: dict[str, float]) -> str:
     return max(("compute", "memory", "overhead"), key=lambda k: shares.get(k, 0.0))
 
 
-def time_case(case, profile, kind, device, with_rte: bool) -> dict:
+def _part_overheads(profile, kind):
+    return (profile.gpu if kind == "cuda" else profile.host).measurements.overheads
+
+
+def timed_round(t: dict, profile, kind, device, index: bool) -> tuple[float, float, float | None, float | None]:
+    """(predicted as calibrated, measured, host scale, predicted at that host speed) for one timing
+    of a captured case; the last two are None without the host-speed index."""
+    m = measure(t["graph"], t["model"], t["inputs"], device, per_op=False, overheads=_part_overheads(profile, kind) if index else None)
+    t["measurement"] = m
+    pred = t["report"].total.predicted_s
+    if m.host_speed is None:
+        return pred, m.total.median_s, None, None
+    scale = m.host_speed.scale
+    now = run_analysis(t["meta_model"], t["meta_inputs"], with_host_scale(profile, kind, scale), device=kind, name=t["row"]["label"], graph=t["graph"], batch_sweep=False)[0]
+    return pred, m.total.median_s, scale, now.total.predicted_s
+
+
+def time_case(case, profile, kind, device, with_rte: bool, index: bool) -> dict:
     """Capture, predict and time one case end to end (no profiler: see ``profile_case``)."""
     label, file, dtype, sweep_label, intended = case
     if dtype:
@@ -156,17 +174,21 @@ def time_case(case, profile, kind, device, with_rte: bool) -> dict:
         capture_device="cuda" if kind == "cuda" else "cpu",
     )
     analyze_s = time.perf_counter() - t0
-    measurement = measure(graph, real_model, real_inputs, device, per_op=False)
-    pred, meas = report.total.predicted_s, measurement.total.median_s
+    model, inputs = real_model, real_inputs
+    if isinstance(model, torch.nn.Module):
+        model = model.to(device).eval()
+    inputs = tuple(x.to(device) if isinstance(x, torch.Tensor) else x for x in inputs)
+    t = dict(report=report, graph=graph, dev=dev, model=model, inputs=inputs, meta_model=meta_model, meta_inputs=meta_inputs, row=dict(label=label))
+    pred, meas, scale, now = timed_round(t, profile, kind, device, index)
     rte = runtime_estimator_s(meta_model, meta_inputs, "cuda") if with_rte else None
-    row = dict(
-        label=label, intended=intended, predicted_s=pred, measured_s=meas, spread_s=measurement.total.iqr_s,
-        error=(pred - meas) / meas, rte_s=rte, rte_error=((rte - meas) / meas) if rte is not None else None,
+    t["row"] = dict(
+        label=label, intended=intended, predicted_s=pred, measured_s=meas, spread_s=t["measurement"].total.iqr_s,
+        host_scale=scale, predicted_now_s=now, error=(pred - meas) / meas, error_now=None if now is None else (now - meas) / meas,
+        rte_s=rte, rte_error=((rte - meas) / meas) if rte is not None else None,
         ops=len(report.ops), analyze_s=analyze_s, warnings=report.warnings[:3],
     )
-    return dict(row=row, report=report, graph=graph, dev=dev, measurement=measurement, model=real_model, inputs=real_inputs, rounds=[(pred, meas)],
-        meta_model=meta_model, meta_inputs=meta_inputs,
-    )
+    t["rounds"] = [(pred, meas, scale, now)]
+    return t
 
 
 def profile_case(case: dict, device: str) -> dict:
@@ -178,6 +200,7 @@ def profile_case(case: dict, device: str) -> dict:
     report, row = case["report"], case["row"]
     add_per_op(case["measurement"], case["graph"], case["model"], case["inputs"], device)
     attach_measurement(report, case["measurement"], case["dev"])
+    report.total.measured_s = row["measured_s"]  # the kept round's
     pred = report.total.predicted_s
     row["op_errors"] = [abs(o.error) for o in report.ops if o.error is not None and o.measured_s and o.measured_s >= 20e-6]
     p_shares = {k: v / pred for k, v in report.total.regime_s.items() if k != "none"}
@@ -226,10 +249,14 @@ def _interleave_models() -> dict:
     that torch.compile costs are stored against, so compiled predictions are off under it."""
     from roofline.curves import interleave_for
 
-    return {"scaled": interleave_for, "calibrated": lambda factor, distinct_ops: factor, "none": lambda factor, distinct_ops: 1.0}
+    return {"scaled": interleave_for, "calibrated": lambda factor, distinct_kinds: factor, "none": lambda factor, distinct_kinds: 1.0}
 
 
 INTERLEAVE_MODELS = _interleave_models()
+
+
+def _fmt_err(e) -> str:
+    return "     -" if e is None else f"{100 * e:+6.1f}%"
 
 
 def main() -> int:
@@ -239,11 +266,12 @@ def main() -> int:
     ap.add_argument("--json")
     ap.add_argument("--only", nargs="*", help="labels (substrings) to run")
     ap.add_argument("--no-rte", action="store_true", help="skip the RuntimeEstimator baseline")
-    ap.add_argument("--rounds", type=int, default=3, help="time every model this many times, each round after fresh host overheads; the median-error round is kept (default 3)")
-    ap.add_argument("--fixed-overheads", action="store_true", help="use the profile's host overheads as calibrated instead of re-measuring them before each model")
+    ap.add_argument("--rounds", type=int, default=3, help="time every model this many times; the median-error round is kept (default 3)")
+    ap.add_argument("--fixed-overheads", action="store_true",
+                    help="time models without the host-speed index beside them: predictions as calibrated only")
     ap.add_argument("--replay", metavar="ACC_JSON", help="re-predict a recorded run's cases with this code, against its recorded measurements (no device needed)")
     ap.add_argument("--interleave", choices=sorted(INTERLEAVE_MODELS), default="scaled",
-                    help="ablation of the host interleaving factor: scaled by a model's different ops (the model of time), "
+                    help="ablation of the host interleaving factor: scaled by a model's different dispatch kinds (the model of time), "
                     "the calibrated factor for every model, or none")
     args = ap.parse_args()
     import roofline.curves
@@ -257,53 +285,51 @@ def main() -> int:
     cases = CASES_GPU if kind == "cuda" else CASES_CPU
     if args.only:
         cases = [c for c in cases if any(s in c[0] for s in args.only)]
+    index = not args.fixed_overheads
     print(f"accuracy on {profile.device} ({kind}), profile '{profile.name}', torch {torch.__version__}, {time.strftime('%Y-%m-%d')}")
-    rows = []
-    print("host overheads: " + ("as calibrated" if args.fixed_overheads else "re-measured before each model (--fixed-overheads to keep the profile's)"))
-    if not args.fixed_overheads:
-        # The first host figures of a process come out up to 1.5x high (benchmarks/host_state_probe.py,
-        # "fresh" against later phases): one discarded round brings the host to its working state.
-        refresh_overheads(profile, kind, device)
+    print("host overheads: as calibrated" + (
+        "; each model also timed in blocks alternating with the host-speed index (roofline.host_speed), and predicted again "
+        "with host costs times the index's scale ('now')" if index else ""))
     timed = []
-    print("end to end (every case timed before any per-op profiling):")
+    print("end to end (every case timed before any per-op profiling); predicted as calibrated | at the host's speed now:")
     for case in cases:
         try:
-            if not args.fixed_overheads:
-                refresh_overheads(profile, kind, device)
-            t = time_case(case, profile, kind, device, with_rte=kind == "cuda" and not args.no_rte)
+            t = time_case(case, profile, kind, device, with_rte=kind == "cuda" and not args.no_rte, index=index)
         except Exception as e:
             print(f"  {case[0]:<26} FAILED: {type(e).__name__}: {str(e).splitlines()[0][:160]}")
             continue
         timed.append(t)
         r = t["row"]
         rte = f"{r['rte_s'] * 1e3:9.3f} ms {100 * r['rte_error']:+6.0f}%" if r["rte_s"] is not None else f"{'-':>19}"
+        now = f"| x{r['host_scale']:.2f} {r['predicted_now_s'] * 1e3:9.3f} ms {_fmt_err(r['error_now'])}" if r["host_scale"] else ""
         print(
             f"  {r['label']:<26} predicted {r['predicted_s'] * 1e3:9.3f} ms  measured {r['measured_s'] * 1e3:9.3f} ms "
-            f"(IQR {100 * (r['spread_s'] or 0) / r['measured_s']:3.0f}%)  error {100 * r['error']:+6.1f}%  |  RTE {rte}",
+            f"(IQR {100 * (r['spread_s'] or 0) / r['measured_s']:3.0f}%)  error {100 * r['error']:+6.1f}% {now} |  RTE {rte}",
             flush=True,
         )
     for round_ in range(2, args.rounds + 1):
-        print(f"round {round_} of {args.rounds}: host overheads re-measured, prediction redone on the captured graph, model timed again", flush=True)
+        print(f"round {round_} of {args.rounds}: every model timed again" + (" beside the index" if index else ""), flush=True)
         for t in timed:
-            if not args.fixed_overheads:
-                refresh_overheads(profile, kind, device)
-            again = run_analysis(t["meta_model"], t["meta_inputs"], profile, device=kind, name=t["row"]["label"], graph=t["graph"], batch_sweep=False)[0]
-            m = measure(t["graph"], t["model"], t["inputs"], device, per_op=False).total
-            t["rounds"].append((again.total.predicted_s, m.median_s))
+            t["rounds"].append(timed_round(t, profile, kind, device, index))
     if args.rounds > 1:
-        print(f"end to end over {args.rounds} rounds (the round with the median error is kept):")
+        print(f"end to end over {args.rounds} rounds, predicted/measured ms (error) [host scale, error at it]; the round with the median error is kept:")
     for t in timed:
         r, rounds = t["row"], t["rounds"]
-        errors = [(p - m) / m for p, m in rounds]
-        keep = sorted(range(len(errors)), key=lambda i: errors[i])[len(errors) // 2]
-        r["rounds"] = [dict(predicted_s=p, measured_s=m) for p, m in rounds]
-        r["predicted_s"], r["measured_s"] = rounds[keep]
-        r["error"] = errors[keep]
+        errors = [(p - m) / m for p, m, _, _ in rounds]
+        errors_now = [None if n is None else (n - m) / m for _, m, _, n in rounds]
+        key = errors_now if index and all(e is not None for e in errors_now) else errors
+        keep = sorted(range(len(key)), key=lambda i: key[i])[len(key) // 2]
+        r["rounds"] = [dict(predicted_s=p, measured_s=m, host_scale=sc, predicted_now_s=n) for p, m, sc, n in rounds]
+        r["predicted_s"], r["measured_s"], r["host_scale"], r["predicted_now_s"] = rounds[keep]
+        r["error"], r["error_now"] = errors[keep], errors_now[keep]
         if r["rte_s"] is not None:
             r["rte_error"] = (r["rte_s"] - r["measured_s"]) / r["measured_s"]
         if args.rounds > 1:
-            listed = "  ".join(f"{1e3 * p:7.3f}/{1e3 * m:7.3f} ({100 * e:+5.1f}%)" for (p, m), e in zip(rounds, errors))
-            print(f"  {r['label']:<26} predicted/measured ms: {listed}  ->  {100 * r['error']:+6.1f}%", flush=True)
+            listed = "  ".join(
+                f"{1e3 * p:7.3f}/{1e3 * m:7.3f} ({100 * e:+5.1f}%)" + (f" [x{sc:.2f} {100 * en:+5.1f}%]" if sc else "")
+                for (p, m, sc, _), e, en in zip(rounds, errors, errors_now)
+            )
+            print(f"  {r['label']:<26} {listed}  ->  {_fmt_err(r['error'])}" + (f" | now {_fmt_err(r['error_now'])}" if index else ""), flush=True)
     print("per op (profiler), and the dominant regime predicted/measured:")
     rows = []
     for t in timed:
@@ -315,24 +341,30 @@ def main() -> int:
             t[k] = None  # free device memory as we go
     if not rows:
         return 1
-    errs = [abs(r["error"]) for r in rows]
     op_errs = [e for r in rows for e in r["op_errors"]]
     agree = sum(r["predicted_regime"] == r["measured_regime"] for r in rows)
     rte_rows = [r for r in rows if r["rte_s"] is not None]
-    wins = sum(abs(r["error"]) < abs(r["rte_error"]) for r in rte_rows)
     print()
     print(f"models: {len(rows)}")
-    print(f"end-to-end |error|: median {100 * statistics.median(errs):.1f}%, max {100 * max(errs):.1f}%")
+    for name, key in (("as calibrated", "error"), ("at the host's speed now", "error_now")):
+        errs = [abs(r[key]) for r in rows if r.get(key) is not None]
+        if not errs:
+            continue
+        line = f"end-to-end |error|, {name}: median {100 * statistics.median(errs):.1f}%, max {100 * max(errs):.1f}%"
+        if rte_rows:
+            wins = sum(abs(r[key]) < abs(r["rte_error"]) for r in rte_rows if r.get(key) is not None)
+            line += f"; lower than RuntimeEstimator on {wins}/{len(rte_rows)} models"
+        print(line)
+    if index:
+        scales = [r["host_scale"] for r in rows if r["host_scale"]]
+        print(f"host scale over the kept rounds: median {statistics.median(scales):.2f}, {min(scales):.2f}-{max(scales):.2f}")
     if op_errs:
         print(f"per-op |error| for ops >= 20 us: median {100 * statistics.median(op_errs):.1f}% over {len(op_errs)} ops")
     print(f"dominant regime agrees: {agree}/{len(rows)}")
     if rte_rows:
-        print(
-            f"RuntimeEstimator: median |error| {100 * statistics.median(abs(r['rte_error']) for r in rte_rows):.1f}%; "
-            f"roofline lower on {wins}/{len(rte_rows)} models"
-        )
+        print(f"RuntimeEstimator: median |error| {100 * statistics.median(abs(r['rte_error']) for r in rte_rows):.1f}%")
     if args.json:
-        Path(args.json).write_text(json.dumps(dict(device=profile.device, kind=kind, profile=profile.name, torch=torch.__version__, rows=rows), indent=1))
+        Path(args.json).write_text(json.dumps(dict(device=profile.device, kind=kind, profile=profile.name, torch=torch.__version__, host_index=index, rows=rows), indent=1))
     return 0
 
 

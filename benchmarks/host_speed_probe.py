@@ -88,7 +88,8 @@ def main() -> int:
                 torch.cuda.synchronize(device)
 
             b2b = measure_total(model, inputs, device, budget_s=0.5).median_s
-            paired, speed = host_speed_beside(call, device, profile.gpu.measurements.overheads, budget_s=0.5)
+            timing, speed = host_speed_beside(call, device, profile.gpu.measurements.overheads, budget_s=0.5)
+            paired = timing.median_s
             scaled = run_analysis(mm, mi, with_host_scale(profile, "cuda", speed.scale), device="cuda", name=label, graph=graph, batch_sweep=False)[0]
             issue = host_issue_s(model, inputs, device, scaled.total.host_s)
             p0, p1 = report.total.predicted_s, scaled.total.predicted_s

@@ -338,11 +338,38 @@ def attach_measurement(report: Report, measurement, dev: DeviceModel) -> Report:
     return report
 
 
-def attach_alternatives(report: Report, measured: dict, notes: list[str], eager_beside: dict | None = None) -> Report:
+def predict_at_host_scale(report: Report, model, example_inputs, profile, graph, scale: float) -> Report:
+    """The report's captured graph predicted again with every host cost times ``scale``."""
+    from roofline.host_speed import with_host_scale
+
+    prof, kind = resolve_profile(profile, report.profile.kind)
+    return run_analysis(
+        model, example_inputs, with_host_scale(prof, kind, scale), device=kind, name=report.model, graph=graph,
+        allow_tf32=report.allow_tf32, batch_sweep=False,
+    )[0]
+
+
+def attach_host_speed(report: Report, speed, model, example_inputs, profile, graph) -> Report:
+    """Put the prediction at the host's speed of the measurement beside the one as calibrated: the
+    same graph predicted again with every host cost times the host-speed index's scale
+    (``roofline.host_speed``). Host speed drifts by tens of percent on a shared machine; this
+    separates that drift from the model's own error."""
+    again = predict_at_host_scale(report, model, example_inputs, profile, graph, speed.scale)
+    report.total.host_scale = speed.scale
+    report.total.predicted_at_host_now_s = again.total.predicted_s
+    return report
+
+
+def attach_alternatives(
+    report: Report, measured: dict, notes: list[str], eager_beside: dict | None = None, scale_beside: dict | None = None, predict_at=None
+) -> Report:
     """Put measured CUDA-graph and torch.compile times beside the predicted ones, with the gains.
 
     A measured gain is the eager time timed beside the alternative (``eager_beside``, from
-    ``measure.measure_alternatives``) less the alternative's; without it, the report's own eager time."""
+    ``measure.measure_alternatives``) less the alternative's; without it, the report's own eager time.
+    With the host scales timed beside each alternative (``scale_beside``) and ``predict_at(scale)``
+    (a Report predicted at that host scale: ``predict_at_host_scale``), each row also carries the
+    gain predicted at the host's speed of its own measurement."""
     predicted = report.extras.get("alternatives_s", {})
     report.extras["measured_alternatives_s"] = measured
     rows = []
@@ -354,11 +381,23 @@ def attach_alternatives(report: Report, measured: dict, notes: list[str], eager_
         pred_gain = report.total.predicted_s - pred
         meas_gain = eager_measured - value
         err = (pred_gain - meas_gain) / abs(meas_gain) if meas_gain else None
-        rows.append(dict(alternative=key, predicted_s=pred, measured_s=value, measured_eager_s=eager_measured,
-                         predicted_gain_s=pred_gain, measured_gain_s=meas_gain, gain_error=err))
+        row = dict(alternative=key, predicted_s=pred, measured_s=value, measured_eager_s=eager_measured,
+                   predicted_gain_s=pred_gain, measured_gain_s=meas_gain, gain_error=err)
+        now = ""
+        scale = (scale_beside or {}).get(key)
+        if scale is not None and predict_at is not None:
+            at = predict_at(scale)
+            alt_now = at.extras.get("alternatives_s", {}).get(key)
+            if alt_now is not None:
+                gain_now = at.total.predicted_s - alt_now
+                err_now = (gain_now - meas_gain) / abs(meas_gain) if meas_gain else None
+                row.update(host_scale=scale, predicted_eager_now_s=at.total.predicted_s, predicted_now_s=alt_now,
+                           predicted_gain_now_s=gain_now, gain_error_now=err_now)
+                now = f"; at the host's speed beside it (x{scale:.2f}) {seconds(gain_now)}" + (f", {100 * err_now:+.0f}%" if err_now is not None else "")
+        rows.append(row)
         report.advice.append(
             f"checked: {key.replace('_', ' ')} measured {seconds(value)} against eager {seconds(eager_measured)} "
-            f"(gain {seconds(meas_gain)}; predicted {seconds(pred_gain)}" + (f", {100 * err:+.0f}%)" if err is not None else ")")
+            f"(gain {seconds(meas_gain)}; predicted {seconds(pred_gain)}" + (f", {100 * err:+.0f}%" if err is not None else "") + now + ")"
         )
     report.extras["alternative_gains"] = rows
     report.warnings += notes

@@ -62,18 +62,25 @@ def _cmd_advise(args) -> int:
             torch.backends.cuda.matmul.allow_tf32 = True
         real = load_model_file(args.model_file, materialize=True)
         # every timing before the per-op profile: a profiler session slows later launches (roofline.measure)
-        measurement = measure(graph, real.model, real.example_inputs, measure_device, per_op=False)
+        measurement = measure(graph, real.model, real.example_inputs, measure_device, per_op=False, overheads=dev.overheads)
         alternatives = None
         if kind == "cuda":
             from roofline.measure import measure_alternatives
 
-            alternatives = measure_alternatives(real.model, real.example_inputs, measure_device)
+            alternatives = measure_alternatives(real.model, real.example_inputs, measure_device, overheads=dev.overheads)
         add_per_op(measurement, graph, real.model, real.example_inputs, measure_device)
         attach_measurement(report, measurement, dev)
-        if alternatives is not None:
-            from roofline.analysis import attach_alternatives
+        if measurement.host_speed is not None:
+            from roofline.analysis import attach_host_speed
 
-            attach_alternatives(report, *alternatives)
+            attach_host_speed(report, measurement.host_speed, loaded.model, loaded.example_inputs, profile, graph)
+        if alternatives is not None:
+            from roofline.analysis import attach_alternatives, predict_at_host_scale
+
+            def predict_at(scale):
+                return predict_at_host_scale(report, loaded.model, loaded.example_inputs, profile, graph, scale)
+
+            attach_alternatives(report, *alternatives, predict_at=predict_at)
     render(report, top=args.top)
     if args.json:
         report.write_json(args.json)

@@ -252,39 +252,45 @@ def transfer_s(curve: TransferCurve, nbytes: int) -> float:
     return float(np.interp(nbytes, sizes, times))
 
 
-# Different aten ops in calibrate.overhead's interleaved mix of representative ops, as captured
-# (tests/test_predict.py checks it against the mix).
-INTERLEAVE_MIX_OPS = 14
+# Different dispatch kinds (``roofline.predict.dispatch_kind``: the calibrated representative op
+# that prices an op's host cost) in calibrate.overhead's interleaved mix of representative ops, as
+# captured (tests/test_predict.py checks it against the mix).
+INTERLEAVE_MIX_KINDS = 10
 
 
 def eager_chain_kernel_s(overheads: Overheads) -> float:
     """Eager host cost per kernel of a GEMM + ReLU chain, as prediction prices it: the mean of the
-    addmm and relu dispatch, times the interleaving factor of a sequence of 2 different ops
+    addmm and relu dispatch, times the interleaving factor of a sequence of 2 dispatch kinds
     (``DeviceModel.interleave_for``). torch.compile's host costs are calibrated as ratios to the
     chain's measured eager cost and stored times this, so that prediction prices compiled and eager
     code on one scale, and both move together when host overheads are re-measured."""
     return (dispatch_s(overheads, "addmm", 2) + dispatch_s(overheads, "relu", 2)) / 2
 
 
-def dispatch_s(overheads: Overheads, kind: str, distinct_ops: int | None = None) -> float:
+def dispatch_s(overheads: Overheads, kind: str, distinct_kinds: int | None = None) -> float:
     """Host time to dispatch one op of a representative kind ('add', 'view', 'addmm', ...; the plain
-    dispatch cost for a kind not calibrated) in a sequence of ``distinct_ops`` different ops."""
+    dispatch cost for a kind not calibrated) in a sequence that interleaves ``distinct_kinds``
+    different kinds."""
     stat = overheads.dispatch_by_op_s.get(kind) or overheads.dispatch_s
-    return stat.median_s * interleave_for(overheads.interleave_factor, distinct_ops)
+    return stat.median_s * interleave_for(overheads.interleave_factor, distinct_kinds)
 
 
-def interleave_for(factor: float, distinct_ops: int | None) -> float:
-    """The interleaving factor for a sequence of ``distinct_ops`` different aten ops (None: the
-    calibrated ``factor``).
+def interleave_for(factor: float, distinct_kinds: int | None) -> float:
+    """The interleaving factor for a sequence of ops of ``distinct_kinds`` different dispatch kinds
+    (None: the calibrated ``factor``).
 
     Each dispatch cost is measured on one op repeated, which is a factor of 1 by construction;
-    the calibrated factor is that of the mix of ``INTERLEAVE_MIX_OPS`` different ops. Between the
-    two, the factor is interpolated linearly in the number of different ops: a Linear + ReLU stack
-    alternates 3 aten ops and ran at 0.8-1.0x its dispatch sum (benchmarks/compile_probe.py,
-    refresh_probe.py: runs 21-22), where pricing it at the mix's factor over-predicted it by 22-34%."""
-    if distinct_ops is None:
+    the calibrated factor is that of the mix of ``INTERLEAVE_MIX_KINDS`` kinds (elementwise, views,
+    cuBLAS, cuDNN convolution, batch and layer norm, reductions, softmax, cat: different code
+    paths through the dispatcher and the libraries). Between the two, the factor is interpolated
+    linearly in the number of kinds. Kinds, not aten ops: 16 different elementwise ops share one
+    TensorIterator path, and a chain of them issued at 7.1 us per op against 6.7-7.8 us for add,
+    sin and a scalar mul each repeated (run 28, benchmarks/host_overhead_probe.py), where pricing
+    its 14 aten ops at the mix's factor over-predicted the chain by 20-40% in every run; a Linear
+    + ReLU stack ran at 0.8-1.0x its dispatch sum (runs 21-22)."""
+    if distinct_kinds is None:
         return factor
-    share = min(max(distinct_ops - 1, 0) / (INTERLEAVE_MIX_OPS - 1), 1.0)
+    share = min(max(distinct_kinds - 1, 0) / (INTERLEAVE_MIX_KINDS - 1), 1.0)
     return 1.0 + (factor - 1.0) * share
 
 
@@ -360,10 +366,10 @@ class DeviceModel:
         k = self.overheads.kernel_min_s
         return k.median_s if k else 0.0
 
-    def interleave_for(self, distinct_ops: int | None) -> float:
+    def interleave_for(self, distinct_kinds: int | None) -> float:
         """The interleaving factor for a sequence of this many different aten ops (module ``interleave_for``)."""
-        return interleave_for(self.overheads.interleave_factor, distinct_ops)
+        return interleave_for(self.overheads.interleave_factor, distinct_kinds)
 
-    def dispatch_s(self, kind: str, distinct_ops: int | None = None) -> float:
+    def dispatch_s(self, kind: str, distinct_kinds: int | None = None) -> float:
         """Host time to dispatch one op of this kind here (module ``dispatch_s``)."""
-        return dispatch_s(self.overheads, kind, distinct_ops)
+        return dispatch_s(self.overheads, kind, distinct_kinds)

@@ -89,8 +89,8 @@ def _sync(device: str) -> None:
         torch.cuda.synchronize(device)
 
 
-def paired_index(call, device: str, *, budget_s: float = PAIRED_BUDGET_S, min_blocks: int = 7) -> tuple[float, float, int]:
-    """(median model call time, median index time per pass, blocks): blocks of ``call`` (which
+def paired_index(call, device: str, *, budget_s: float = PAIRED_BUDGET_S, min_blocks: int = 7) -> tuple[list[float], list[float], int]:
+    """(model call times, index times per pass, blocks), seconds: blocks of ``call`` (which
     synchronizes) and blocks of the index alternate until ``budget_s`` is spent (at least
     ``min_blocks`` of each). Each block starts with one untimed call: a model call right after the
     index, or the index right after the model, runs up to 1.5x slow while the other's code leaves
@@ -125,13 +125,16 @@ def paired_index(call, device: str, *, budget_s: float = PAIRED_BUDGET_S, min_bl
                 if t1 - block_start >= MODEL_BLOCK_S:
                     break
             blocks += 1
-    return statistics.median(model_s), statistics.median(index_s), blocks
+    return model_s, index_s, blocks
 
 
-def host_speed_beside(call, device: str, overheads: Overheads, *, budget_s: float = PAIRED_BUDGET_S) -> tuple[float, HostSpeed]:
-    """(median model time, HostSpeed): the model timed call for call beside the index."""
+def host_speed_beside(call, device: str, overheads: Overheads, *, budget_s: float = PAIRED_BUDGET_S, label: str = "forward"):
+    """(Timing of the model, HostSpeed): the model timed in blocks alternating with the index's."""
+    from roofline.timing import summarize
+
     model_s, index_s, blocks = paired_index(call, device, budget_s=budget_s)
-    return model_s, HostSpeed(index_now_s=index_s, index_calibrated_s=calibrated_index_s(overheads), blocks=blocks)
+    speed = HostSpeed(index_now_s=statistics.median(index_s), index_calibrated_s=calibrated_index_s(overheads), blocks=blocks)
+    return summarize(model_s, label), speed
 
 
 def with_host_scale(profile, kind: str, scale: float):

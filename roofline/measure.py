@@ -27,8 +27,9 @@ import torch
 from torch.utils import _pytree as pytree
 
 from roofline.errors import DeviceNotAvailable, ProfileError
+from roofline.host_speed import INDEX_CALLS, HostSpeed, calibrated_index_s, host_speed_beside, index_call
 from roofline.ops import CapturedGraph
-from roofline.profile import DeviceProfile
+from roofline.profile import DeviceProfile, Overheads
 from roofline.timing import Timing, time_fn
 
 
@@ -67,6 +68,7 @@ class Measurement:
     op_s: list[float | None]  # per captured op; None where no event matched
     profiled_runs: int
     notes: list[str] = field(default_factory=list)
+    host_speed: HostSpeed | None = None  # the host-speed index timed beside the total, when it was
 
 
 def _to_device(x, device: str):
@@ -87,6 +89,27 @@ def measure_total(model, inputs: tuple, device: str, *, budget_s: float = 1.0) -
 
     with torch.no_grad():
         return time_fn(call, device=device, clock="host", inner=1, budget_s=budget_s, warmup_budget_s=0.5, min_samples=10, label="forward")
+
+
+def measure_total_beside_index(model, inputs: tuple, device: str, overheads: Overheads, *, budget_s: float = 1.0) -> tuple[Timing, HostSpeed]:
+    """The eager forward as ``measure_total`` times it, in blocks alternating with the host-speed
+    index (``roofline.host_speed``), so that the prediction can be put at the host's speed of the
+    moment the model ran."""
+
+    def call():
+        model(*inputs)
+        _sync(device)
+
+    with torch.no_grad():
+        start = time.perf_counter()
+        warm = 0
+        while warm < 3 or time.perf_counter() - start < WARMUP_S:
+            call()
+            warm += 1
+        return host_speed_beside(call, device, overheads, budget_s=budget_s)
+
+
+WARMUP_S = 0.25
 
 
 class _quiet_native_stderr:
@@ -172,13 +195,23 @@ def _on_device(model, inputs: tuple, device: str):
     return model, pytree.tree_map(lambda x: _to_device(x, device), tuple(inputs))
 
 
-def measure(graph: CapturedGraph, model, inputs: tuple, device: str, *, budget_s: float = 1.0, runs: int = 5, per_op: bool = True) -> Measurement:
+def measure(
+    graph: CapturedGraph, model, inputs: tuple, device: str, *, budget_s: float = 1.0, runs: int = 5, per_op: bool = True,
+    overheads: Overheads | None = None,
+) -> Measurement:
     """Move a real model and inputs to ``device``, then measure the total and (``per_op``) the per-op
     times. Pass ``per_op=False`` when more timings follow in this process, and call ``add_per_op``
-    after the last of them (see the module docstring)."""
+    after the last of them (see the module docstring). With the profile's ``overheads``, the total
+    is timed beside the host-speed index, which ``Measurement.host_speed`` then holds."""
     model, inputs = _on_device(model, inputs, device)
-    total = measure_total(model, inputs, device, budget_s=budget_s)
-    measurement = Measurement(total=total, op_s=[None] * len(graph.ops), profiled_runs=0, notes=[total.warning] if total.warning else [])
+    speed = None
+    if overheads is not None and overheads.dispatch_by_op_s:
+        total, speed = measure_total_beside_index(model, inputs, device, overheads, budget_s=budget_s)
+    else:
+        total = measure_total(model, inputs, device, budget_s=budget_s)
+    measurement = Measurement(
+        total=total, op_s=[None] * len(graph.ops), profiled_runs=0, notes=[total.warning] if total.warning else [], host_speed=speed
+    )
     if per_op:
         add_per_op(measurement, graph, model, inputs, device, runs=runs)
     return measurement
@@ -226,17 +259,21 @@ def _graph_replay(model, inputs: tuple, device: str):
 
 
 PAIRED_ROUNDS = 5
+INDEX_SAMPLES_PER_ROUND = 3
 
 
-def paired_times(eager, alternative, *, budget_s: float, rounds: int = PAIRED_ROUNDS) -> tuple[float, float]:
+def paired_times(eager, alternative, *, budget_s: float, rounds: int = PAIRED_ROUNDS, index=None) -> tuple[float, float, float | None]:
     """Median eager and alternative times, timed in alternating rounds; both callables synchronize.
+    With ``index`` (``roofline.host_speed.index_call``'s pass), also the median time of one index
+    pass, timed in the same rounds; else None.
 
     A gain is a difference of two host-bound times. Host speed drifts by tens of percent within
     minutes (and runs slow for seconds after a compile), so two figures timed apart carry the drift
     into the gain: seed 003's compile gain changed sign between runs (RESULTS.md, run 20). Timed
     side by side in each round, eager and the alternative see the same host. Each round calls each
-    side as often as ``budget_s`` allows (at least once), so a slow model costs 2 x rounds calls
-    past its warm-up, not the timing protocol's minimum samples per side and round.
+    side as often as ``budget_s`` allows (at least once) after one untimed call (the first call
+    after the other side's code runs slow: ``roofline.host_speed``), so a slow model costs
+    4 x rounds calls past its warm-up, not the timing protocol's minimum samples per side and round.
     """
     eager()
     alternative()
@@ -244,31 +281,50 @@ def paired_times(eager, alternative, *, budget_s: float, rounds: int = PAIRED_RO
     eager()
     call_s = time.perf_counter() - t0
     per_round = max(1, min(50, int(budget_s / (2 * rounds) / max(call_s, 1e-7))))
-    eager_s, alt_s = [], []
+    eager_s, alt_s, index_s = [], [], []
     for _ in range(rounds):
         for fn, out in ((eager, eager_s), (alternative, alt_s)):
+            fn()
             for _ in range(per_round):
                 t0 = time.perf_counter()
                 fn()
                 out.append(time.perf_counter() - t0)
-    return statistics.median(eager_s), statistics.median(alt_s)
+        if index is not None:
+            index()
+            for _ in range(INDEX_SAMPLES_PER_ROUND):
+                t0 = time.perf_counter()
+                for _ in range(INDEX_CALLS):
+                    index()
+                index_s.append((time.perf_counter() - t0) / INDEX_CALLS)
+    return statistics.median(eager_s), statistics.median(alt_s), (statistics.median(index_s) if index_s else None)
 
 
 def measure_alternatives(
-    model, inputs: tuple, device: str, *, budget_s: float = 1.0, compile_modes=("default", "reduce-overhead"), cuda_graphs: bool = True
-) -> tuple[dict, list[str], dict]:
+    model, inputs: tuple, device: str, *, budget_s: float = 1.0, compile_modes=("default", "reduce-overhead"), cuda_graphs: bool = True,
+    overheads: Overheads | None = None,
+) -> tuple[dict, list[str], dict, dict]:
     """Measured forward time under CUDA-graph replay and torch.compile, to check predicted gains.
 
-    Returns (times by alternative, notes, eager times by alternative). Each alternative is timed
-    like eager (call + synchronize, after warm-up), in rounds alternating with eager itself
-    (``paired_times``); its gain is the eager time beside it less its own. Compilation happens in
-    the warm-up and is not counted. Failures are reported as notes, never hidden.
+    Returns (times by alternative, notes, eager times by alternative, host scales by alternative).
+    Each alternative is timed like eager (call + synchronize, after warm-up), in rounds
+    alternating with eager itself (``paired_times``); its gain is the eager time beside it less its
+    own. With the profile's ``overheads``, the host-speed index is timed in the same rounds and its
+    scale against calibration recorded (``roofline.host_speed``). Compilation happens in the
+    warm-up and is not counted. Failures are reported as notes, never hidden.
     """
     out: dict[str, float] = {}
     eager_beside: dict[str, float] = {}
+    scale_beside: dict[str, float] = {}
     notes: list[str] = []
     if not device.startswith("cuda"):
-        return out, notes, eager_beside
+        return out, notes, eager_beside, scale_beside
+    index = index_call(device) if overheads is not None and overheads.dispatch_by_op_s else None
+    calibrated = calibrated_index_s(overheads) if index is not None else None
+
+    def paired(key, alternative):
+        eager_beside[key], out[key], index_s = paired_times(eager, alternative, budget_s=budget_s, index=index)
+        if index_s is not None:
+            scale_beside[key] = index_s / calibrated
     model, inputs = _on_device(model, inputs, device)
 
     def eager():
@@ -281,7 +337,7 @@ def measure_alternatives(
         if cuda_graphs:
             try:
                 replay = _graph_replay(model, inputs, device)
-                eager_beside["cuda_graphs"], out["cuda_graphs"] = paired_times(eager, replay, budget_s=budget_s)
+                paired("cuda_graphs", replay)
             except Exception as e:
                 notes.append(f"CUDA-graph replay not measured ({type(e).__name__}: {str(e).splitlines()[0][:120]})")
         for mode in compile_modes:
@@ -302,10 +358,10 @@ def measure_alternatives(
                     compiled(*inputs)
                     _sync(device)
 
-                eager_beside[key], out[key] = paired_times(eager, compiled_call, budget_s=budget_s)
+                paired(key, compiled_call)
             except Exception as e:
                 notes.append(f"torch.compile(mode={mode!r}) not measured ({type(e).__name__}: {str(e).splitlines()[0][:120]})")
-    return out, notes, eager_beside
+    return out, notes, eager_beside, scale_beside
 
 
 def measure_placement(model, inputs: tuple, device: str, *, budget_s: float = 0.5) -> dict:

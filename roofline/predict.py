@@ -263,8 +263,9 @@ def predict_timeline(
         modules_entered(graph.ops[i - 1].module, op.module) if i else int(is_module) + modules_entered("", op.module)
         for i, op in enumerate(graph.ops)
     ]
-    # How many different aten ops the host interleaves: the interleaving factor grows with it.
-    distinct_ops = len({op.packet for op in graph.ops})
+    # How many different dispatch kinds the host interleaves: the interleaving factor grows with it.
+    kinds = [dispatch_kind(op, cost) for op, cost in zip(graph.ops, costs)]
+    distinct_kinds = len(set(kinds))
     # Module calls that launched no op of their own (Dropout in eval, Identity) still cost host time.
     unattributed = max(graph.module_calls - sum(entered), 0)
 
@@ -272,10 +273,10 @@ def predict_timeline(
     e = 0.0
     out: list[OpTiming] = []
     busy = 0.0
-    for op, cost, n_mod in zip(graph.ops, costs, entered):
+    for op, cost, n_mod, kind in zip(graph.ops, costs, entered, kinds):
         compute, memory, floor = kernel_terms(op, cost, dev, allow_tf32)
         kernel = max(compute, memory, floor) + epilogue_s(cost, dev) if cost.kernels else 0.0
-        host = host_cost(op, cost) if host_cost is not None else dev.dispatch_s(dispatch_kind(op, cost), distinct_ops) + n_mod * module_s
+        host = host_cost(op, cost) if host_cost is not None else dev.dispatch_s(kind, distinct_kinds) + n_mod * module_s
         if kernel == 0.0:
             term = "none"
         elif floor >= max(compute, memory):

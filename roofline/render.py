@@ -50,6 +50,11 @@ def render(report: Report, console: Console | None = None, top: int = 15) -> Non
     line = f"predicted {fmt_s(t.predicted_s)}"
     if measured:
         line += f", measured {fmt_s(t.measured_s)} ({_err(t.predicted_s, t.measured_s)})"
+        if t.predicted_at_host_now_s is not None:
+            line += (
+                f"; at the host's speed during the measurement (host x{t.host_scale:.2f} against calibration): "
+                f"predicted {fmt_s(t.predicted_at_host_now_s)} ({_err(t.predicted_at_host_now_s, t.measured_s)})"
+            )
     console.print(
         f"{line} | {fmt_n(t.flops, 'FLOP')}, {fmt_n(t.bytes, 'B')}, {t.kernels} kernels, {t.ops} ops | "
         f"achieved {fmt_n(t.achieved_flop_per_s, 'FLOP/s')}, {fmt_n(t.achieved_bytes_per_s, 'B/s')} | "

@@ -75,6 +75,16 @@ class Totals(_Model):
     achieved_bytes_per_s: float = Field(ge=0, description="bytes / predicted_s.")
     regime_s: dict[str, float] = Field(description="Predicted time by regime, seconds.")
     measured_spread_s: float | None = Field(default=None, description="IQR of the measured total, seconds.")
+    host_scale: float | None = Field(
+        default=None, gt=0,
+        description="Measured with --measure: the host-speed index (calibration's mix of representative ops, timed in blocks alternating "
+        "with the model) now, over its time at calibration. Above 1: the host ran slower than when the profile was made.",
+    )
+    predicted_at_host_now_s: float | None = Field(
+        default=None, ge=0,
+        description="The prediction with every host cost times host_scale: what the model of time says for the host as it ran "
+        "while the model was measured, seconds.",
+    )
 
 
 class ModuleRollup(_Model):

@@ -37,7 +37,7 @@ class StubDevice:
     def family_bytes_per_s(self, family, nbytes, dtype_name="float32"):
         return None  # no op-family curves: the plain bandwidth curve prices memory traffic
 
-    def dispatch_s(self, kind, distinct_ops=None):
+    def dispatch_s(self, kind, distinct_kinds=None):
         return self._dispatch
 
     def matmul_model(self, dtype):
@@ -181,10 +181,10 @@ def test_empty_module_still_pays_its_call():
     assert tl.total_s == pytest.approx(7 * US)
 
 
-def test_interleaving_grows_with_the_number_of_different_ops():
-    # 1 op repeated: factor 1 (what each dispatch was measured on); the calibration mix's 14
-    # different ops and more: the calibrated factor; linear in between.
-    from roofline.curves import INTERLEAVE_MIX_OPS, DeviceModel
+def test_interleaving_grows_with_the_number_of_different_dispatch_kinds():
+    # 1 kind repeated: factor 1 (what each dispatch was measured on); the calibration mix's 10
+    # kinds and more: the calibrated factor; linear in between.
+    from roofline.curves import INTERLEAVE_MIX_KINDS, DeviceModel
     from roofline.profiles import load_profile_file
     from tests.conftest import REPO
 
@@ -192,25 +192,34 @@ def test_interleaving_grows_with_the_number_of_different_ops():
     f = dev.overheads.interleave_factor
     assert f > 1.0
     assert dev.interleave_for(1) == 1.0 and dev.interleave_for(None) == f
-    assert dev.interleave_for(INTERLEAVE_MIX_OPS) == pytest.approx(f) and dev.interleave_for(40) == pytest.approx(f)
-    assert dev.interleave_for((INTERLEAVE_MIX_OPS + 1) / 2) == pytest.approx(1 + (f - 1) / 2)
+    assert dev.interleave_for(INTERLEAVE_MIX_KINDS) == pytest.approx(f) and dev.interleave_for(40) == pytest.approx(f)
+    assert dev.interleave_for((INTERLEAVE_MIX_KINDS + 1) / 2) == pytest.approx(1 + (f - 1) / 2)
     add = dev.overheads.dispatch_by_op_s["add"].median_s
-    # a chain of one op kind pays its repeated-op dispatch cost, nothing more
+    # a chain of one op repeated pays its repeated-op dispatch cost, nothing more
     tl = predict_timeline(_graph(4), [_cost(nbytes=4)] * 4, dev, is_module=False)
     assert tl.ops[-1].host_s == pytest.approx(add)
-    # relu and sin alternating: 2 different ops, each op at the factor for 2
     x = TensorMeta.contiguous((4,))
-    ops = [CapturedOp(index=i, target=(torch.ops.aten.relu.default, torch.ops.aten.sin.default)[i % 2], args=(x,), kwargs={}, outputs=(x,), module="")
-           for i in range(4)]
-    tl = predict_timeline(CapturedGraph(ops=ops, module_calls=0), [_cost(nbytes=4)] * 4, dev, is_module=False)
+
+    def alternating(targets, costs):
+        ops = [CapturedOp(index=i, target=targets[i % 2], args=(x,), kwargs={}, outputs=(x,), module="") for i in range(4)]
+        return predict_timeline(CapturedGraph(ops=ops, module_calls=0), [costs[i % 2] for i in range(4)], dev, is_module=False)
+
+    # relu and sin alternating: two aten ops of one kind (elementwise), which share a code path
+    tl = alternating((torch.ops.aten.relu.default, torch.ops.aten.sin.default), (_cost(nbytes=4), _cost(nbytes=4)))
+    assert tl.ops[-1].host_s == pytest.approx(add)
+    # relu and a row sum alternating: two kinds, each op at the factor for 2
+    tl = alternating((torch.ops.aten.relu.default, torch.ops.aten.sum.dim_IntList), (_cost(nbytes=4), _cost(nbytes=4, category="reduction")))
     assert dev.interleave_for(2) > 1.0
-    assert tl.ops[-1].host_s == pytest.approx(add * dev.interleave_for(2))
+    assert tl.ops[-2].host_s == pytest.approx(add * dev.interleave_for(2))
+    assert tl.ops[-1].host_s == pytest.approx(dev.overheads.dispatch_by_op_s["sum"].median_s * dev.interleave_for(2))
 
 
-def test_interleave_mix_op_count_matches_the_calibration_mix():
+def test_interleave_mix_kind_count_matches_the_calibration_mix():
     from calibrate.overhead import _mix, representative_ops
     from roofline.capture import capture
-    from roofline.curves import INTERLEAVE_MIX_OPS
+    from roofline.costs import cost_of
+    from roofline.curves import INTERLEAVE_MIX_KINDS
+    from roofline.predict import dispatch_kind
 
     g = capture(_mix(representative_ops("cpu")), ())
-    assert len({op.packet for op in g.ops}) == INTERLEAVE_MIX_OPS
+    assert len({dispatch_kind(op, cost_of(op)[0]) for op in g.ops}) == INTERLEAVE_MIX_KINDS

@@ -1,0 +1,87 @@
+"""The host-speed index: its calibrated time, the scaling of host costs, and its timing beside a model."""
+
+import pytest
+import torch
+
+from roofline.analysis import attach_host_speed, attach_measurement, run_analysis
+from roofline.host_speed import (
+    HOST_FIELDS,
+    HostSpeed,
+    calibrated_index_s,
+    index_call,
+    paired_index,
+    scaled_overheads,
+    with_host_scale,
+)
+from roofline.measure import device_for, measure
+from roofline.profiles import load_profile_file
+from tests.conftest import REPO
+
+H100 = REPO / "tests" / "fixtures" / "h100_profile.json"
+
+
+def test_calibrated_index_is_the_interleaved_sum_of_the_representative_ops():
+    ov = load_profile_file(H100).gpu.measurements.overheads
+    by_op = {k: v.median_s for k, v in ov.dispatch_by_op_s.items()}
+    # the representative view call makes two views, whose dispatch is stored per view
+    expected = ov.interleave_factor * (sum(by_op.values()) + by_op["view"])
+    assert calibrated_index_s(ov) == pytest.approx(expected)
+    # the mix the index times holds exactly the ops whose costs make up that sum
+    from calibrate.overhead import representative_ops
+
+    assert set(representative_ops("cpu")) == set(ov.dispatch_by_op_s)
+
+
+def test_scaling_moves_host_costs_and_leaves_device_costs():
+    ov = load_profile_file(H100).gpu.measurements.overheads
+    doubled = scaled_overheads(ov, 2.0)
+    for name in HOST_FIELDS:
+        before, after = getattr(ov, name), getattr(doubled, name)
+        if before is not None:
+            assert after.median_s == pytest.approx(2 * before.median_s) and after.iqr_s == pytest.approx(2 * before.iqr_s)
+    assert all(doubled.dispatch_by_op_s[k].median_s == pytest.approx(2 * v.median_s) for k, v in ov.dispatch_by_op_s.items())
+    assert doubled.kernel_min_s == ov.kernel_min_s and doubled.graph_kernel_s == ov.graph_kernel_s
+    assert doubled.interleave_factor == ov.interleave_factor
+    assert calibrated_index_s(doubled) == pytest.approx(2 * calibrated_index_s(ov))
+
+
+def test_with_host_scale_copies_and_leaves_the_profile_alone():
+    profile = load_profile_file(H100)
+    before = profile.gpu.measurements.overheads.dispatch_s.median_s
+    slow = with_host_scale(profile, "cuda", 1.5)
+    assert slow.gpu.measurements.overheads.dispatch_s.median_s == pytest.approx(1.5 * before)
+    assert profile.gpu.measurements.overheads.dispatch_s.median_s == before
+    assert slow.host.measurements.overheads == profile.host.measurements.overheads  # the other part untouched
+    assert slow.gpu.measurements.matmul == profile.gpu.measurements.matmul
+
+
+def test_host_speed_scale_is_now_over_calibrated():
+    assert HostSpeed(index_now_s=3e-4, index_calibrated_s=2e-4, blocks=9).scale == pytest.approx(1.5)
+    assert "x1.50" in HostSpeed(index_now_s=3e-4, index_calibrated_s=2e-4, blocks=9).describe()
+
+
+def test_paired_index_alternates_blocks_and_keeps_warm_up_calls_out():
+    calls = []
+
+    def model():
+        calls.append("model")
+
+    model_s, index_s, blocks = paired_index(model, "cpu", budget_s=0.0, min_blocks=4)
+    assert blocks == 4 and len(index_s) == 4
+    # each block: one untimed call, then timed calls for MODEL_BLOCK_S (at least one)
+    assert len(calls) == blocks + len(model_s) and len(model_s) >= blocks
+    index_call("cpu")()  # the mix runs on the CPU as calibration ran it
+
+
+def test_a_host_bound_prediction_follows_the_scale(cpu_quick_profile_path):
+    profile = load_profile_file(cpu_quick_profile_path)
+    model = torch.nn.Sequential(*[torch.nn.Linear(8, 8) for _ in range(6)]).eval()
+    x = torch.randn(1, 8)
+    report, graph, dev = run_analysis(model, (x,), profile, device="cpu", batch_sweep=False)
+    m = measure(graph, model, (x,), device_for(profile, "cpu"), budget_s=0.05, per_op=False, overheads=dev.overheads)
+    assert m.host_speed is not None and m.host_speed.blocks >= 7 and m.total.median_s > 0
+    attach_measurement(report, m, dev)
+    attach_host_speed(report, HostSpeed(index_now_s=2.0, index_calibrated_s=1.0, blocks=1), model, (x,), profile, graph)
+    assert report.total.host_scale == pytest.approx(2.0)
+    # tiny Linears at batch 1 are all host time on the CPU: twice the host, nearly twice the time
+    assert 1.6 * report.total.predicted_s < report.total.predicted_at_host_now_s <= 2.0 * report.total.predicted_s
