@@ -221,6 +221,12 @@ def _summary_section(report: Report) -> str:
     if measured:
         err = (t.predicted_s - t.measured_s) / t.measured_s if t.measured_s else None
         cards.append(("measured", _s(t.measured_s), f'<span class="{_err_class(err)}">{_pct(err, True)}</span> error; IQR {_s(t.measured_spread_s)}'))
+        if t.predicted_at_host_now_s is not None and t.measured_s:
+            err_now = (t.predicted_at_host_now_s - t.measured_s) / t.measured_s
+            cards.append((
+                f"at the host's speed (x{t.host_scale:.2f})", _s(t.predicted_at_host_now_s),
+                f'<span class="{_err_class(err_now)}">{_pct(err_now, True)}</span> error; host costs times the host-speed index measured beside the model',
+            ))
     cards += [
         ("work", _n(t.flops, "FLOP"), f"{_n(t.bytes, 'B')} moved"),
         ("achieved", _n(t.achieved_flop_per_s, "FLOP/s"), _n(t.achieved_bytes_per_s, "B/s")),

@@ -117,6 +117,17 @@ def test_measured_page_has_accuracy(measured_report, profile, tmp_path):
     assert ">measured<" in ops_table and ">error<" in ops_table
 
 
+def test_prediction_at_the_host_speed_reaches_the_page(measured_report, profile, tmp_path):
+    # --measure's second prediction (host costs times the index's scale) shows beside the measured time
+    r = measured_report.model_copy(deep=True)
+    r.total.host_scale = 0.8
+    r.total.predicted_at_host_now_s = r.total.measured_s * 1.05
+    page = write_html(r, profile, tmp_path / "h.html").read_text(encoding="utf-8")
+    summary = page.split("at the host")[1].split("</div>")[0:3]
+    assert "(x0.80)" in summary[0] and "+5%" in " ".join(summary)
+    assert "at the host" not in write_html(measured_report, profile, tmp_path / "m.html").read_text(encoding="utf-8")
+
+
 def test_measured_alternatives_reach_the_page(measured_report, profile, tmp_path):
     # the measured CUDA-graph time, as attach_alternatives stores it, shows beside the predicted one
     from roofline.analysis import attach_alternatives
