@@ -28,9 +28,8 @@ sys.path.insert(0, str(REPO))
 import torch  # noqa: E402
 
 from benchmarks.cases import pick  # noqa: E402
-from roofline.analysis import attach_measurement, resolve_profile, run_analysis  # noqa: E402
+from roofline.analysis import attach_measurement, predict_at_host_scale, resolve_profile, run_analysis  # noqa: E402
 from roofline.loading import load_model_file  # noqa: E402
-from roofline.host_speed import with_host_scale  # noqa: E402
 from roofline.measure import add_per_op, device_for, measure  # noqa: E402
 
 # (label, example file, dtype or None, sweep label or None, regime the case is meant to exercise)
@@ -138,20 +137,17 @@ def dominant(shares: dict[str, float]) -> str:
     return max(("compute", "memory", "overhead"), key=lambda k: shares.get(k, 0.0))
 
 
-def _part_overheads(profile, kind):
-    return (profile.gpu if kind == "cuda" else profile.host).measurements.overheads
-
-
 def timed_round(t: dict, profile, kind, device, index: bool) -> tuple[float, float, float | None, float | None]:
     """(predicted as calibrated, measured, host scale, predicted at that host speed) for one timing
     of a captured case; the last two are None without the host-speed index."""
-    m = measure(t["graph"], t["model"], t["inputs"], device, per_op=False, overheads=_part_overheads(profile, kind) if index else None)
+    overheads = profile.part(kind).measurements.overheads if index else None
+    m = measure(t["graph"], t["model"], t["inputs"], device, per_op=False, overheads=overheads)
     t["measurement"] = m
     pred = t["report"].total.predicted_s
     if m.host_speed is None:
         return pred, m.total.median_s, None, None
     scale = m.host_speed.scale
-    now = run_analysis(t["meta_model"], t["meta_inputs"], with_host_scale(profile, kind, scale), device=kind, name=t["row"]["label"], graph=t["graph"], batch_sweep=False)[0]
+    now = predict_at_host_scale(t["report"], t["meta_model"], t["meta_inputs"], profile, t["graph"], scale)
     return pred, m.total.median_s, scale, now.total.predicted_s
 
 
@@ -174,11 +170,7 @@ def time_case(case, profile, kind, device, with_rte: bool, index: bool) -> dict:
         capture_device="cuda" if kind == "cuda" else "cpu",
     )
     analyze_s = time.perf_counter() - t0
-    model, inputs = real_model, real_inputs
-    if isinstance(model, torch.nn.Module):
-        model = model.to(device).eval()
-    inputs = tuple(x.to(device) if isinstance(x, torch.Tensor) else x for x in inputs)
-    t = dict(report=report, graph=graph, dev=dev, model=model, inputs=inputs, meta_model=meta_model, meta_inputs=meta_inputs, row=dict(label=label))
+    t = dict(report=report, graph=graph, dev=dev, model=real_model, inputs=real_inputs, meta_model=meta_model, meta_inputs=meta_inputs, row=dict(label=label))
     pred, meas, scale, now = timed_round(t, profile, kind, device, index)
     rte = runtime_estimator_s(meta_model, meta_inputs, "cuda") if with_rte else None
     t["row"] = dict(

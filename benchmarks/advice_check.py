@@ -139,7 +139,7 @@ def gains(profile, device, skip_compile: bool):
         if skip_compile or file in ("seed002_rnn_step.py", "mlp_tiny.py"):
             continue
         alternatives = measure_alternatives(model, inputs, device, compile_modes=("default",), cuda_graphs=False, overheads=overheads)
-        _gain_rows(rows, file, report.model_copy(deep=True), mm, mi, graph, profile, alternatives)
+        _gain_rows(rows, file, report, mm, mi, graph, profile, alternatives)
     return rows
 
 

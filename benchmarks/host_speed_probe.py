@@ -28,8 +28,8 @@ sys.path.insert(0, str(REPO))
 import torch  # noqa: E402
 
 from benchmarks.cases import load_case  # noqa: E402
-from roofline.analysis import run_analysis  # noqa: E402
-from roofline.host_speed import host_speed_beside, with_host_scale  # noqa: E402
+from roofline.analysis import predict_at_host_scale  # noqa: E402
+from roofline.host_speed import host_speed_beside  # noqa: E402
 from roofline.measure import measure_total  # noqa: E402
 from roofline.profiles import load_profile_file  # noqa: E402
 
@@ -90,7 +90,7 @@ def main() -> int:
             b2b = measure_total(model, inputs, device, budget_s=0.5).median_s
             timing, speed = host_speed_beside(call, device, profile.gpu.measurements.overheads, budget_s=0.5)
             paired = timing.median_s
-            scaled = run_analysis(mm, mi, with_host_scale(profile, "cuda", speed.scale), device="cuda", name=label, graph=graph, batch_sweep=False)[0]
+            scaled = predict_at_host_scale(report, mm, mi, profile, graph, speed.scale)
             issue = host_issue_s(model, inputs, device, scaled.total.host_s)
             p0, p1 = report.total.predicted_s, scaled.total.predicted_s
             e0, e1 = (p0 - b2b) / b2b, (p1 - paired) / paired

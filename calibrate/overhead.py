@@ -32,7 +32,8 @@ def _host(fn, device, label, warnings, budget_s, inner=INNER):
     return t
 
 
-def _mix(ops: dict):
+def mix_of(ops: dict):
+    """One pass of the mix: every representative op called once in turn."""
     calls = list(ops.values())
 
     def mix():
@@ -42,12 +43,18 @@ def _mix(ops: dict):
     return mix
 
 
+def mix_alone_sum_s(dispatch_s_by_op: dict[str, float]) -> float:
+    """The mix's ops, each priced at its time repeated alone: the sum of their dispatch costs (the
+    representative view call makes two views, whose cost is stored per view)."""
+    return sum(s * (2 if name == "view" else 1) for name, s in dispatch_s_by_op.items())
+
+
 def _interleave_ratio(mix_s: float, round_by_op: dict) -> float:
     """Host time of all representative ops called in turn, over the sum of their times each
     repeated alone in the same round. Real code interleaves different ops, which a loop of one op
     hides (its code and branches stay hot); accuracy runs found real sequences ~1.2-1.5x the
     repeated-op sum."""
-    alone = sum(t.median_s * (2 if name == "view" else 1) for name, t in round_by_op.items())
+    alone = mix_alone_sum_s({name: t.median_s for name, t in round_by_op.items()})
     return mix_s / alone if alone > 0 else 1.0
 
 
@@ -116,7 +123,7 @@ def measure_overheads(device: str, *, budget_s: float, warnings: list, progress=
     # The interleaving factor is a ratio of two host timings: each round times the mix right after
     # the ops alone, so drift between rounds cancels, and the median round's ratio is kept.
     ops = representative_ops(device)
-    mix = _mix(ops)
+    mix = mix_of(ops)
     rounds: dict[str, list] = {name: [] for name in ops}
     ratios = []
     for _ in range(ROUNDS):

@@ -23,6 +23,7 @@ import time
 from dataclasses import dataclass
 
 from roofline.profile import Overheads, Stat
+from roofline.timing import _sync
 
 # Host-side fields of Overheads: what a slower host makes slower. kernel_min_s and graph_kernel_s
 # are device time and the interleaving factor is a ratio, so they stay.
@@ -33,10 +34,11 @@ PAIRED_BUDGET_S = 1.0
 
 
 def calibrated_index_s(overheads: Overheads) -> float:
-    """The mix's host time as the profile recorded it: interleaving factor x the sum of the
-    representative ops' dispatch costs (view's representative call makes two views)."""
-    alone = sum(stat.median_s * (2 if name == "view" else 1) for name, stat in overheads.dispatch_by_op_s.items())
-    return overheads.interleave_factor * alone
+    """The mix's host time as the profile recorded it: the interleaving factor (calibration's ratio
+    of the mix to its ops alone) x the sum of the representative ops' dispatch costs."""
+    from calibrate.overhead import mix_alone_sum_s
+
+    return overheads.interleave_factor * mix_alone_sum_s({name: stat.median_s for name, stat in overheads.dispatch_by_op_s.items()})
 
 
 def scaled_overheads(overheads: Overheads, scale: float) -> Overheads:
@@ -62,31 +64,21 @@ class HostSpeed:
     def scale(self) -> float:
         return self.index_now_s / self.index_calibrated_s if self.index_calibrated_s > 0 else 1.0
 
-    def describe(self) -> str:
-        return (
-            f"host speed index (calibration's mix of representative ops) {self.index_now_s * 1e6:.0f} us now against "
-            f"{self.index_calibrated_s * 1e6:.0f} us at calibration: host costs x{self.scale:.2f}, timed in {self.blocks} blocks alternating with the model's"
-        )
-
 
 def index_call(device: str):
-    """One pass of the index: every representative op called once in turn, host issue only."""
-    from calibrate.overhead import representative_ops
+    """One pass of the index: calibration's mix, every representative op called once in turn."""
+    from calibrate.overhead import mix_of, representative_ops
 
-    calls = list(representative_ops(device).values())
-
-    def mix():
-        for fn in calls:
-            fn()
-
-    return mix
+    return mix_of(representative_ops(device))
 
 
-def _sync(device: str) -> None:
-    if device.startswith("cuda"):
-        import torch
-
-        torch.cuda.synchronize(device)
+def index_sample_s(mix) -> float:
+    """Host time of one pass of the mix, from ``INDEX_CALLS`` passes timed together, host issue
+    only. Callers make one untimed pass first: the first after other code runs slow."""
+    t0 = time.perf_counter()
+    for _ in range(INDEX_CALLS):
+        mix()
+    return (time.perf_counter() - t0) / INDEX_CALLS
 
 
 def paired_index(call, device: str, *, budget_s: float = PAIRED_BUDGET_S, min_blocks: int = 7) -> tuple[list[float], list[float], int]:
@@ -110,10 +102,7 @@ def paired_index(call, device: str, *, budget_s: float = PAIRED_BUDGET_S, min_bl
         while blocks < min_blocks or time.perf_counter() - start < budget_s:
             _sync(device)
             mix()
-            t0 = time.perf_counter()
-            for _ in range(INDEX_CALLS):
-                mix()
-            index_s.append((time.perf_counter() - t0) / INDEX_CALLS)
+            index_s.append(index_sample_s(mix))
             _sync(device)
             call()
             block_start = time.perf_counter()
@@ -139,7 +128,7 @@ def host_speed_beside(call, device: str, overheads: Overheads, *, budget_s: floa
 
 def with_host_scale(profile, kind: str, scale: float):
     """A shallow copy of ``profile`` whose ``kind`` part ('cuda' or 'cpu') has its host costs times ``scale``."""
-    key = "gpu" if kind == "cuda" else "host"
-    part = getattr(profile, key)
+    key = "host" if kind == "cpu" else "gpu"
+    part = profile.part(kind)
     measurements = part.measurements.model_copy(update=dict(overheads=scaled_overheads(part.measurements.overheads, scale)))
     return profile.model_copy(update={key: part.model_copy(update=dict(measurements=measurements))})

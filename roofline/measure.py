@@ -27,10 +27,10 @@ import torch
 from torch.utils import _pytree as pytree
 
 from roofline.errors import DeviceNotAvailable, ProfileError
-from roofline.host_speed import INDEX_CALLS, HostSpeed, calibrated_index_s, host_speed_beside, index_call
+from roofline.host_speed import HostSpeed, calibrated_index_s, host_speed_beside, index_call, index_sample_s
 from roofline.ops import CapturedGraph
 from roofline.profile import DeviceProfile, Overheads
-from roofline.timing import Timing, time_fn
+from roofline.timing import Timing, _sync, time_fn
 
 
 def device_for(profile: DeviceProfile, kind: str) -> str:
@@ -75,11 +75,6 @@ def _to_device(x, device: str):
     return x.to(device) if isinstance(x, torch.Tensor) else x
 
 
-def _sync(device: str):
-    if device.startswith("cuda"):
-        torch.cuda.synchronize(device)
-
-
 def measure_total(model, inputs: tuple, device: str, *, budget_s: float = 1.0) -> Timing:
     """Eager forward plus synchronize, after warm-up: the quantity ``total.predicted_s`` predicts."""
 
@@ -89,6 +84,9 @@ def measure_total(model, inputs: tuple, device: str, *, budget_s: float = 1.0) -
 
     with torch.no_grad():
         return time_fn(call, device=device, clock="host", inner=1, budget_s=budget_s, warmup_budget_s=0.5, min_samples=10, label="forward")
+
+
+WARMUP_S = 0.25  # least warm-up of a model before it is timed beside the index
 
 
 def measure_total_beside_index(model, inputs: tuple, device: str, overheads: Overheads, *, budget_s: float = 1.0) -> tuple[Timing, HostSpeed]:
@@ -108,8 +106,6 @@ def measure_total_beside_index(model, inputs: tuple, device: str, overheads: Ove
             warm += 1
         return host_speed_beside(call, device, overheads, budget_s=budget_s)
 
-
-WARMUP_S = 0.25
 
 
 class _quiet_native_stderr:
@@ -291,11 +287,7 @@ def paired_times(eager, alternative, *, budget_s: float, rounds: int = PAIRED_RO
                 out.append(time.perf_counter() - t0)
         if index is not None:
             index()
-            for _ in range(INDEX_SAMPLES_PER_ROUND):
-                t0 = time.perf_counter()
-                for _ in range(INDEX_CALLS):
-                    index()
-                index_s.append((time.perf_counter() - t0) / INDEX_CALLS)
+            index_s += [index_sample_s(index) for _ in range(INDEX_SAMPLES_PER_ROUND)]
     return statistics.median(eager_s), statistics.median(alt_s), (statistics.median(index_s) if index_s else None)
 
 

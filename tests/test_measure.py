@@ -39,22 +39,24 @@ def test_cpu_part_of_another_machine_is_refused(cpu_quick_profile_path):
         device_for(profile, "cpu")
 
 
+def _recording(calls: list, name: str, seconds: float):
+    """A callable that records its name in ``calls`` and sleeps ``seconds``."""
+    import time
+
+    def fn():
+        calls.append(name)
+        time.sleep(seconds)
+
+    return fn
+
+
 def test_paired_times_alternate_rounds_within_the_budget():
     # eager and the alternative take turns, round by round; a slow call is made once per round
     # (not the timing protocol's minimum samples), and the medians come from each side's own calls
-    import time
-
     from roofline.measure import paired_times
 
     calls = []
-
-    def slow(name, seconds):
-        def fn():
-            calls.append(name)
-            time.sleep(seconds)
-        return fn
-
-    eager_s, alt_s, index_s = paired_times(slow("eager", 0.004), slow("alt", 0.001), budget_s=0.01, rounds=3)
+    eager_s, alt_s, index_s = paired_times(_recording(calls, "eager", 0.004), _recording(calls, "alt", 0.001), budget_s=0.01, rounds=3)
     assert calls[:3] == ["eager", "alt", "eager"]  # warm-up of each, then one eager call to size the rounds
     # 0.01 s / 6 per side per round < one call: one timed call each, after one untimed call
     assert calls[3:] == ["eager", "eager", "alt", "alt"] * 3
@@ -63,20 +65,14 @@ def test_paired_times_alternate_rounds_within_the_budget():
 
 def test_paired_times_time_the_index_in_the_same_rounds():
     # the host-speed index takes its turn in every round, and its figure is per pass
-    import time
-
     from roofline.host_speed import INDEX_CALLS
     from roofline.measure import INDEX_SAMPLES_PER_ROUND, paired_times
 
     calls = []
-
-    def tagged(name, seconds):
-        def fn():
-            calls.append(name)
-            time.sleep(seconds)
-        return fn
-
-    _, _, index_s = paired_times(tagged("eager", 0.002), tagged("alt", 0.001), budget_s=0.001, rounds=2, index=tagged("index", 0.0005))
+    _, _, index_s = paired_times(
+        _recording(calls, "eager", 0.002), _recording(calls, "alt", 0.001), budget_s=0.001, rounds=2, index=_recording(calls, "index", 0.0005)
+    )
+    # one untimed pass, then INDEX_SAMPLES_PER_ROUND samples of INDEX_CALLS timed passes
     per_round = ["eager", "eager", "alt", "alt"] + ["index"] * (1 + INDEX_SAMPLES_PER_ROUND * INDEX_CALLS)
     assert calls[3:] == per_round * 2
     assert 0.0005 <= index_s < 0.002  # one pass, not the sample of INDEX_CALLS passes

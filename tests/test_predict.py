@@ -215,11 +215,11 @@ def test_interleaving_grows_with_the_number_of_different_dispatch_kinds():
 
 
 def test_interleave_mix_kind_count_matches_the_calibration_mix():
-    from calibrate.overhead import _mix, representative_ops
+    from roofline.host_speed import index_call
     from roofline.capture import capture
     from roofline.costs import cost_of
     from roofline.curves import INTERLEAVE_MIX_KINDS
     from roofline.predict import dispatch_kind
 
-    g = capture(_mix(representative_ops("cpu")), ())
+    g = capture(index_call("cpu"), ())  # the mix calibration times, and the host-speed index with it
     assert len({dispatch_kind(op, cost_of(op)[0]) for op in g.ops}) == INTERLEAVE_MIX_KINDS
