@@ -65,6 +65,11 @@ def _pointwise_call(op: str, n: int, device: str, dtype: torch.dtype = torch.flo
         x = torch.rand(n, device=device, dtype=dtype)
         fn_op = getattr(torch, op)
         return (lambda: fn_op(x)), 2 * e * n
+    if op == "unary":
+        # one operand in, one result out (neg, abs, relu, x * 0.5): the stream a copy moves, but
+        # through TensorIterator with a freshly allocated output, as model code runs it
+        x = torch.rand(n, device=device, dtype=dtype)
+        return (lambda: torch.neg(x)), 2 * e * n
     if op == "add":
         x, z = torch.rand(n, device=device, dtype=dtype), torch.rand(n, device=device, dtype=dtype)
         return (lambda: torch.add(x, z)), 3 * e * n
@@ -86,8 +91,8 @@ def _pointwise_call(op: str, n: int, device: str, dtype: torch.dtype = torch.flo
 def measure_pointwise(
     sizes_elements: list[int], device: str, *, op: str = "sin", dtype_name: str = "float32", budget_s: float, warnings: list, progress=None
 ) -> PointwiseCurve:
-    """Throughput of one op family's representative kernel over size: sin (transcendental), add
-    (binary elementwise), mul_broadcast (binary with a broadcast operand), layer_norm and softmax
+    """Throughput of one op family's representative kernel over size: sin (transcendental), unary
+    (one-operand arithmetic: neg), add (binary elementwise), mul_broadcast (binary with a broadcast operand), layer_norm and softmax
     (row-wise over rows of 1024). Half precision moves half the bytes but does not run twice as
     fast where the kernel computes in float32 or cannot vectorize, hence a curve per dtype."""
     points = []

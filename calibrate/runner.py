@@ -28,7 +28,7 @@ from roofline.profile import (
 )
 from roofline.units import count
 
-POINTWISE_OPS = ("sin", "add", "mul_broadcast", "layer_norm", "softmax")
+POINTWISE_OPS = ("sin", "unary", "add", "mul_broadcast", "layer_norm", "softmax")
 
 
 @dataclass

@@ -119,7 +119,7 @@ class BandwidthModel:
 
 
 class PointwiseModel:
-    """Throughput of one op family's calibrated kernel (sin, add, layer_norm, softmax) over size."""
+    """Throughput of one op family's calibrated kernel (sin, unary, add, mul_broadcast, layer_norm, softmax) over size."""
 
     def __init__(self, curve: PointwiseCurve | None, overhead_s: float = 0.0):
         self.curve = curve
@@ -331,6 +331,10 @@ class DeviceModel:
             if candidate in self.matmul:
                 return self.matmul[candidate]
         return next(iter(self.matmul.values()))
+
+    def has_family(self, family: str) -> bool:
+        """Whether the profile calibrated this op family in any dtype (older profiles lack some)."""
+        return any(f == family for f, _ in self.family)
 
     def family_bytes_per_s(self, family: str | None, nbytes: int, dtype_name: str = "float32") -> float | None:
         """Calibrated bytes/s of an op family's kernel at this size and dtype (fp16 and bf16 stand

@@ -382,7 +382,7 @@ class Measurements(_Strict):
 
     matmul: list[MatmulCurve] = Field(min_length=1, description="Matmul FLOP/s over a grid of shapes, one curve per dtype.")
     bandwidth: list[BandwidthCurve] = Field(min_length=1, description="Bandwidth over working-set size: copy, read, write.")
-    pointwise: list[PointwiseCurve] = Field(description="Throughput of representative op-family kernels (sin, add, layer_norm, softmax) over size.")
+    pointwise: list[PointwiseCurve] = Field(description="Throughput of representative op-family kernels (sin, unary, add, mul_broadcast, layer_norm, softmax) over size.")
     overheads: Overheads = Field(description="Per-op and per-call fixed costs.")
     transfers: list[TransferCurve] = Field(default_factory=list, description="GPU only: host<->device copies.")
     attention: list[AttentionCurve] = Field(default_factory=list, description="GPU only: fused attention throughput.")

@@ -147,3 +147,18 @@ def test_polar_and_python_scalar_overloads():
     from tests.opcapture import op_of
     c, ok = _cost_of(op_of(torch.ops.aten.angle.float, 1.0))
     assert ok and (c.kernels, c.bytes) == (0, 0)
+
+
+def test_a_value_passed_twice_is_read_once():
+    # y * y: both loads hit the same cache lines, so 128 bytes in, 128 out; y * z reads both
+    from roofline.capture import capture
+
+    def bytes_of(fn, *inputs):
+        graph = capture(fn, inputs)
+        (mul,) = [o for o in graph.ops if o.packet == "aten.mul"]
+        c, _ = cost_of(mul)
+        return c.bytes_read, c.bytes_written
+
+    y, z = torch.randn(4, 8), torch.randn(4, 8)
+    assert bytes_of(lambda a: a * a, y) == (128, 128)
+    assert bytes_of(lambda a, b: a * b, y, z) == (256, 128)

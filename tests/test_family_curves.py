@@ -81,3 +81,29 @@ def test_measure_pointwise_records_its_dtype_and_bytes():
     rows = 16384 // 1024
     # x and the output in bf16 (2 bytes each), plus one broadcast value per row
     assert curve.points[-1].bytes == 2 * 2 * rows * 1024 + 2 * rows
+
+
+def test_a_one_operand_op_prices_on_the_unary_family_when_calibrated():
+    x = torch.randn(4096, 1024)
+
+    def kernel_s(fn, profile, *inputs):
+        report = analyze(fn, inputs, profile, device="cuda", batch_sweep=False)
+        (op,) = [o for o in report.ops if o.target.startswith("aten.mul")]
+        return op.kernel_s, op.bytes_read + op.bytes_written
+
+    with_unary = _profile_with(_flat_curve("add", "float32", 2e12), _flat_curve("unary", "float32", 4e12))
+    scaled_s, nbytes = kernel_s(lambda a: a * 0.5, with_unary, x)
+    square_s, _ = kernel_s(lambda a: a * a, with_unary, x)  # one value read once: unary too
+    binary_s, binary_bytes = kernel_s(lambda a, b: a * b, with_unary, x, torch.randn(4096, 1024))
+    assert scaled_s == pytest.approx(nbytes / 4e12, rel=0.01)
+    assert square_s == pytest.approx(nbytes / 4e12, rel=0.01)
+    assert binary_s == pytest.approx(binary_bytes / 2e12, rel=0.01)
+    # a profile made before the unary family: one-operand ops stay on the add curve
+    without = _profile_with(_flat_curve("add", "float32", 2e12))
+    without.gpu.measurements.pointwise = [c for c in without.gpu.measurements.pointwise if c.op != "unary"]
+    assert kernel_s(lambda a: a * 0.5, without, x)[0] == pytest.approx(nbytes / 2e12, rel=0.01)
+
+
+def test_measure_pointwise_unary_moves_one_read_and_one_write():
+    curve = measure_pointwise([4096], "cpu", op="unary", dtype_name="float32", budget_s=0.005, warnings=[])
+    assert curve.op == "unary" and curve.points[0].bytes == 2 * 4 * 4096

@@ -15,6 +15,8 @@ as unsupported by the caller; it is never silently dropped.
 
 from __future__ import annotations
 
+from collections import Counter
+
 from dataclasses import dataclass
 from typing import Callable, Literal
 
@@ -266,18 +268,46 @@ def arguments(op: CapturedOp) -> dict:
     return out
 
 
+def _repeated_reads(op: CapturedOp) -> Counter:
+    """How many times to skip each tensor argument (by ``id()``) because it is a value already
+    passed earlier in the same call (``mul(y, y)``), from the capture's per-argument sources."""
+    tensors = op.tensor_inputs()
+    repeat: Counter = Counter()
+    if len(op.input_sources) != len(tensors):
+        return repeat
+    seen: set[str] = set()
+    for t, (value, _producer) in zip(tensors, op.input_sources):
+        if value in seen:
+            repeat[id(t)] += 1
+        seen.add(value)
+    return repeat
+
+
+def _read_once(ts, repeat: Counter) -> int:
+    """Footprint bytes of ``ts``, leaving out the repeats ``_repeated_reads`` found."""
+    total = 0
+    for t in ts:
+        if repeat[id(t)] > 0:
+            repeat[id(t)] -= 1
+            continue
+        total += footprint_bytes(t)
+    return total
+
+
 def rw_bytes(op: CapturedOp, skip_read: tuple[str, ...] = ()) -> tuple[int, int]:
     """``(bytes_read, bytes_written)`` of a one-pass kernel, from the schema's aliasing.
 
     Every tensor argument is read once at its footprint (broadcast inputs at their own size), except
-    ``out=`` arguments and the names in ``skip_read``. An in-place op writes its mutated ``self``
+    ``out=`` arguments and the names in ``skip_read``; one value passed twice (``y * y``) is read
+    once, since both loads hit the same cache lines. An in-place op writes its mutated ``self``
     (read and written); an ``out=`` op writes its ``out`` tensors; outputs that alias an input are not
     written again. Without a schema: all tensor args read, all outputs written.
     """
     schema = schema_of(op)
+    repeat = _repeated_reads(op)
     if schema is None:
         return (
-            sum(footprint_bytes(t) for t in op.tensor_inputs()),
+            _read_once(op.tensor_inputs(), repeat),
             sum(t.nbytes for t in op.outputs),
         )
     args = arguments(op)
@@ -290,9 +320,9 @@ def rw_bytes(op: CapturedOp, skip_read: tuple[str, ...] = ()) -> tuple[int, int]
         if mutated:
             written += sum(t.nbytes for t in ts)
             if not a.kwarg_only and a.name not in skip_read:  # in-place self: read-modify-write
-                read += sum(footprint_bytes(t) for t in ts)
+                read += _read_once(ts, repeat)
         elif a.name not in skip_read:
-            read += sum(footprint_bytes(t) for t in ts)
+            read += _read_once(ts, repeat)
     # Fresh outputs: those whose return has no alias annotation.
     returns = schema.returns
     if all(r.alias_info is None for r in returns):
