@@ -11,8 +11,10 @@ stream gains, for the seed experiments.
 - streams (seed 004): 16 batches of a 1024^2 matmul with copies in and out: sequential with
   pageable memory, sequential pinned, and pinned on three streams, predicted against measured.
 
-Placement re-measures host overheads (GPU and host CPU) before every 8 cases; gains are predicted
-as calibrated and at the host speed that the host-speed index measured beside them.
+Placement and gains are predicted twice: with the profile's host costs as calibrated, and at the
+host's speed that the host-speed indexes measured beside them (``roofline.host_speed``; for a
+placement, the index of the host's launch path to the GPU scales the GPU side and the host CPU's
+own index the CPU side). A placement's two sides are timed in alternating rounds.
 """
 
 from __future__ import annotations
@@ -33,16 +35,11 @@ from roofline.advice import stream_pipeline  # noqa: E402
 from roofline.analysis import attach_alternatives, predict_at_host_scale, run_analysis  # noqa: E402
 from roofline.curves import DeviceModel  # noqa: E402
 from roofline.loading import load_model_file  # noqa: E402
-from roofline.measure import device_for, measure_alternatives, measure_placement, refresh_overheads  # noqa: E402
+from roofline.host_speed import with_host_scales  # noqa: E402
+from roofline.measure import device_for, measure_alternatives, measure_placement, paired_placement  # noqa: E402
 from roofline.profiles import find_profile  # noqa: E402
 from roofline.sweeps import crossover  # noqa: E402
 from roofline.timing import time_fn  # noqa: E402
-
-
-def refresh(profile, device) -> None:
-    """The same protocol as accuracy.py: host overheads (GPU and host CPU) re-measured just before."""
-    refresh_overheads(profile, "cuda", device)
-    refresh_overheads(profile, "cpu", "cpu")
 
 
 def entries(file: str, want=None):
@@ -56,50 +53,61 @@ def entries(file: str, want=None):
             yield label, mm, mi, rm, ri
 
 
+def _placement_row(group, label, size, calibrated, now, measured: dict, calls: int = 1) -> dict:
+    """One sweep case: the choice predicted as calibrated and at the measured host scales, and the
+    measured one (the CPU alone, or the GPU with the copies, whichever took less)."""
+    pick = "cuda" if measured["gpu_with_copies_s"] < measured["cpu_s"] else "cpu"
+    scales = measured["host_scales"]
+    row = dict(group=group, label=label, size=size, predicted=calibrated.recommended, predicted_now=now.recommended, measured=pick,
+               cpu_s=calls * calibrated.cpu_s, gpu_total_s=calls * (calibrated.gpu_s + calibrated.transfer_s),
+               cpu_now_s=calls * now.cpu_s, gpu_total_now_s=calls * (now.gpu_s + now.transfer_s), host_scales=scales,
+               measured_cpu_s=measured["cpu_s"], measured_gpu_total_s=measured["gpu_with_copies_s"])
+    print(f"  {group:<14} {label:<24} predicted {row['predicted']:<4} (cpu {row['cpu_s'] * 1e3:8.3f}, gpu+copies {row['gpu_total_s'] * 1e3:8.3f} ms)"
+          f" | at x{scales.get('cpu', 1):.2f} cpu, x{scales.get('cuda', 1):.2f} gpu: {row['predicted_now']:<4} "
+          f"(cpu {row['cpu_now_s'] * 1e3:8.3f}, gpu+copies {row['gpu_total_now_s'] * 1e3:8.3f} ms)"
+          f" | measured {pick:<4} (cpu {row['measured_cpu_s'] * 1e3:8.3f}, gpu+copies {row['measured_gpu_total_s'] * 1e3:8.3f} ms)", flush=True)
+    return row
+
+
 def placement_cases(profile, device):
     rows = []
 
     def check(group, label, mm, mi, rm, ri, size):
-        report = run_analysis(mm, mi, profile, device="cuda", name=label, batch_sweep=False)[0]
-        p = report.placement
-        m = measure_placement(rm, ri, device, budget_s=0.3)
-        measured = "cuda" if m["gpu_with_copies_s"] < m["cpu_s"] else "cpu"
-        rows.append(dict(group=group, label=label, size=size, predicted=p.recommended, measured=measured,
-                         cpu_s=p.cpu_s, gpu_total_s=p.gpu_s + p.transfer_s, measured_cpu_s=m["cpu_s"], measured_gpu_total_s=m["gpu_with_copies_s"]))
-        print(f"  {group:<14} {label:<24} predicted {p.recommended:<4} (cpu {p.cpu_s * 1e3:8.3f} ms, gpu+copies {(p.gpu_s + p.transfer_s) * 1e3:8.3f} ms)"
-              f"  measured {measured:<4} (cpu {m['cpu_s'] * 1e3:8.3f} ms, gpu+copies {m['gpu_with_copies_s'] * 1e3:8.3f} ms)", flush=True)
+        calibrated = run_analysis(mm, mi, profile, device="cuda", name=label, batch_sweep=False)[0].placement
+        m = measure_placement(rm, ri, device, budget_s=0.3, profile=profile)
+        now = run_analysis(mm, mi, with_host_scales(profile, m["host_scales"]), device="cuda", name=label, batch_sweep=False)[0].placement
+        rows.append(_placement_row(group, label, size, calibrated, now, m))
 
     def size_of(label):
         from roofline.sweeps import _size_of
 
         return _size_of(label)
 
-    # host overheads re-measured once per group (each takes ~3 s; per case would double the run)
-    refresh(profile, device)
     for label, mm, mi, rm, ri in entries("seed000_matmul.py", lambda s: 16 <= size_of(s) <= 8192):
         check("seed000 matmul", label, mm, mi, rm, ri, size_of(label))
-    refresh(profile, device)
     for label, mm, mi, rm, ri in entries("seed000_nested_sin.py", lambda s: size_of(s) <= 2**26):
         check("seed000 sin", label, mm, mi, rm, ri, size_of(label))
-    for i, (label, mm, mi, rm, ri) in enumerate(entries("seed003_linear_relu.py")):
-        if i % 8 == 0:
-            refresh(profile, device)
+    for label, mm, mi, rm, ri in entries("seed003_linear_relu.py"):
         check("seed003 stack", label, mm, mi, rm, ri, 0)
     return rows
 
 
 def seed002_loop(profile, device, steps=10_000):
-    """Seed 002: a step of 1 matmul + 5 pointwise ops, looped; state stays where it is computed."""
+    """Seed 002: a step of 1 matmul + 5 pointwise ops, looped; state stays where it is computed.
+    Loops of 1000 steps on each side, timed in alternating rounds beside the host-speed indexes."""
+    import copy
+
     meta = load_model_file(REPO / "examples" / "seed002_rnn_step.py")
     real = load_model_file(REPO / "examples" / "seed002_rnn_step.py", materialize=True)
-    refresh(profile, device)
-    report = run_analysis(meta.model, meta.example_inputs, profile, device="cuda", calls=steps, copies_per_call=False, batch_sweep=False)[0]
-    p = report.placement
+
+    def predicted(prof):
+        return run_analysis(meta.model, meta.example_inputs, prof, device="cuda", calls=steps, copies_per_call=False, batch_sweep=False)[0].placement
+
     n = 1000
     model, inputs = real.model, real.example_inputs
-    results = {}
-    for dev in ("cpu", device):
-        m = model.to(dev) if isinstance(model, torch.nn.Module) else model
+
+    def loop_on(dev):
+        m = copy.deepcopy(model).to(dev) if isinstance(model, torch.nn.Module) else model
         x = tuple(t.to(dev) if isinstance(t, torch.Tensor) else t for t in inputs)
 
         def loop():
@@ -108,13 +116,11 @@ def seed002_loop(profile, device, steps=10_000):
             if dev != "cpu":
                 torch.cuda.synchronize()
 
-        with torch.no_grad():
-            results[dev] = time_fn(loop, device=dev, clock="host", inner=1, budget_s=1.0, min_samples=3).median_s / n * steps
-    measured = "cuda" if results[device] < results["cpu"] else "cpu"
-    print(f"  seed002 loop   {steps} steps              predicted {p.recommended:<4} (cpu {p.cpu_s * steps * 1e3:8.1f} ms, gpu {(p.gpu_s * steps) * 1e3:8.1f} ms)"
-          f"  measured {measured:<4} (cpu {results['cpu'] * 1e3:8.1f} ms, gpu {results[device] * 1e3:8.1f} ms)")
-    return dict(group="seed002 loop", label=f"{steps} steps", size=steps, predicted=p.recommended, measured=measured,
-                cpu_s=p.cpu_s * steps, gpu_total_s=p.gpu_s * steps + p.transfer_s * steps, measured_cpu_s=results["cpu"], measured_gpu_total_s=results[device])
+        return loop
+
+    m = paired_placement(loop_on("cpu"), loop_on(device), device, budget_s=1.0, profile=profile)
+    m = dict(m, cpu_s=m["cpu_s"] / n * steps, gpu_with_copies_s=m["gpu_with_copies_s"] / n * steps)
+    return _placement_row("seed002 loop", f"{steps} steps", steps, predicted(profile), predicted(with_host_scales(profile, m["host_scales"])), m, calls=steps)
 
 
 def gains(profile, device, skip_compile: bool):
@@ -220,15 +226,16 @@ def main() -> int:
     print("placement:")
     rows = placement_cases(profile, device)
     rows.append(seed002_loop(profile, device))
-    right = sum(r["predicted"] == r["measured"] for r in rows)
     mm = [r for r in rows if r["group"] == "seed000 matmul"]
-    pc = crossover([(r["size"], r["predicted"]) for r in mm])
     mc = crossover([(r["size"], r["measured"]) for r in mm])
-    print(f"placement right on {right}/{len(rows)} ({100 * right / len(rows):.0f}%); seed 000 matmul crossover predicted {pc}, measured {mc}"
-          + (f" (ratio {pc / mc:.2f})" if pc and mc else ""))
+    for name, key in (("as calibrated", "predicted"), ("at the host's speed beside them", "predicted_now")):
+        right = sum(r[key] == r["measured"] for r in rows)
+        pc = crossover([(r["size"], r[key]) for r in mm])
+        print(f"placement {name}: right on {right}/{len(rows)} ({100 * right / len(rows):.0f}%); seed 000 matmul crossover predicted {pc}, "
+              f"measured {mc}" + (f" (ratio {pc / mc:.2f})" if pc and mc else ""))
+    pc = crossover([(r["size"], r["predicted"]) for r in mm])
     print("gains (predicted/measured), as calibrated | at the host's speed beside them:")
-    # the profile as calibrated: placement above re-measured the loaded one's host overheads in place
-    g = gains(find_profile(args.profile), device, args.skip_compile)
+    g = gains(profile, device, args.skip_compile)
     for kind in ("torch_compile", "cuda_graphs"):
         for name, key in (("as calibrated", "gain_error"), ("at the host's speed beside them", "gain_error_now")):
             errs = [abs(r[key]) for r in g if r["alternative"] == kind and r.get(key) is not None]
@@ -239,7 +246,7 @@ def main() -> int:
     print("streams (seed 004):")
     s = streams(profile, device)
     if args.json:
-        Path(args.json).write_text(json.dumps(dict(placement=rows, gains=g, streams=s, crossover=dict(predicted=pc, measured=mc)), indent=1))
+        Path(args.json).write_text(json.dumps(dict(placement=rows, gains=g, streams=s, crossover=dict(predicted=pc, predicted_now=crossover([(r['size'], r['predicted_now']) for r in mm]), measured=mc)), indent=1))
     return 0
 
 

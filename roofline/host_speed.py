@@ -132,3 +132,10 @@ def with_host_scale(profile, kind: str, scale: float):
     part = profile.part(kind)
     measurements = part.measurements.model_copy(update=dict(overheads=scaled_overheads(part.measurements.overheads, scale)))
     return profile.model_copy(update={key: part.model_copy(update=dict(measurements=measurements))})
+
+
+def with_host_scales(profile, scales: dict[str, float]):
+    """``with_host_scale`` for each part named in ``scales`` ('cuda', 'cpu'); the others as they are."""
+    for kind, scale in scales.items():
+        profile = with_host_scale(profile, kind, scale)
+    return profile

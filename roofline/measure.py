@@ -258,10 +258,10 @@ PAIRED_ROUNDS = 5
 INDEX_SAMPLES_PER_ROUND = 3
 
 
-def paired_times(eager, alternative, *, budget_s: float, rounds: int = PAIRED_ROUNDS, index=None) -> tuple[float, float, float | None]:
+def paired_times(eager, alternative, *, budget_s: float, rounds: int = PAIRED_ROUNDS, indexes: dict | None = None) -> tuple[float, float, dict[str, float]]:
     """Median eager and alternative times, timed in alternating rounds; both callables synchronize.
-    With ``index`` (``roofline.host_speed.index_call``'s pass), also the median time of one index
-    pass, timed in the same rounds; else None.
+    With ``indexes`` (name -> one pass of a host-speed index: ``roofline.host_speed.index_call``),
+    also each index's median time per pass, timed in the same rounds (an empty dict without).
 
     A gain is a difference of two host-bound times. Host speed drifts by tens of percent within
     minutes (and runs slow for seconds after a compile), so two figures timed apart carry the drift
@@ -277,7 +277,8 @@ def paired_times(eager, alternative, *, budget_s: float, rounds: int = PAIRED_RO
     eager()
     call_s = time.perf_counter() - t0
     per_round = max(1, min(50, int(budget_s / (2 * rounds) / max(call_s, 1e-7))))
-    eager_s, alt_s, index_s = [], [], []
+    eager_s, alt_s = [], []
+    index_s: dict[str, list[float]] = {name: [] for name in (indexes or {})}
     for _ in range(rounds):
         for fn, out in ((eager, eager_s), (alternative, alt_s)):
             fn()
@@ -285,10 +286,26 @@ def paired_times(eager, alternative, *, budget_s: float, rounds: int = PAIRED_RO
                 t0 = time.perf_counter()
                 fn()
                 out.append(time.perf_counter() - t0)
-        if index is not None:
+        for name, index in (indexes or {}).items():
             index()
-            index_s += [index_sample_s(index) for _ in range(INDEX_SAMPLES_PER_ROUND)]
-    return statistics.median(eager_s), statistics.median(alt_s), (statistics.median(index_s) if index_s else None)
+            index_s[name] += [index_sample_s(index) for _ in range(INDEX_SAMPLES_PER_ROUND)]
+    return statistics.median(eager_s), statistics.median(alt_s), {name: statistics.median(v) for name, v in index_s.items()}
+
+
+def host_indexes(profile: DeviceProfile, device: str, kinds=("cuda", "cpu")) -> tuple[dict, dict[str, float]]:
+    """For each of ``kinds`` ('cuda': the host's launch path to ``device``; 'cpu': the host CPU's own
+    small ops) whose profile part recorded its mix: one pass of its host-speed index, and the time of
+    that pass at calibration. Host scale of a kind = its index time now / at calibration."""
+    calls, calibrated = {}, {}
+    for kind in kinds:
+        if kind == "cuda" and (profile.gpu is None or not device.startswith("cuda")):
+            continue
+        overheads = profile.part(kind).measurements.overheads
+        if overheads is None or not overheads.dispatch_by_op_s:
+            continue
+        calls[kind] = index_call(device if kind == "cuda" else "cpu")
+        calibrated[kind] = calibrated_index_s(overheads)
+    return calls, calibrated
 
 
 def measure_alternatives(
@@ -310,13 +327,12 @@ def measure_alternatives(
     notes: list[str] = []
     if not device.startswith("cuda"):
         return out, notes, eager_beside, scale_beside
-    index = index_call(device) if overheads is not None and overheads.dispatch_by_op_s else None
-    calibrated = calibrated_index_s(overheads) if index is not None else None
+    indexes = {"cuda": index_call(device)} if overheads is not None and overheads.dispatch_by_op_s else {}
 
     def paired(key, alternative):
-        eager_beside[key], out[key], index_s = paired_times(eager, alternative, budget_s=budget_s, index=index)
-        if index_s is not None:
-            scale_beside[key] = index_s / calibrated
+        eager_beside[key], out[key], index_s = paired_times(eager, alternative, budget_s=budget_s, indexes=indexes)
+        if index_s:
+            scale_beside[key] = index_s["cuda"] / calibrated_index_s(overheads)
     model, inputs = _on_device(model, inputs, device)
 
     def eager():
@@ -356,22 +372,44 @@ def measure_alternatives(
     return out, notes, eager_beside, scale_beside
 
 
-def measure_placement(model, inputs: tuple, device: str, *, budget_s: float = 0.5) -> dict:
-    """Measured CPU time, and GPU time with the copies in and out, of one call (seed 000's comparison)."""
+def measure_placement(model, inputs: tuple, device: str, *, budget_s: float = 0.5, profile: DeviceProfile | None = None) -> dict:
+    """Measured CPU time, and GPU time with the copies in and out, of one call (seed 000's comparison).
+
+    The two sides are timed in alternating rounds (``paired_times``), so both see the same host; a
+    module gets a copy on each device. With the ``profile``, the host-speed index of each part (the
+    host's launch path to the GPU, and the host CPU's own small ops) is timed in the same rounds:
+    ``host_scales`` maps 'cuda' and 'cpu' to index time now / at calibration, for a placement
+    predicted at the host's speed of the moment.
+    """
+    import copy
+
     cpu_inputs = pytree.tree_map(lambda x: _to_device(x, "cpu"), tuple(inputs))
-    cpu_model = model.to("cpu").eval() if isinstance(model, torch.nn.Module) else model
+    if isinstance(model, torch.nn.Module):
+        cpu_model = model.to("cpu").eval()
+        gpu_model = copy.deepcopy(cpu_model).to(device)
+    else:
+        cpu_model = gpu_model = model
+
+    def on_cpu():
+        cpu_model(*cpu_inputs)
+
+    def round_trip():
+        dev_inputs = pytree.tree_map(lambda x: _to_device(x, device), cpu_inputs)
+        result = gpu_model(*dev_inputs)
+        pytree.tree_map(lambda x: x.to("cpu") if isinstance(x, torch.Tensor) else x, result)
+        _sync(device)
+
+    return paired_placement(on_cpu, round_trip, device, budget_s=budget_s, profile=profile)
+
+
+def paired_placement(on_cpu, on_gpu, device: str, *, budget_s: float, profile: DeviceProfile | None = None) -> dict:
+    """A placement's CPU and GPU sides (callables; the GPU one synchronizes) timed in alternating
+    rounds, with the profile's host-speed indexes beside them (``measure_placement``)."""
+    indexes, calibrated = host_indexes(profile, device) if profile is not None else ({}, {})
     with torch.no_grad():
-        cpu = time_fn(lambda: cpu_model(*cpu_inputs), device="cpu", clock="host", inner=1, budget_s=budget_s, min_samples=5).median_s
-        gpu_model = model.to(device).eval() if isinstance(model, torch.nn.Module) else model
-
-        def round_trip():
-            dev_inputs = pytree.tree_map(lambda x: _to_device(x, device), cpu_inputs)
-            result = gpu_model(*dev_inputs)
-            pytree.tree_map(lambda x: x.to("cpu") if isinstance(x, torch.Tensor) else x, result)
-            _sync(device)
-
-        gpu = time_fn(round_trip, device=device, clock="host", inner=1, budget_s=budget_s, min_samples=5).median_s
-    return {"cpu_s": cpu, "gpu_with_copies_s": gpu}
+        cpu_s, gpu_s, index_s = paired_times(on_cpu, on_gpu, budget_s=budget_s, indexes=indexes)
+    scales = {kind: index_s[kind] / calibrated[kind] for kind in index_s if calibrated.get(kind)}
+    return {"cpu_s": cpu_s, "gpu_with_copies_s": gpu_s, "host_scales": scales}
 
 
 def refresh_overheads(profile: DeviceProfile, kind: str, device: str) -> None:

@@ -60,7 +60,7 @@ def test_paired_times_alternate_rounds_within_the_budget():
     assert calls[:3] == ["eager", "alt", "eager"]  # warm-up of each, then one eager call to size the rounds
     # 0.01 s / 6 per side per round < one call: one timed call each, after one untimed call
     assert calls[3:] == ["eager", "eager", "alt", "alt"] * 3
-    assert eager_s > alt_s >= 0.001 and index_s is None
+    assert eager_s > alt_s >= 0.001 and index_s == {}
 
 
 def test_paired_times_time_the_index_in_the_same_rounds():
@@ -70,9 +70,25 @@ def test_paired_times_time_the_index_in_the_same_rounds():
 
     calls = []
     _, _, index_s = paired_times(
-        _recording(calls, "eager", 0.002), _recording(calls, "alt", 0.001), budget_s=0.001, rounds=2, index=_recording(calls, "index", 0.0005)
+        _recording(calls, "eager", 0.002), _recording(calls, "alt", 0.001), budget_s=0.001, rounds=2,
+        indexes={"cuda": _recording(calls, "index", 0.0005), "cpu": _recording(calls, "cpu index", 0.0005)},
     )
     # one untimed pass, then INDEX_SAMPLES_PER_ROUND samples of INDEX_CALLS timed passes
-    per_round = ["eager", "eager", "alt", "alt"] + ["index"] * (1 + INDEX_SAMPLES_PER_ROUND * INDEX_CALLS)
+    passes = 1 + INDEX_SAMPLES_PER_ROUND * INDEX_CALLS
+    per_round = ["eager", "eager", "alt", "alt"] + ["index"] * passes + ["cpu index"] * passes
     assert calls[3:] == per_round * 2
-    assert 0.0005 <= index_s < 0.002  # one pass, not the sample of INDEX_CALLS passes
+    assert set(index_s) == {"cuda", "cpu"}
+    assert all(0.0005 <= v < 0.002 for v in index_s.values())  # one pass, not the sample of INDEX_CALLS passes
+
+
+def test_measure_placement_times_both_sides_beside_the_host_index():
+    # CPU and GPU sides alternate; with a profile, the host CPU's index is timed in the same rounds
+    # and its scale against calibration comes back (no GPU here: the "GPU" side runs on the CPU)
+    from roofline.measure import measure_placement
+    profile = load_profile_file(REPO / "tests" / "fixtures" / "h100_profile.json")
+    model = torch.nn.Linear(64, 64)
+    m = measure_placement(model, (torch.randn(8, 64),), "cpu", budget_s=0.01, profile=profile)
+    assert m["cpu_s"] > 0 and m["gpu_with_copies_s"] > 0
+    assert set(m["host_scales"]) == {"cpu"} and m["host_scales"]["cpu"] > 0
+    assert next(model.parameters()).device.type == "cpu"  # the caller's module is not moved away
+    assert measure_placement(model, (torch.randn(8, 64),), "cpu", budget_s=0.01)["host_scales"] == {}
