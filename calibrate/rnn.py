@@ -34,8 +34,20 @@ KINDS = ("lstm", "gru")
 
 
 def measure_rnn(dtype_name: str, shapes: list[tuple[int, int]], device: str, *, steps: tuple[int, int] = STEPS, budget_s: float, warnings: list, progress=None) -> RnnCurve:
-    """Time one LSTM and one GRU layer forward per shape at two sequence lengths."""
+    """Time one LSTM and one GRU layer forward per shape at two sequence lengths, with the
+    host-speed index timed before, between and after (its median is the point's host_index_s):
+    the layer launches every step from the host, and run 31's calibration met a host phase that
+    made the batch-32 LSTM's step 32 us against 24 us in run 27's and 16.5 us in the models timed
+    minutes later. Prediction puts each point at the profile's host speed by the ratio of indexes."""
+    from roofline.host_speed import index_call, index_sample_s
+
     dtype = DTYPES[dtype_name]
+    mix = index_call(device)
+
+    def index_s() -> float:
+        mix()  # untimed: the first pass after other code runs slow (roofline.host_speed)
+        return index_sample_s(mix)
+
     points = []
     with torch.no_grad():
         for kind in KINDS:
@@ -47,7 +59,7 @@ def measure_rnn(dtype_name: str, shapes: list[tuple[int, int]], device: str, *, 
                     for _ in range(3):
                         layer(x)
                 for attempt in range(2):
-                    stats = []
+                    stats, beside = [], [index_s()]
                     for t, x in zip(steps, inputs):
                         r = time_fn(
                             lambda: layer(x), device=device, budget_s=budget_s, warmup_budget_s=budget_s, min_samples=5,
@@ -56,11 +68,13 @@ def measure_rnn(dtype_name: str, shapes: list[tuple[int, int]], device: str, *, 
                         if r.warning:
                             warnings.append(r.warning)
                         stats.append(r.stat())
+                        beside.append(index_s())
                     if stats[1].median_s > stats[0].median_s:
                         break
                 else:
                     warnings.append(f"{kind} {dtype_name} batch {batch} hidden {hidden}: {steps[0]} steps timed slower than {steps[1]} twice; prediction skips this point")
-                points.append(RnnPoint(kind=kind, batch=batch, input_size=hidden, hidden=hidden, steps_short=steps[0], steps_long=steps[1], time_short=stats[0], time_long=stats[1]))
+                points.append(RnnPoint(kind=kind, batch=batch, input_size=hidden, hidden=hidden, steps_short=steps[0], steps_long=steps[1], time_short=stats[0], time_long=stats[1],
+                                       host_index_s=sorted(beside)[1]))
                 del layer
                 if progress:
                     progress()

@@ -208,15 +208,26 @@ class ConvModel:
         return float(_nearest_log_mean(rows[:, 1:4], rows[:, 4:5], m, n, k)[0])
 
 
+def _host_index_s(overheads: Overheads) -> float | None:
+    """The host-speed index's time at the host speed these overheads stand for (None without a mix)."""
+    if not overheads.dispatch_by_op_s:
+        return None
+    from roofline.host_speed import calibrated_index_s
+
+    return calibrated_index_s(overheads)
+
+
 class RnnModel:
     """Time of one fused RNN layer (one direction) from calibrated layers of one dtype.
 
     Each calibrated point gives a fixed cost per call and a ratio (time per step / matmul-curve
     time of the step's gate GEMM, batch x gates*hidden x (input + hidden)). A layer takes the
     geometric means of both over the (up to) three points nearest in log(m), log(n), log(k),
-    weighted by inverse squared distance, among points of its cell type (all points when none is)."""
+    weighted by inverse squared distance, among points of its cell type (all points when none is).
+    cuDNN launches every step from the host, so a point timed beside the host-speed index is first
+    put at the host speed of ``host_index_s`` (the profile's, or that times a measured host scale)."""
 
-    def __init__(self, curve: RnnCurve, matmul: MatmulModel, overhead_s: float = 0.0):
+    def __init__(self, curve: RnnCurve, matmul: MatmulModel, overhead_s: float = 0.0, host_index_s: float | None = None):
         from roofline.costs.rnn import GATES
 
         self.matmul = matmul
@@ -226,8 +237,11 @@ class RnnModel:
         usable = [p for p in curve.points if p.time_long.median_s > p.time_short.median_s] or curve.points
         for p in usable:
             m, n, k = p.batch, GATES[p.kind] * p.hidden, p.input_size + p.hidden
-            ratio = p.step_s / matmul.time_s(m, n, k)
-            fixed = max(p.fixed_s - overhead_s, 1e-9)
+            # the host launches every step: a point timed beside the index is put at the host speed
+            # the profile's overheads stand for (as calibrated, or times a measured host scale)
+            host = host_index_s / p.host_index_s if host_index_s and p.host_index_s else 1.0
+            ratio = host * p.step_s / matmul.time_s(m, n, k)
+            fixed = max(host * p.fixed_s - overhead_s, 1e-9)
             rows.append((p.kind, (math.log(m), math.log(n), math.log(k), math.log(ratio), math.log(fixed))))
         # per cell type, and all points together for a type that was not calibrated
         self._tables = {kind: np.array([r for c, r in rows if c == kind]) for kind in {c for c, _ in rows}}
@@ -311,7 +325,7 @@ class DeviceModel:
         self.conv = {
             (c.dtype, c.tf32): ConvModel(c, self.matmul_model("tf32" if c.tf32 else c.dtype), included) for c in m.conv
         }
-        self.rnn = {c.dtype: RnnModel(c, self.matmul_model(c.dtype), included) for c in m.rnn}
+        self.rnn = {c.dtype: RnnModel(c, self.matmul_model(c.dtype), included, _host_index_s(m.overheads)) for c in m.rnn}
 
     @property
     def name(self) -> str:

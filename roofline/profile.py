@@ -274,6 +274,11 @@ class RnnPoint(_Strict):
     steps_long: int = Field(ge=2, description="Time steps of the longer run.")
     time_short: Stat = Field(description="Time of one call over steps_short steps.")
     time_long: Stat = Field(description="Time of one call over steps_long steps.")
+    host_index_s: float | None = Field(
+        default=None, gt=0,
+        description="Host-speed index (roofline.host_speed: one pass of the overhead mix) timed beside this point, seconds; "
+        "a cuDNN layer launches every step from the host, so its times move with the host's speed. None in older profiles.",
+    )
 
     @property
     def step_s(self) -> float:
