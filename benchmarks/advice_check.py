@@ -92,17 +92,61 @@ def placement_cases(profile, device):
     return rows
 
 
+def replay_placement(path: str, profile) -> int:
+    """Re-predict a recorded run's placement sweep with this code and ``profile`` (as calibrated,
+    and at each case's recorded host scales), against its recorded measurements; no GPU needed."""
+    recorded = {(r["group"], r["label"]): r for r in json.loads(Path(path).read_text())["placement"]}
+    files = {"seed000 matmul": "seed000_matmul.py", "seed000 sin": "seed000_nested_sin.py", "seed003 stack": "seed003_linear_relu.py"}
+    print(f"replay of {path}: placement predicted by this code with profile '{profile.name}', measured as recorded")
+    rows = []
+    for group, file in files.items():
+        meta = load_model_file(REPO / "examples" / file)
+        with torch.device("meta"):
+            cases = list(meta.module.sweep())
+        for label, mm, mi in cases:
+            r = recorded.get((group, label))
+            if r is None:
+                continue
+            calibrated = run_analysis(mm, mi, profile, device="cuda", name=label, batch_sweep=False)[0].placement
+            now = run_analysis(mm, mi, with_host_scales(profile, r.get("host_scales", {})), device="cuda", name=label, batch_sweep=False)[0].placement
+            measured = dict(cpu_s=r["measured_cpu_s"], gpu_with_copies_s=r["measured_gpu_total_s"], host_scales=r.get("host_scales", {}))
+            rows.append(_placement_row(group, label, r["size"], calibrated, now, measured))
+    loop = next((r for r in recorded.values() if r["group"] == "seed002 loop"), None)
+    if loop is not None:
+        rows.append(_seed002_row(profile, loop["size"], dict(cpu_s=loop["measured_cpu_s"], gpu_with_copies_s=loop["measured_gpu_total_s"],
+                                                             host_scales=loop.get("host_scales", {}))))
+    _placement_summary(rows)
+    return 0
+
+
+def _seed002_row(profile, steps: int, measured: dict) -> dict:
+    meta = load_model_file(REPO / "examples" / "seed002_rnn_step.py")
+
+    def predicted(prof):
+        return run_analysis(meta.model, meta.example_inputs, prof, device="cuda", calls=steps, copies_per_call=False, batch_sweep=False)[0].placement
+
+    return _placement_row("seed002 loop", f"{steps} steps", steps, predicted(profile), predicted(with_host_scales(profile, measured["host_scales"])),
+                          measured, calls=steps)
+
+
+def _placement_summary(rows) -> tuple:
+    """Print the fraction right both ways and the seed 000 crossover; (crossover predicted, measured)."""
+    mm = [r for r in rows if r["group"] == "seed000 matmul"]
+    mc = crossover([(r["size"], r["measured"]) for r in mm])
+    for name, key in (("as calibrated", "predicted"), ("at the host's speed beside them", "predicted_now")):
+        right = sum(r[key] == r["measured"] for r in rows)
+        pc = crossover([(r["size"], r[key]) for r in mm])
+        print(f"placement {name}: right on {right}/{len(rows)} ({100 * right / len(rows):.0f}%); seed 000 matmul crossover predicted {pc}, "
+              f"measured {mc}" + (f" (ratio {pc / mc:.2f})" if pc and mc else ""))
+    return crossover([(r["size"], r["predicted"]) for r in mm]), crossover([(r["size"], r["predicted_now"]) for r in mm]), mc
+
+
 def seed002_loop(profile, device, steps=10_000):
     """Seed 002: a step of 1 matmul + 5 pointwise ops, looped; state stays where it is computed.
     Loops of 1000 steps on each side, timed in alternating rounds beside the host-speed indexes."""
     import copy
 
-    meta = load_model_file(REPO / "examples" / "seed002_rnn_step.py")
     real = load_model_file(REPO / "examples" / "seed002_rnn_step.py", materialize=True)
-
-    def predicted(prof):
-        return run_analysis(meta.model, meta.example_inputs, prof, device="cuda", calls=steps, copies_per_call=False, batch_sweep=False)[0].placement
-
     n = 1000
     model, inputs = real.model, real.example_inputs
 
@@ -119,8 +163,7 @@ def seed002_loop(profile, device, steps=10_000):
         return loop
 
     m = paired_placement(loop_on("cpu"), loop_on(device), device, budget_s=1.0, profile=profile)
-    m = dict(m, cpu_s=m["cpu_s"] / n * steps, gpu_with_copies_s=m["gpu_with_copies_s"] / n * steps)
-    return _placement_row("seed002 loop", f"{steps} steps", steps, predicted(profile), predicted(with_host_scales(profile, m["host_scales"])), m, calls=steps)
+    return _seed002_row(profile, steps, dict(m, cpu_s=m["cpu_s"] / n * steps, gpu_with_copies_s=m["gpu_with_copies_s"] / n * steps))
 
 
 def gains(profile, device, skip_compile: bool):
@@ -219,21 +262,17 @@ def main() -> int:
     ap.add_argument("--profile", required=True)
     ap.add_argument("--json")
     ap.add_argument("--skip-compile", action="store_true")
+    ap.add_argument("--replay", metavar="ADVICE_JSON", help="re-predict a recorded run's placement sweep with this code against its recorded measurements (no GPU needed)")
     args = ap.parse_args()
     profile = find_profile(args.profile)
+    if args.replay:
+        return replay_placement(args.replay, profile)
     device = device_for(profile, "cuda")
     print(f"advice check on {profile.device}, profile '{profile.name}', torch {torch.__version__}")
     print("placement:")
     rows = placement_cases(profile, device)
     rows.append(seed002_loop(profile, device))
-    mm = [r for r in rows if r["group"] == "seed000 matmul"]
-    mc = crossover([(r["size"], r["measured"]) for r in mm])
-    for name, key in (("as calibrated", "predicted"), ("at the host's speed beside them", "predicted_now")):
-        right = sum(r[key] == r["measured"] for r in rows)
-        pc = crossover([(r["size"], r[key]) for r in mm])
-        print(f"placement {name}: right on {right}/{len(rows)} ({100 * right / len(rows):.0f}%); seed 000 matmul crossover predicted {pc}, "
-              f"measured {mc}" + (f" (ratio {pc / mc:.2f})" if pc and mc else ""))
-    pc = crossover([(r["size"], r["predicted"]) for r in mm])
+    pc, pc_now, mc = _placement_summary(rows)
     print("gains (predicted/measured), as calibrated | at the host's speed beside them:")
     g = gains(profile, device, args.skip_compile)
     for kind in ("torch_compile", "cuda_graphs"):
@@ -246,7 +285,7 @@ def main() -> int:
     print("streams (seed 004):")
     s = streams(profile, device)
     if args.json:
-        Path(args.json).write_text(json.dumps(dict(placement=rows, gains=g, streams=s, crossover=dict(predicted=pc, predicted_now=crossover([(r['size'], r['predicted_now']) for r in mm]), measured=mc)), indent=1))
+        Path(args.json).write_text(json.dumps(dict(placement=rows, gains=g, streams=s, crossover=dict(predicted=pc, predicted_now=pc_now, measured=mc)), indent=1))
     return 0
 
 

@@ -104,14 +104,26 @@ def _loglog(xs, ys):
     return f
 
 
+def _no_slower_than_larger(times: list[float]) -> list[float]:
+    """Times of points in increasing size, each capped at the next larger point's: moving more bytes
+    never takes less time, so a point above a larger one caught a stall of the host during
+    calibration (run 32: the host CPU's read pass over 256 KB took 2.1 ms, against 17 us over 1 MB,
+    and priced a 256 x 256 CPU GEMV at 2 ms)."""
+    out = list(times)
+    for i in range(len(out) - 2, -1, -1):
+        out[i] = min(out[i], out[i + 1])
+    return out
+
+
 class BandwidthModel:
     """Achieved bytes/s for a pass over ``working_set`` bytes, by access pattern."""
 
     def __init__(self, curves: list[BandwidthCurve], overhead_s: float = 0.0):
-        self._f = {
-            c.kind: _loglog([p.working_set_bytes for p in c.points], [p.bytes / _work_time(p.time.median_s, overhead_s) for p in c.points])
-            for c in curves
-        }
+        self._f = {}
+        for c in curves:
+            points = sorted(c.points, key=lambda p: p.working_set_bytes)
+            times = _no_slower_than_larger([_work_time(p.time.median_s, overhead_s) for p in points])
+            self._f[c.kind] = _loglog([p.working_set_bytes for p in points], [p.bytes / t for p, t in zip(points, times)])
 
     def bytes_per_s(self, working_set: int, kind: str = "copy") -> float:
         f = self._f.get(kind) or self._f["copy"]
@@ -124,7 +136,7 @@ class PointwiseModel:
     def __init__(self, curve: PointwiseCurve | None, overhead_s: float = 0.0):
         self.curve = curve
         if curve:
-            times = [_work_time(p.time.median_s, overhead_s) for p in curve.points]
+            times = _no_slower_than_larger([_work_time(p.time.median_s, overhead_s) for p in curve.points])
             self._bytes = _loglog([p.bytes for p in curve.points], [p.bytes / t for p, t in zip(curve.points, times)])
         else:
             self._bytes = None

@@ -154,6 +154,15 @@ def test_bandwidth_loglog_interpolation_and_flat_ends():
     assert bw.bytes_per_s(1e12) == pytest.approx(1e12)
 
 
+def test_a_bandwidth_point_slower_than_a_larger_one_is_capped_at_the_larger_ones_time():
+    # 256 KB timed at 2 ms (a host stall) next to 1 MB at 17 us: 256 KB can take no longer than 17 us
+    sizes_times = ((65_536, 4.5e-6), (262_144, 2.1e-3), (1_048_576, 17e-6))
+    pts = [BandwidthPoint(bytes=b, working_set_bytes=b, time=_stat(t), bytes_per_s=b / t) for b, t in sizes_times]
+    bw = BandwidthModel([BandwidthCurve(kind="read", points=pts)])
+    assert 262_144 / bw.bytes_per_s(262_144, "read") == pytest.approx(17e-6)
+    assert 65_536 / bw.bytes_per_s(65_536, "read") == pytest.approx(4.5e-6)  # faster smaller points stay
+
+
 def test_attention_curve_on_a_partial_grid_predicts_its_points_back():
     from roofline.curves import AttentionModel
     from roofline.profile import AttentionCurve, AttentionPoint
