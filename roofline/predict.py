@@ -151,11 +151,13 @@ def _rnn_layer_s(op: CapturedOp, cost: OpCost, dev: DeviceModel) -> float | None
     return model.time_s(kind, max(steps, 1), m, n, k)
 
 
-def epilogue_s(cost: OpCost, dev: DeviceModel) -> float:
-    """Time of a GPU op's separate follow-up kernel (a cuDNN conv's bias add), after its main kernel."""
-    if dev.kind != "cuda" or not cost.gpu_epilogue_bytes:
+def extra_pass_s(cost: OpCost, dev: DeviceModel) -> float:
+    """Time of a pass an op makes besides its main kernel on this device: a cuDNN conv's bias add
+    after it on the GPU (``gpu_epilogue_bytes``), the bias copied into a CPU addmm's result before
+    it (``cpu_prologue_bytes``). Priced on the binary add's curve, as a copy where there is none."""
+    nbytes = cost.gpu_epilogue_bytes if dev.kind == "cuda" else cost.cpu_prologue_bytes
+    if not nbytes:
         return 0.0
-    nbytes = cost.gpu_epilogue_bytes
     rate = dev.family_bytes_per_s("add", nbytes) or dev.bandwidth.bytes_per_s(nbytes, "copy")
     return nbytes / rate
 
@@ -282,7 +284,7 @@ def predict_timeline(
     busy = 0.0
     for op, cost, n_mod, kind in zip(graph.ops, costs, entered, kinds):
         compute, memory, floor = kernel_terms(op, cost, dev, allow_tf32)
-        kernel = max(compute, memory, floor) + epilogue_s(cost, dev) if cost.kernels else 0.0
+        kernel = max(compute, memory, floor) + extra_pass_s(cost, dev) if cost.kernels else 0.0
         host = host_cost(op, cost) if host_cost is not None else dev.dispatch_s(kind, distinct_kinds) + n_mod * module_s
         if kernel == 0.0:
             term = "none"

@@ -1,5 +1,6 @@
 """Matmul family: FLOPs 2*b*m*n*k, bytes = operands + output, GEMM shape and dtype."""
 
+import pytest
 import torch
 import torch.nn.functional as F
 
@@ -48,6 +49,30 @@ def test_addmm_beta_zero_does_not_read_self():
     _, c = priced("aten.addmm", lambda c_, a, b: torch.addmm(c_, a, b, beta=0),
                   torch.randn(4, 5), torch.randn(4, 8), torch.randn(8, 5))
     assert c.bytes_read == 288 and c.kernels == 1
+
+
+def test_addmm_bias_is_a_pass_over_the_result_on_the_cpu_only():
+    # F.linear (4x8 @ 8x5 + bias): the CPU copies the bias into the 4x5 result and the GEMM reads it
+    # back, 2 * 20 * 4 = 160 bytes; beta=0 has no such pass. The GPU prediction ignores the field.
+    from roofline.analysis import analyze
+    from roofline.profiles import load_profile_file
+    from tests.conftest import REPO
+
+    _, c = priced("aten.addmm", F.linear, torch.randn(4, 8), torch.randn(5, 8), torch.randn(5))
+    assert c.cpu_prologue_bytes == 160 and c.gpu_epilogue_bytes == 0
+    _, c0 = priced("aten.addmm", lambda c_, a, b: torch.addmm(c_, a, b, beta=0), torch.randn(4, 5), torch.randn(4, 8), torch.randn(8, 5))
+    assert c0.cpu_prologue_bytes == 0
+
+    profile = load_profile_file(REPO / "tests" / "fixtures" / "h100_profile.json")
+    x = torch.randn(512, 128)
+
+    def addmm_s(bias: bool, device: str) -> float:
+        report = analyze(torch.nn.Linear(128, 128, bias=bias), (x,), profile, device=device, batch_sweep=False)
+        (op,) = [o for o in report.ops if o.category == "matmul"]
+        return op.kernel_s if device == "cuda" else op.predicted_s
+
+    assert addmm_s(True, "cpu") > addmm_s(False, "cpu") * 1.1  # a 256 KB pass on a ~25 us GEMM
+    assert addmm_s(True, "cuda") == pytest.approx(addmm_s(False, "cuda"), rel=0.05)
 
 
 def test_bmm():

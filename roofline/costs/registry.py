@@ -58,13 +58,16 @@ class OpCost:
     # Bytes moved by a separate follow-up kernel on the GPU that runs after the main one (cuDNN
     # convolutions leave the bias add to an ATen kernel that reads and writes the output again).
     gpu_epilogue_bytes: int = 0
+    # Bytes moved by a separate pass on the CPU before the main one (ATen's CPU addmm copies its bias
+    # into the result, then runs the GEMM with beta=1, which reads the result back).
+    cpu_prologue_bytes: int = 0
 
     @property
     def bytes(self) -> int:
         return self.bytes_read + self.bytes_written
 
     def __post_init__(self):
-        for name in ("flops", "bytes_read", "bytes_written", "kernels", "gpu_epilogue_bytes"):
+        for name in ("flops", "bytes_read", "bytes_written", "kernels", "gpu_epilogue_bytes", "cpu_prologue_bytes"):
             value = getattr(self, name)
             if value < 0:
                 raise ValueError(f"OpCost.{name} must be >= 0, got {value}")
