@@ -11,8 +11,9 @@ eager and compiled alternated over rounds so that host drift lands on both alike
 
 ``--inference-mode`` runs it all under torch.inference_mode(), as calibration did until run 22.
 
-Cases: seed 003's Linear+ReLU nn.Sequential (hidden 128, batch 1; 2 and 8 layers), and the
-calibration's function chain of GEMM + ReLU (64x64; 2 and 8 layers).
+Cases: seed 003's Linear+ReLU nn.Sequential (hidden 128, batch 1; 2 and 8 layers), the
+calibration's function chain of GEMM + ReLU (64x64; 2 and 8 layers), and the 8-layer chain with a
+weight per layer (9 graph inputs against 2: what each graph input adds to a compiled call).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import torch  # noqa: E402
 
-from calibrate.overhead import _compiled_chain, single_process_compile  # noqa: E402
+from calibrate.overhead import _compiled_chain, _compiled_chain_of_weights, single_process_compile  # noqa: E402
 from benchmarks.cases import kernel_names  # noqa: E402
 from roofline.timing import time_fn  # noqa: E402
 
@@ -64,6 +65,8 @@ def run(dev: str, grad_mode: str) -> int:
         x = torch.rand(64, 64, device=dev)
         w = torch.rand(64, 64, device=dev) / 64
         cases[f"function mm+relu 64x64 x{layers}"] = (_compiled_chain(layers), (x, w))
+    ws = [torch.rand(64, 64, device=dev) / 64 for _ in range(8)]
+    cases["function mm+relu 64x64 x8, 8 weights"] = (_compiled_chain_of_weights(8), (x, *ws))
 
     compiled = {}
     with single_process_compile():
@@ -113,6 +116,11 @@ def run(dev: str, grad_mode: str) -> int:
             call = [a * 1e6 - n2 * p for a, p in zip(rows[(short, mode, "issue")], per_round)]
             print(f"{family} {mode}: issue per kernel {statistics.median(per_round):.2f} us, per call {statistics.median(call):.1f} us "
                   f"(kernels {n2} -> {n8}; per-kernel rounds {' '.join(f'{v:.1f}' for v in per_round)})")
+    for mode in ("eager", "compiled"):
+        shared, own = rows[("function mm+relu 64x64 x8", mode, "issue")], rows[("function mm+relu 64x64 x8, 8 weights", mode, "issue")]
+        per_input = [(b - a) / 7 * 1e6 for a, b in zip(shared, own)]
+        print(f"function mm+relu 64x64 x8 {mode}: each of 7 more graph inputs adds {statistics.median(per_input):.2f} us per call "
+              f"(rounds {' '.join(f'{v:.1f}' for v in per_input)})")
     return 0
 
 

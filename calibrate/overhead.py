@@ -207,6 +207,18 @@ def _compiled_chain(k: int):
     return chain
 
 
+def _compiled_chain_of_weights(k: int):
+    """``_compiled_chain(k)`` with a weight tensor per layer, ``chain(x, w_1, ..., w_k)``: the same
+    kernels and k - 1 more graph inputs, as a model's parameters are."""
+
+    def chain(x, *ws):
+        for w in ws[:k]:
+            x = torch.relu(torch.mm(x, w))
+        return x
+
+    return chain
+
+
 def single_process_compile():
     """Compile in this process. Inductor's default pool of compile workers starts with the first
     torch.compile and keeps the host's cores busy for seconds after it, which inflated host
