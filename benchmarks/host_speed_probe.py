@@ -11,6 +11,10 @@ prints the prediction as calibrated against the back-to-back time and the scaled
 against the paired time, and the model's host issue time (its calls made behind a spin kernel,
 so that no launch waits for the device) against the scaled prediction's host time. Then, per
 model, the spread of each error over the rounds.
+
+``--per-kind`` also times each representative op alone in the index blocks and predicts a third
+way: each dispatch kind's cost times its own scale now, the other host costs times the
+dispatch-weighted mean of those scales (``roofline.host_speed.kind_sample_s``).
 """
 
 from __future__ import annotations
@@ -66,6 +70,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--profile", required=True)
     ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--per-kind", action="store_true", help="also scale each dispatch kind by its own op timed alone beside the model")
     args = ap.parse_args()
     profile = load_profile_file(args.profile)
     device = "cuda"
@@ -79,7 +84,8 @@ def main() -> int:
         loaded.append((label, report, mm, mi, graph, model, inputs))
     print(f"host speed probe on {torch.cuda.get_device_name(0)}, torch {torch.__version__}, profile {args.profile}")
     print("per round: back-to-back measured (prediction as calibrated, error) | paired measured, host scale (scaled prediction, error); times in us")
-    errors = {label: ([], [], []) for label, *_ in loaded}
+    errors = {label: ([], [], [], []) for label, *_ in loaded}
+    calibrated = {name: stat.median_s * (2 if name == "view" else 1) for name, stat in profile.gpu.measurements.overheads.dispatch_by_op_s.items()}
     for r in range(1, args.rounds + 1):
         print(f"round {r}")
         for label, report, mm, mi, graph, model, inputs in loaded:
@@ -88,9 +94,16 @@ def main() -> int:
                 torch.cuda.synchronize(device)
 
             b2b = measure_total(model, inputs, device, budget_s=0.5).median_s
-            timing, speed = host_speed_beside(call, device, profile.gpu.measurements.overheads, budget_s=0.5)
+            timing, speed = host_speed_beside(call, device, profile.gpu.measurements.overheads, budget_s=0.5, per_kind=args.per_kind)
             paired = timing.median_s
             scaled = predict_at_host_scale(report, mm, mi, profile, graph, speed.scale)
+            by_kind = ""
+            if speed.kind_scales:
+                ks = speed.kind_scales
+                mean = sum(calibrated[k] * ks[k] for k in ks) / sum(calibrated[k] for k in ks)
+                p2 = predict_at_host_scale(report, mm, mi, profile, graph, mean, ks).total.predicted_s
+                errors[label][3].append((p2 - paired) / paired)
+                by_kind = f" | per kind x{mean:4.2f} ({p2 * 1e6:8.1f}, {100 * (p2 - paired) / paired:+6.1f}%; addmm x{ks.get('addmm', 0):.2f} add x{ks.get('add', 0):.2f})"
             issue = host_issue_s(model, inputs, device, scaled.total.host_s)
             p0, p1 = report.total.predicted_s, scaled.total.predicted_s
             e0, e1 = (p0 - b2b) / b2b, (p1 - paired) / paired
@@ -99,18 +112,26 @@ def main() -> int:
             errors[label][2].append((scaled.total.host_s - issue) / issue)
             print(f"  {label:<22} {b2b * 1e6:8.1f} ({p0 * 1e6:8.1f}, {100 * e0:+6.1f}%) | {paired * 1e6:8.1f} x{speed.scale:5.2f} "
                   f"({p1 * 1e6:8.1f}, {100 * e1:+6.1f}%)  index {speed.index_now_s * 1e6:6.1f}/{speed.index_calibrated_s * 1e6:6.1f}  "
-                  f"host issue {issue * 1e6:8.1f} (predicted {scaled.total.host_s * 1e6:8.1f}, {100 * (scaled.total.host_s - issue) / issue:+6.1f}%)", flush=True)
+                  f"host issue {issue * 1e6:8.1f} (predicted {scaled.total.host_s * 1e6:8.1f}, {100 * (scaled.total.host_s - issue) / issue:+6.1f}%){by_kind}", flush=True)
     print("per model over the rounds: median error [min, max], as calibrated | scaled by the index | host issue, scaled")
-    med0, med1, all0, all1 = [], [], [], []
-    for label, (e0, e1, eh) in errors.items():
+    med0, med1, med2, all0, all1, all2 = [], [], [], [], [], []
+    for label, (e0, e1, eh, e2) in errors.items():
         m0, m1 = statistics.median(e0), statistics.median(e1)
         med0.append(abs(m0))
         med1.append(abs(m1))
         all0 += [abs(e) for e in e0]
         all1 += [abs(e) for e in e1]
-        print(f"  {label:<22} {100 * m0:+6.1f}% [{100 * min(e0):+6.1f}, {100 * max(e0):+6.1f}] | {100 * m1:+6.1f}% [{100 * min(e1):+6.1f}, {100 * max(e1):+6.1f}] | {100 * statistics.median(eh):+6.1f}%")
-    print(f"median-round |error| over models: median {100 * statistics.median(med0):.1f}% max {100 * max(med0):.1f}% | median {100 * statistics.median(med1):.1f}% max {100 * max(med1):.1f}%")
-    print(f"every round's |error|: median {100 * statistics.median(all0):.1f}% max {100 * max(all0):.1f}% | median {100 * statistics.median(all1):.1f}% max {100 * max(all1):.1f}%")
+        kind = ""
+        if e2:
+            m2 = statistics.median(e2)
+            med2.append(abs(m2))
+            all2 += [abs(e) for e in e2]
+            kind = f" | per kind {100 * m2:+6.1f}% [{100 * min(e2):+6.1f}, {100 * max(e2):+6.1f}]"
+        print(f"  {label:<22} {100 * m0:+6.1f}% [{100 * min(e0):+6.1f}, {100 * max(e0):+6.1f}] | {100 * m1:+6.1f}% [{100 * min(e1):+6.1f}, {100 * max(e1):+6.1f}] | {100 * statistics.median(eh):+6.1f}%{kind}")
+    kind_med = f" | per kind: median {100 * statistics.median(med2):.1f}% max {100 * max(med2):.1f}%" if med2 else ""
+    kind_all = f" | per kind: median {100 * statistics.median(all2):.1f}% max {100 * max(all2):.1f}%" if all2 else ""
+    print(f"median-round |error| over models: median {100 * statistics.median(med0):.1f}% max {100 * max(med0):.1f}% | median {100 * statistics.median(med1):.1f}% max {100 * max(med1):.1f}%{kind_med}")
+    print(f"every round's |error|: median {100 * statistics.median(all0):.1f}% max {100 * max(all0):.1f}% | median {100 * statistics.median(all1):.1f}% max {100 * max(all1):.1f}%{kind_all}")
     return 0
 
 

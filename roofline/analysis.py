@@ -338,13 +338,14 @@ def attach_measurement(report: Report, measurement, dev: DeviceModel) -> Report:
     return report
 
 
-def predict_at_host_scale(report: Report, model, example_inputs, profile, graph, scale: float) -> Report:
-    """The report's captured graph predicted again with every host cost times ``scale``."""
+def predict_at_host_scale(report: Report, model, example_inputs, profile, graph, scale: float, kind_scales: dict[str, float] | None = None) -> Report:
+    """The report's captured graph predicted again with every host cost times ``scale`` (each
+    dispatch kind's times its own ``kind_scales`` entry, where given)."""
     from roofline.host_speed import with_host_scale
 
     prof, kind = resolve_profile(profile, report.profile.kind)
     return run_analysis(
-        model, example_inputs, with_host_scale(prof, kind, scale), device=kind, name=report.model, graph=graph,
+        model, example_inputs, with_host_scale(prof, kind, scale, kind_scales), device=kind, name=report.model, graph=graph,
         allow_tf32=report.allow_tf32, batch_sweep=False,
     )[0]
 

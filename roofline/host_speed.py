@@ -41,14 +41,15 @@ def calibrated_index_s(overheads: Overheads) -> float:
     return overheads.interleave_factor * mix_alone_sum_s({name: stat.median_s for name, stat in overheads.dispatch_by_op_s.items()})
 
 
-def scaled_overheads(overheads: Overheads, scale: float) -> Overheads:
-    """A copy of ``overheads`` with every host cost multiplied by ``scale``."""
+def scaled_overheads(overheads: Overheads, scale: float, kind_scales: dict[str, float] | None = None) -> Overheads:
+    """A copy of ``overheads`` with every host cost multiplied by ``scale``; with ``kind_scales``,
+    each dispatch kind's cost by its own scale instead (kinds without one: ``scale``)."""
 
-    def times(stat: Stat | None) -> Stat | None:
-        return None if stat is None else stat.model_copy(update=dict(median_s=stat.median_s * scale, iqr_s=stat.iqr_s * scale))
+    def times(stat: Stat | None, by: float) -> Stat | None:
+        return None if stat is None else stat.model_copy(update=dict(median_s=stat.median_s * by, iqr_s=stat.iqr_s * by))
 
-    update = {k: times(getattr(overheads, k)) for k in HOST_FIELDS}
-    update["dispatch_by_op_s"] = {name: times(stat) for name, stat in overheads.dispatch_by_op_s.items()}
+    update = {k: times(getattr(overheads, k), scale) for k in HOST_FIELDS}
+    update["dispatch_by_op_s"] = {name: times(stat, (kind_scales or {}).get(name, scale)) for name, stat in overheads.dispatch_by_op_s.items()}
     return overheads.model_copy(update=update)
 
 
@@ -59,6 +60,9 @@ class HostSpeed:
     index_now_s: float
     index_calibrated_s: float
     blocks: int
+    # With ``per_kind`` timing (benchmarks/host_speed_probe.py): each representative op's host
+    # time now, repeated alone, over its calibrated dispatch cost.
+    kind_scales: dict[str, float] | None = None
 
     @property
     def scale(self) -> float:
@@ -81,7 +85,20 @@ def index_sample_s(mix) -> float:
     return (time.perf_counter() - t0) / INDEX_CALLS
 
 
-def paired_index(call, device: str, *, budget_s: float = PAIRED_BUDGET_S, min_blocks: int = 7) -> tuple[list[float], list[float], int]:
+def kind_sample_s(ops: dict) -> dict[str, float]:
+    """Host time of each representative op repeated alone (one untimed call, then ``INDEX_CALLS``
+    timed together), per call; the view op makes two views and is given per view, as calibrated."""
+    out = {}
+    for name, fn in ops.items():
+        fn()
+        t0 = time.perf_counter()
+        for _ in range(INDEX_CALLS):
+            fn()
+        out[name] = (time.perf_counter() - t0) / INDEX_CALLS / (2 if name == "view" else 1)
+    return out
+
+
+def paired_index(call, device: str, *, budget_s: float = PAIRED_BUDGET_S, min_blocks: int = 7, kinds: list | None = None) -> tuple[list[float], list[float], int]:
     """(model call times, index times per pass, blocks), seconds: blocks of ``call`` (which
     synchronizes) and blocks of the index alternate until ``budget_s`` is spent (at least
     ``min_blocks`` of each). Each block starts with one untimed call: a model call right after the
@@ -89,10 +106,14 @@ def paired_index(call, device: str, *, budget_s: float = PAIRED_BUDGET_S, min_bl
     the host's caches (run 28: seed 002's RNN step measured 82-116 us right after the index against
     57-76 us back to back), and the model's time that prediction is for is the back-to-back one.
     Then the model block times calls for ``MODEL_BLOCK_S`` (at least one) and the index block
-    ``INDEX_CALLS`` passes. Runs under ``torch.no_grad()``, the grad mode of calibration."""
+    ``INDEX_CALLS`` passes. Runs under ``torch.no_grad()``, the grad mode of calibration. With a
+    list ``kinds``, each index block also appends ``kind_sample_s`` of the representative ops to it."""
     import torch
 
+    from calibrate.overhead import representative_ops
+
     mix = index_call(device)
+    ops = representative_ops(device) if kinds is not None else None
     with torch.no_grad():
         for _ in range(3 * INDEX_CALLS):
             mix()
@@ -103,6 +124,8 @@ def paired_index(call, device: str, *, budget_s: float = PAIRED_BUDGET_S, min_bl
             _sync(device)
             mix()
             index_s.append(index_sample_s(mix))
+            if ops is not None:
+                kinds.append(kind_sample_s(ops))
             _sync(device)
             call()
             block_start = time.perf_counter()
@@ -117,20 +140,28 @@ def paired_index(call, device: str, *, budget_s: float = PAIRED_BUDGET_S, min_bl
     return model_s, index_s, blocks
 
 
-def host_speed_beside(call, device: str, overheads: Overheads, *, budget_s: float = PAIRED_BUDGET_S, label: str = "forward"):
-    """(Timing of the model, HostSpeed): the model timed in blocks alternating with the index's."""
+def host_speed_beside(call, device: str, overheads: Overheads, *, budget_s: float = PAIRED_BUDGET_S, label: str = "forward", per_kind: bool = False):
+    """(Timing of the model, HostSpeed): the model timed in blocks alternating with the index's.
+    ``per_kind`` also times each representative op alone in the index blocks (``kind_scales``)."""
     from roofline.timing import summarize
 
-    model_s, index_s, blocks = paired_index(call, device, budget_s=budget_s)
+    kinds: list | None = [] if per_kind else None
+    model_s, index_s, blocks = paired_index(call, device, budget_s=budget_s, kinds=kinds)
     speed = HostSpeed(index_now_s=statistics.median(index_s), index_calibrated_s=calibrated_index_s(overheads), blocks=blocks)
+    if kinds:
+        calibrated = {name: stat.median_s for name, stat in overheads.dispatch_by_op_s.items()}
+        speed.kind_scales = {
+            name: statistics.median(sample[name] for sample in kinds) / calibrated[name] for name in kinds[0] if calibrated.get(name)
+        }
     return summarize(model_s, label), speed
 
 
-def with_host_scale(profile, kind: str, scale: float):
-    """A shallow copy of ``profile`` whose ``kind`` part ('cuda' or 'cpu') has its host costs times ``scale``."""
+def with_host_scale(profile, kind: str, scale: float, kind_scales: dict[str, float] | None = None):
+    """A shallow copy of ``profile`` whose ``kind`` part ('cuda' or 'cpu') has its host costs times
+    ``scale`` (each dispatch kind's times its own ``kind_scales`` entry, where given)."""
     key = "host" if kind == "cpu" else "gpu"
     part = profile.part(kind)
-    measurements = part.measurements.model_copy(update=dict(overheads=scaled_overheads(part.measurements.overheads, scale)))
+    measurements = part.measurements.model_copy(update=dict(overheads=scaled_overheads(part.measurements.overheads, scale, kind_scales)))
     return profile.model_copy(update={key: part.model_copy(update=dict(measurements=measurements))})
 
 

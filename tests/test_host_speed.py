@@ -82,3 +82,21 @@ def test_a_host_bound_prediction_follows_the_scale(cpu_quick_profile_path):
     assert report.total.host_scale == pytest.approx(2.0)
     # tiny Linears at batch 1 are all host time on the CPU: twice the host, nearly twice the time
     assert 1.6 * report.total.predicted_s < report.total.predicted_at_host_now_s <= 2.0 * report.total.predicted_s
+
+
+def test_kind_scales_scale_each_dispatch_kind_on_its_own():
+    # add x2, addmm as the overall scale (x1.5); the module call and synchronize take the overall scale
+    ov = load_profile_file(H100).gpu.measurements.overheads
+    scaled = scaled_overheads(ov, 1.5, {"add": 2.0})
+    assert scaled.dispatch_by_op_s["add"].median_s == pytest.approx(2.0 * ov.dispatch_by_op_s["add"].median_s)
+    assert scaled.dispatch_by_op_s["addmm"].median_s == pytest.approx(1.5 * ov.dispatch_by_op_s["addmm"].median_s)
+    assert scaled.module_call_s.median_s == pytest.approx(1.5 * ov.module_call_s.median_s)
+
+
+def test_kind_sample_times_each_op_alone_per_call():
+    from roofline.host_speed import INDEX_CALLS, kind_sample_s
+
+    calls = []
+    times = kind_sample_s({"add": lambda: calls.append("add"), "view": lambda: calls.append("view")})
+    assert calls == ["add"] * (1 + INDEX_CALLS) + ["view"] * (1 + INDEX_CALLS)  # one untimed call each
+    assert set(times) == {"add", "view"} and all(t >= 0 for t in times.values())
