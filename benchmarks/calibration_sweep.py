@@ -49,7 +49,15 @@ def peaks_of(profile, part: str) -> dict[str, float]:
     # transfers: the best measured copy rate, as the sweep reports (the fitted asymptote sits below
     # it for pageable memory, whose large copies run slower than mid-sized ones)
     out |= {f"{c.direction} {c.host_memory} B/s": c.peak_bytes_per_s for c in m.transfers}
-    out |= {f"{c.op} DRAM B/s": c.dram_bytes_per_s(cache) for c in m.pointwise}
+    out |= {f"{c.op} {c.dtype} DRAM B/s": c.dram_bytes_per_s(cache) for c in m.pointwise}
+    # fused RNN layers: steps per second, put at the profile's host speed as prediction does
+    from roofline.host_speed import calibrated_index_s
+
+    index_s = calibrated_index_s(m.overheads) if m.overheads.dispatch_by_op_s else None
+    for c in m.rnn:
+        for pt in c.points:
+            host = index_s / pt.host_index_s if index_s and pt.host_index_s else 1.0
+            out[f"{pt.kind} {c.dtype} b{pt.batch} h{pt.hidden} step/s"] = 1.0 / (host * pt.step_s)
     return out
 
 
