@@ -50,14 +50,14 @@ def peaks_of(profile, part: str) -> dict[str, float]:
     # it for pageable memory, whose large copies run slower than mid-sized ones)
     out |= {f"{c.direction} {c.host_memory} B/s": c.peak_bytes_per_s for c in m.transfers}
     out |= {f"{c.op} {c.dtype} DRAM B/s": c.dram_bytes_per_s(cache) for c in m.pointwise}
-    # fused RNN layers: steps per second, put at the profile's host speed as prediction does
-    from roofline.host_speed import calibrated_index_s
+    # fused RNN layers: 100-step layers per second, put at the profile's host speed as prediction
+    # does (roofline.curves._rnn_host_factor: by the RNN stage's median host-speed index)
+    from roofline.curves import _rnn_host_factor
 
-    index_s = calibrated_index_s(m.overheads) if m.overheads.dispatch_by_op_s else None
+    host = _rnn_host_factor(m.rnn, m.overheads)
     for c in m.rnn:
         for pt in c.points:
-            host = index_s / pt.host_index_s if index_s and pt.host_index_s else 1.0
-            out[f"{pt.kind} {c.dtype} b{pt.batch} h{pt.hidden} step/s"] = 1.0 / (host * pt.step_s)
+            out[f"{pt.kind} {c.dtype} b{pt.batch} h{pt.hidden} 100-step layer/s"] = 1.0 / (host * (pt.fixed_s + 100 * pt.step_s))
     return out
 
 

@@ -38,7 +38,7 @@ def measure_rnn(dtype_name: str, shapes: list[tuple[int, int]], device: str, *, 
     host-speed index timed before, between and after (its median is the point's host_index_s):
     the layer launches every step from the host, and run 31's calibration met a host phase that
     made the batch-32 LSTM's step 32 us against 24 us in run 27's and 16.5 us in the models timed
-    minutes later. Prediction puts each point at the profile's host speed by the ratio of indexes."""
+    minutes later. Prediction puts the stage at the profile's host speed by its median index."""
     from roofline.host_speed import index_call, index_sample_s
 
     dtype = DTYPES[dtype_name]

@@ -19,6 +19,7 @@ peak, a 1 MB copy far below its bandwidth), so prediction reads every ceiling at
 from __future__ import annotations
 
 import math
+import statistics
 from functools import cached_property
 
 import numpy as np
@@ -220,13 +221,19 @@ class ConvModel:
         return float(_nearest_log_mean(rows[:, 1:4], rows[:, 4:5], m, n, k)[0])
 
 
-def _host_index_s(overheads: Overheads) -> float | None:
-    """The host-speed index's time at the host speed these overheads stand for (None without a mix)."""
-    if not overheads.dispatch_by_op_s:
-        return None
+def _rnn_host_factor(curves: list[RnnCurve], overheads: Overheads) -> float:
+    """What puts the calibrated RNN layers at the host speed these overheads stand for (as
+    calibrated, or times a measured host scale): the host-speed index those overheads imply over
+    the median index timed beside the RNN stage. cuDNN launches every step from the host. The
+    stage's median, not each point's own index: two back-to-back calibrations (run 37) repeated
+    100-step layers within 1.14x (median; max 1.33x) that way, 1.17x / 1.50x raw and 1.33x / 1.58x
+    point by point. 1.0 for profiles without the index."""
+    stage = [p.host_index_s for c in curves for p in c.points if p.host_index_s]
+    if not stage or not overheads.dispatch_by_op_s:
+        return 1.0
     from roofline.host_speed import calibrated_index_s
 
-    return calibrated_index_s(overheads)
+    return calibrated_index_s(overheads) / statistics.median(stage)
 
 
 class RnnModel:
@@ -236,10 +243,10 @@ class RnnModel:
     time of the step's gate GEMM, batch x gates*hidden x (input + hidden)). A layer takes the
     geometric means of both over the (up to) three points nearest in log(m), log(n), log(k),
     weighted by inverse squared distance, among points of its cell type (all points when none is).
-    cuDNN launches every step from the host, so a point timed beside the host-speed index is first
-    put at the host speed of ``host_index_s`` (the profile's, or that times a measured host scale)."""
+    cuDNN launches every step from the host, so every point's times are first multiplied by
+    ``host_factor`` (``_rnn_host_factor``: the calibration's RNN stage put at the profile's host speed)."""
 
-    def __init__(self, curve: RnnCurve, matmul: MatmulModel, overhead_s: float = 0.0, host_index_s: float | None = None):
+    def __init__(self, curve: RnnCurve, matmul: MatmulModel, overhead_s: float = 0.0, host_factor: float = 1.0):
         from roofline.costs.rnn import GATES
 
         self.matmul = matmul
@@ -247,11 +254,9 @@ class RnnModel:
         # a point whose shorter run was not faster (a first-call outlier that survived calibration's
         # re-measure) says nothing about the step; all points are kept only if every one is like that
         usable = [p for p in curve.points if p.time_long.median_s > p.time_short.median_s] or curve.points
+        host = host_factor  # the stage at the profile's host speed (_rnn_host_factor)
         for p in usable:
             m, n, k = p.batch, GATES[p.kind] * p.hidden, p.input_size + p.hidden
-            # the host launches every step: a point timed beside the index is put at the host speed
-            # the profile's overheads stand for (as calibrated, or times a measured host scale)
-            host = host_index_s / p.host_index_s if host_index_s and p.host_index_s else 1.0
             ratio = host * p.step_s / matmul.time_s(m, n, k)
             fixed = max(host * p.fixed_s - overhead_s, 1e-9)
             rows.append((p.kind, (math.log(m), math.log(n), math.log(k), math.log(ratio), math.log(fixed))))
@@ -337,7 +342,8 @@ class DeviceModel:
         self.conv = {
             (c.dtype, c.tf32): ConvModel(c, self.matmul_model("tf32" if c.tf32 else c.dtype), included) for c in m.conv
         }
-        self.rnn = {c.dtype: RnnModel(c, self.matmul_model(c.dtype), included, _host_index_s(m.overheads)) for c in m.rnn}
+        host = _rnn_host_factor(m.rnn, m.overheads)
+        self.rnn = {c.dtype: RnnModel(c, self.matmul_model(c.dtype), included, host) for c in m.rnn}
 
     @property
     def name(self) -> str:

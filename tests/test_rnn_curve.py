@@ -100,25 +100,24 @@ def test_a_point_whose_short_run_was_slower_is_skipped():
     assert b == pytest.approx(a)
 
 
-def test_points_timed_beside_the_host_index_are_put_at_the_profiles_host_speed():
-    # a point whose index ran at half the profile's index time was timed on a host twice as fast:
-    # at the profile's host speed its layer takes twice as long; a host scale moves it again
+def test_the_rnn_stage_is_put_at_the_profiles_host_speed_by_its_median_index():
+    # a stage whose index ran at half the profile's index time was timed on a host twice as fast:
+    # at the profile's host speed its layers take twice as long; a host scale moves them again
     from roofline.host_speed import calibrated_index_s, with_host_scale
 
     profile = load_profile_file(FIXTURE)
     dev = DeviceModel(profile.gpu, "cuda")
     index_s = calibrated_index_s(profile.gpu.measurements.overheads)
     curve = _curve_at_ratio(dev, 3.0, 150e-6)
-    plain = RnnModel(curve, dev.matmul_model("float32"), host_index_s=index_s)
-    fast_host = RnnCurve(dtype="float32", points=[p.model_copy(update=dict(host_index_s=index_s / 2)) for p in curve.points])
-    normalized = RnnModel(fast_host, dev.matmul_model("float32"), host_index_s=index_s)
-    assert normalized.time_s("lstm", 100, 32, 2048, 1024) == pytest.approx(2 * plain.time_s("lstm", 100, 32, 2048, 1024), rel=1e-6)
-
+    plain = RnnModel(curve, dev.matmul_model("float32"))
+    # one point's index is an outlier: the stage's median decides
+    stage = [index_s / 2] * (len(curve.points) - 1) + [index_s * 5]
+    fast_host = RnnCurve(dtype="float32", points=[p.model_copy(update=dict(host_index_s=i)) for p, i in zip(curve.points, stage)])
     profile.gpu.measurements.rnn = [fast_host]
-    scaled = with_host_scale(profile, "cuda", 1.5)
     at_calibration = DeviceModel(profile.gpu, "cuda").rnn_model("float32").time_s("lstm", 100, 32, 2048, 1024)
+    assert at_calibration == pytest.approx(2 * plain.time_s("lstm", 100, 32, 2048, 1024), rel=1e-6)
+    scaled = with_host_scale(profile, "cuda", 1.5)
     at_scale = DeviceModel(scaled.gpu, "cuda").rnn_model("float32").time_s("lstm", 100, 32, 2048, 1024)
-    assert at_calibration == pytest.approx(normalized.time_s("lstm", 100, 32, 2048, 1024), rel=1e-6)
     assert at_scale == pytest.approx(1.5 * at_calibration, rel=1e-6)
 
 
