@@ -69,14 +69,20 @@ def _placement_row(group, label, size, calibrated, now, measured: dict, calls: i
     return row
 
 
+def _placements(mm, mi, profile, label: str, host_scales: dict) -> tuple:
+    """The placement predicted as calibrated and at the measured host scales."""
+    def predicted(prof):
+        return run_analysis(mm, mi, prof, device="cuda", name=label, batch_sweep=False)[0].placement
+
+    return predicted(profile), predicted(with_host_scales(profile, host_scales))
+
+
 def placement_cases(profile, device):
     rows = []
 
     def check(group, label, mm, mi, rm, ri, size):
-        calibrated = run_analysis(mm, mi, profile, device="cuda", name=label, batch_sweep=False)[0].placement
         m = measure_placement(rm, ri, device, budget_s=0.3, profile=profile)
-        now = run_analysis(mm, mi, with_host_scales(profile, m["host_scales"]), device="cuda", name=label, batch_sweep=False)[0].placement
-        rows.append(_placement_row(group, label, size, calibrated, now, m))
+        rows.append(_placement_row(group, label, size, *_placements(mm, mi, profile, label, m["host_scales"]), m))
 
     def size_of(label):
         from roofline.sweeps import _size_of
@@ -107,10 +113,8 @@ def replay_placement(path: str, profile) -> int:
             r = recorded.get((group, label))
             if r is None:
                 continue
-            calibrated = run_analysis(mm, mi, profile, device="cuda", name=label, batch_sweep=False)[0].placement
-            now = run_analysis(mm, mi, with_host_scales(profile, r.get("host_scales", {})), device="cuda", name=label, batch_sweep=False)[0].placement
             measured = dict(cpu_s=r["measured_cpu_s"], gpu_with_copies_s=r["measured_gpu_total_s"], host_scales=r.get("host_scales", {}))
-            rows.append(_placement_row(group, label, r["size"], calibrated, now, measured))
+            rows.append(_placement_row(group, label, r["size"], *_placements(mm, mi, profile, label, measured["host_scales"]), measured))
     loop = next((r for r in recorded.values() if r["group"] == "seed002 loop"), None)
     if loop is not None:
         rows.append(_seed002_row(profile, loop["size"], dict(cpu_s=loop["measured_cpu_s"], gpu_with_copies_s=loop["measured_gpu_total_s"],

@@ -14,6 +14,8 @@ Also compares two profiles of the same machine (repeatability):
 from __future__ import annotations
 
 import argparse
+import statistics
+import math
 import itertools
 import json
 import sys
@@ -75,7 +77,33 @@ def compare(a_path: str, b_path: str) -> int:
                 worst = max(worst, abs(r - 1))
                 print(f"{part + ' ' + key:<36} {pa[key]:>12.4g} {pb[key]:>12.4g} {r:>7.3f}")
     print(f"largest disagreement between the two calibrations: {100 * worst:.1f}% (target <= 5%)")
+    if a.gpu is not None and b.gpu is not None and a.gpu.measurements.rnn and b.gpu.measurements.rnn:
+        for form, (median, most) in rnn_repeatability(a.gpu.measurements, b.gpu.measurements).items():
+            print(f"gpu fused RNN 100-step layers, {form}: B/A within {median:.2f}x (median), {most:.2f}x (max)")
     return 0
+
+
+def rnn_repeatability(a, b) -> dict[str, tuple[float, float]]:
+    """How far two calibrations' fused RNN layers (100 steps, point for point) lie apart, three ways:
+    as timed, each point put at its profile's host speed by its own host-speed index, and the whole
+    RNN stage put there by its median index (what prediction does: roofline.curves._rnn_host_factor)."""
+    from roofline.curves import _rnn_host_factor
+    from roofline.host_speed import calibrated_index_s
+
+    def layer_s(p):
+        return p.fixed_s + 100 * p.step_s
+
+    def own(m, p):
+        return calibrated_index_s(m.overheads) / p.host_index_s if p.host_index_s else 1.0
+
+    forms = {"as timed": lambda m, p: 1.0, "each point by its own index": own,
+             "the stage by its median index": lambda m, p: _rnn_host_factor(m.rnn, m.overheads)}
+    out = {}
+    for form, factor in forms.items():
+        ratios = [abs(math.log(factor(b, pb) * layer_s(pb) / (factor(a, pa) * layer_s(pa))))
+                  for ca, cb in zip(a.rnn, b.rnn) for pa, pb in zip(ca.points, cb.points)]
+        out[form] = (math.exp(statistics.median(ratios)), math.exp(max(ratios)))
+    return out
 
 
 def sweep(profile_path: str, device: str, out_json: str | None) -> int:

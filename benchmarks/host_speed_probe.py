@@ -32,6 +32,7 @@ sys.path.insert(0, str(REPO))
 import torch  # noqa: E402
 
 from benchmarks.cases import load_case  # noqa: E402
+from calibrate.overhead import mix_alone_sum_s  # noqa: E402
 from roofline.analysis import predict_at_host_scale  # noqa: E402
 from roofline.host_speed import host_speed_beside  # noqa: E402
 from roofline.measure import measure_total  # noqa: E402
@@ -85,7 +86,7 @@ def main() -> int:
     print(f"host speed probe on {torch.cuda.get_device_name(0)}, torch {torch.__version__}, profile {args.profile}")
     print("per round: back-to-back measured (prediction as calibrated, error) | paired measured, host scale (scaled prediction, error); times in us")
     errors = {label: ([], [], [], []) for label, *_ in loaded}
-    calibrated = {name: stat.median_s * (2 if name == "view" else 1) for name, stat in profile.gpu.measurements.overheads.dispatch_by_op_s.items()}
+    calibrated = {name: stat.median_s for name, stat in profile.gpu.measurements.overheads.dispatch_by_op_s.items()}
     for r in range(1, args.rounds + 1):
         print(f"round {r}")
         for label, report, mm, mi, graph, model, inputs in loaded:
@@ -100,7 +101,7 @@ def main() -> int:
             by_kind = ""
             if speed.kind_scales:
                 ks = speed.kind_scales
-                mean = sum(calibrated[k] * ks[k] for k in ks) / sum(calibrated[k] for k in ks)
+                mean = mix_alone_sum_s({k: calibrated[k] * ks[k] for k in ks}) / mix_alone_sum_s({k: calibrated[k] for k in ks})
                 p2 = predict_at_host_scale(report, mm, mi, profile, graph, mean, ks).total.predicted_s
                 errors[label][3].append((p2 - paired) / paired)
                 by_kind = f" | per kind x{mean:4.2f} ({p2 * 1e6:8.1f}, {100 * (p2 - paired) / paired:+6.1f}%; addmm x{ks.get('addmm', 0):.2f} add x{ks.get('add', 0):.2f})"

@@ -39,15 +39,10 @@ def measure_rnn(dtype_name: str, shapes: list[tuple[int, int]], device: str, *, 
     the layer launches every step from the host, and run 31's calibration met a host phase that
     made the batch-32 LSTM's step 32 us against 24 us in run 27's and 16.5 us in the models timed
     minutes later. Prediction puts the stage at the profile's host speed by its median index."""
-    from roofline.host_speed import index_call, index_sample_s
+    from roofline.host_speed import index_call, warm_index_sample_s
 
     dtype = DTYPES[dtype_name]
     mix = index_call(device)
-
-    def index_s() -> float:
-        mix()  # untimed: the first pass after other code runs slow (roofline.host_speed)
-        return index_sample_s(mix)
-
     points = []
     with torch.no_grad():
         for kind in KINDS:
@@ -59,7 +54,7 @@ def measure_rnn(dtype_name: str, shapes: list[tuple[int, int]], device: str, *, 
                     for _ in range(3):
                         layer(x)
                 for attempt in range(2):
-                    stats, beside = [], [index_s()]
+                    stats, beside = [], [warm_index_sample_s(mix)]
                     for t, x in zip(steps, inputs):
                         r = time_fn(
                             lambda: layer(x), device=device, budget_s=budget_s, warmup_budget_s=budget_s, min_samples=5,
@@ -68,7 +63,7 @@ def measure_rnn(dtype_name: str, shapes: list[tuple[int, int]], device: str, *, 
                         if r.warning:
                             warnings.append(r.warning)
                         stats.append(r.stat())
-                        beside.append(index_s())
+                        beside.append(warm_index_sample_s(mix))
                     if stats[1].median_s > stats[0].median_s:
                         break
                 else:

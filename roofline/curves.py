@@ -227,7 +227,8 @@ def _rnn_host_factor(curves: list[RnnCurve], overheads: Overheads) -> float:
     the median index timed beside the RNN stage. cuDNN launches every step from the host. The
     stage's median, not each point's own index: two back-to-back calibrations (run 37) repeated
     100-step layers within 1.14x (median; max 1.33x) that way, 1.17x / 1.50x raw and 1.33x / 1.58x
-    point by point. 1.0 for profiles without the index."""
+    point by point (`benchmarks/calibration_sweep.py --compare` on run 37's two profiles). 1.0 for
+    profiles without the index."""
     stage = [p.host_index_s for c in curves for p in c.points if p.host_index_s]
     if not stage or not overheads.dispatch_by_op_s:
         return 1.0
@@ -338,6 +339,7 @@ class DeviceModel:
         self.matmul = {c.dtype: MatmulModel(c, included) for c in m.matmul}
         self.bandwidth = BandwidthModel(m.bandwidth, included)
         self.family = {(c.op, c.dtype): PointwiseModel(c, included) for c in m.pointwise}
+        self._family_names = {op for op, _ in self.family}
         self.attention = {(c.dtype, c.head_dim, c.causal): AttentionModel(c) for c in m.attention}
         self.conv = {
             (c.dtype, c.tf32): ConvModel(c, self.matmul_model("tf32" if c.tf32 else c.dtype), included) for c in m.conv
@@ -366,7 +368,7 @@ class DeviceModel:
 
     def has_family(self, family: str) -> bool:
         """Whether the profile calibrated this op family in any dtype (older profiles lack some)."""
-        return any(f == family for f, _ in self.family)
+        return family in self._family_names
 
     def family_bytes_per_s(self, family: str | None, nbytes: int, dtype_name: str = "float32") -> float | None:
         """Calibrated bytes/s of an op family's kernel at this size and dtype (fp16 and bf16 stand

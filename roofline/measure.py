@@ -292,6 +292,14 @@ def paired_times(eager, alternative, *, budget_s: float, rounds: int = PAIRED_RO
     return statistics.median(eager_s), statistics.median(alt_s), {name: statistics.median(v) for name, v in index_s.items()}
 
 
+def _index_of(overheads: Overheads | None, device: str):
+    """(one pass of the host-speed index on ``device``, its time at calibration), or None when the
+    overheads recorded no mix to compare with."""
+    if overheads is None or not overheads.dispatch_by_op_s:
+        return None
+    return index_call(device), calibrated_index_s(overheads)
+
+
 def host_indexes(profile: DeviceProfile, device: str, kinds=("cuda", "cpu")) -> tuple[dict, dict[str, float]]:
     """For each of ``kinds`` ('cuda': the host's launch path to ``device``; 'cpu': the host CPU's own
     small ops) whose profile part recorded its mix: one pass of its host-speed index, and the time of
@@ -300,11 +308,9 @@ def host_indexes(profile: DeviceProfile, device: str, kinds=("cuda", "cpu")) -> 
     for kind in kinds:
         if kind == "cuda" and (profile.gpu is None or not device.startswith("cuda")):
             continue
-        overheads = profile.part(kind).measurements.overheads
-        if overheads is None or not overheads.dispatch_by_op_s:
-            continue
-        calls[kind] = index_call(device if kind == "cuda" else "cpu")
-        calibrated[kind] = calibrated_index_s(overheads)
+        found = _index_of(profile.part(kind).measurements.overheads, device if kind == "cuda" else "cpu")
+        if found is not None:
+            calls[kind], calibrated[kind] = found
     return calls, calibrated
 
 
@@ -327,12 +333,13 @@ def measure_alternatives(
     notes: list[str] = []
     if not device.startswith("cuda"):
         return out, notes, eager_beside, scale_beside
-    indexes = {"cuda": index_call(device)} if overheads is not None and overheads.dispatch_by_op_s else {}
+    found = _index_of(overheads, device)
+    indexes = {"cuda": found[0]} if found else {}
 
     def paired(key, alternative):
         eager_beside[key], out[key], index_s = paired_times(eager, alternative, budget_s=budget_s, indexes=indexes)
         if index_s:
-            scale_beside[key] = index_s["cuda"] / calibrated_index_s(overheads)
+            scale_beside[key] = index_s["cuda"] / found[1]
     model, inputs = _on_device(model, inputs, device)
 
     def eager():
