@@ -216,7 +216,7 @@ def replay(path: str, profile, kind: str) -> int:
     recorded = {r["label"]: r for r in json.loads(Path(path).read_text())["rows"]}
     cases = [c for c in (CASES_GPU if kind == "cuda" else CASES_CPU) if c[0] in recorded]
     print(f"replay of {path}: predicted by this code with profile '{profile.name}', measured as recorded")
-    errs = []
+    errs, errs_now = [], []
     for label, file, dtype, sweep_label, _ in cases:
         if dtype:
             os.environ["ROOFLINE_EXAMPLE_DTYPE"] = dtype
@@ -225,13 +225,21 @@ def replay(path: str, profile, kind: str) -> int:
         meta = load_model_file(REPO / "examples" / file, materialize=False)
         with torch.device("meta"):
             model, inputs = pick(meta, sweep_label)
-        report = run_analysis(model, inputs, profile, device=kind, name=label, batch_sweep=False)[0]
-        measured = recorded[label]["measured_s"]
+        report, graph, _ = run_analysis(model, inputs, profile, device=kind, name=label, batch_sweep=False)
+        row = recorded[label]
+        measured = row["measured_s"]
         err = (report.total.predicted_s - measured) / measured
         errs.append(abs(err))
-        was = recorded[label]["error"]
-        print(f"  {label:<26} predicted {report.total.predicted_s * 1e3:9.3f} ms  measured {measured * 1e3:9.3f} ms  error {100 * err:+6.1f}%  (recorded run: {100 * was:+.1f}%)")
+        line = f"  {label:<26} predicted {report.total.predicted_s * 1e3:9.3f} ms  measured {measured * 1e3:9.3f} ms  error {100 * err:+6.1f}%  (recorded run: {100 * row['error']:+.1f}%)"
+        if row.get("host_scale"):
+            # the same graph at the host speed the run recorded beside this measurement
+            now = predict_at_host_scale(report, model, inputs, profile, graph, row["host_scale"]).total.predicted_s
+            errs_now.append(abs((now - measured) / measured))
+            line += f" | x{row['host_scale']:.2f} {now * 1e3:9.3f} ms {100 * (now - measured) / measured:+6.1f}% (recorded: {_fmt_err(row.get('error_now'))})"
+        print(line)
     print(f"end-to-end |error|: median {100 * statistics.median(errs):.1f}%, max {100 * max(errs):.1f}% over {len(errs)} models")
+    if errs_now:
+        print(f"at the recorded host scale: median {100 * statistics.median(errs_now):.1f}%, max {100 * max(errs_now):.1f}% over {len(errs_now)} models")
     return 0
 
 

@@ -30,7 +30,7 @@ sys.path.insert(0, str(REPO))
 
 import torch  # noqa: E402
 
-from benchmarks.cases import load_case  # noqa: E402
+from benchmarks.cases import load_case, pick  # noqa: E402
 from roofline.advice import stream_pipeline  # noqa: E402
 from roofline.analysis import attach_alternatives, predict_at_host_scale, run_analysis  # noqa: E402
 from roofline.curves import DeviceModel  # noqa: E402
@@ -121,6 +121,33 @@ def replay_placement(path: str, profile) -> int:
                                                              host_scales=loop.get("host_scales", {}))))
     _placement_summary(rows)
     return 0
+
+
+def replay_gains(path: str, profile) -> None:
+    """Re-predict a recorded run's CUDA-graph and torch.compile gains with this code and
+    ``profile`` (as calibrated, and at each row's recorded host scale), against its recorded
+    measured gains; no GPU needed. The graph is captured here, on the CPU."""
+    recorded = json.loads(Path(path).read_text()).get("gains", [])
+    labels = {"seed003_linear_relu.py": "hidden=128,batch=1"}
+    print(f"replay of {path}: gains predicted by this code with profile '{profile.name}', measured as recorded")
+    cache = {}
+    for r in recorded:
+        file = r["model"]
+        if file not in cache:
+            meta = load_model_file(REPO / "examples" / file)
+            with torch.device("meta"):
+                mm, mi = pick(meta, labels.get(file))
+            report, graph, _ = run_analysis(mm, mi, profile, device="cuda", name=file, batch_sweep=False)
+            cache[file] = (report, mm, mi, graph)
+        report, mm, mi, graph = cache[file]
+        key, measured = r["alternative"], r["measured_gain_s"]
+        pred = report.total.predicted_s - report.extras["alternatives_s"][key]
+        line = f"  {file:<26} {key:<14} gain predicted {pred * 1e6:8.1f} us measured {measured * 1e6:8.1f} us ({_pct((pred - measured) / abs(measured))}; recorded {_pct(r['gain_error'])})"
+        if r.get("host_scale") is not None:
+            at = predict_at_host_scale(report, mm, mi, profile, graph, r["host_scale"])
+            now = at.total.predicted_s - at.extras["alternatives_s"][key]
+            line += f" | host x{r['host_scale']:.2f}: {now * 1e6:8.1f} us ({_pct((now - measured) / abs(measured))}; recorded {_pct(r.get('gain_error_now'))})"
+        print(line)
 
 
 def _seed002_row(profile, steps: int, measured: dict) -> dict:
@@ -266,10 +293,11 @@ def main() -> int:
     ap.add_argument("--profile", required=True)
     ap.add_argument("--json")
     ap.add_argument("--skip-compile", action="store_true")
-    ap.add_argument("--replay", metavar="ADVICE_JSON", help="re-predict a recorded run's placement sweep with this code against its recorded measurements (no GPU needed)")
+    ap.add_argument("--replay", metavar="ADVICE_JSON", help="re-predict a recorded run's gains and placement sweep with this code against its recorded measurements (no GPU needed)")
     args = ap.parse_args()
     profile = find_profile(args.profile)
     if args.replay:
+        replay_gains(args.replay, profile)
         return replay_placement(args.replay, profile)
     device = device_for(profile, "cuda")
     print(f"advice check on {profile.device}, profile '{profile.name}', torch {torch.__version__}")

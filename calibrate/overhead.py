@@ -238,15 +238,26 @@ def _kernels_per_call(fn, device: str) -> int:
     return sum(1 for e in prof.events() if getattr(e, "device_type", None) == torch.autograd.DeviceType.CUDA) or 1
 
 
-def compiled_ratios(rounds: list[dict], kernels: dict) -> tuple[list[float], list[float]]:
-    """Per round, torch.compile's host cost per call and per kernel over the eager cost per kernel.
+# Graph inputs of the calibration chains: ``_compiled_chain`` takes (x, w); the compiled call cost
+# is measured with these, and ``compiled_input_s`` prices each graph input beyond them.
+CHAIN_INPUTS = 2
+WEIGHTS_KEY = "8w"  # the 8-layer chain with a weight per layer: 8 - 1 more graph inputs
+
+
+def compiled_ratios(rounds: list[dict], kernels: dict) -> tuple[list[float], list[float], list[float]]:
+    """Per round, torch.compile's host cost per call, per kernel and per graph input, over the eager
+    cost per kernel.
 
     ``rounds``: one dict per round of host seconds per call, keyed ``(mode, layers)`` with mode
-    'compiled' or 'eager' and layers 2 or 8; ``kernels``: kernels per call under the same keys.
-    Per mode, the cost per kernel is the difference of the two chain lengths over the difference
-    of their kernel counts; the compiled call cost is what the short chain leaves beyond its kernels.
+    'compiled' or 'eager' and layers 2, 8 or ``WEIGHTS_KEY``; ``kernels``: kernels per call under
+    the same keys. Per mode, the cost per kernel is the difference of the two chain lengths over the
+    difference of their kernel counts; the compiled call cost is what the short chain leaves beyond
+    its kernels. The cost per graph input is what the 8-layer chain with 8 weights costs beyond the
+    one with a shared weight, per extra input, less eager's own difference (the same kernels; eager
+    pays nothing per argument: run 35, -0.05 µs). Rounds without the weights chain give no input
+    ratio (an empty third list).
     """
-    call, kernel = [], []
+    call, kernel, per_input = [], [], []
     for row in rounds:
         per = {}
         for mode in ("compiled", "eager"):
@@ -254,7 +265,10 @@ def compiled_ratios(rounds: list[dict], kernels: dict) -> tuple[list[float], lis
             per[mode] = max((row[mode, 8] - row[mode, 2]) / max(n8 - n2, 1), 1e-9)
         kernel.append(per["compiled"] / per["eager"])
         call.append(max(row["compiled", 2] - kernels["compiled", 2] * per["compiled"], 0.0) / per["eager"])
-    return call, kernel
+        if ("compiled", WEIGHTS_KEY) in row and ("eager", WEIGHTS_KEY) in row:
+            extra = (row["compiled", WEIGHTS_KEY] - row["compiled", 8]) - (row["eager", WEIGHTS_KEY] - row["eager", 8])
+            per_input.append(max(extra / (8 - 1), 0.0) / per["eager"])
+    return call, kernel, per_input
 
 
 def measure_compiled_overheads(device: str, *, budget_s: float, warnings: list, reference_s: float) -> dict:
@@ -276,34 +290,38 @@ def measure_compiled_overheads(device: str, *, budget_s: float, warnings: list, 
         import torch._dynamo  # noqa: F401
 
         x = torch.rand(64, 64, device=device)
-        w = torch.rand(64, 64, device=device) / 64
-        eager = {k: _compiled_chain(k) for k in (2, 8)}
+        ws = [torch.rand(64, 64, device=device) / 64 for _ in range(8)]
+        chains = {2: _compiled_chain(2), 8: _compiled_chain(8), WEIGHTS_KEY: _compiled_chain_of_weights(8)}
+        args = {2: (x, ws[0]), 8: (x, ws[0]), WEIGHTS_KEY: (x, *ws)}
+        eager = dict(chains)
         compiled = {}
         with single_process_compile():
-            for k in (2, 8):
-                fn = torch.compile(_compiled_chain(k), dynamic=False)
+            for k, chain in chains.items():
+                fn = torch.compile(chain, dynamic=False)
                 for _ in range(3):
-                    fn(x, w)
+                    fn(*args[k])
                 torch.cuda.synchronize(device)
                 compiled[k] = fn
         # Kernels are counted with the profiler only after every timing: a profiler session leaves
         # CUPTI subscribed and slows later launches 1.4-1.6x (benchmarks/host_state_probe.py).
+        modes = (("compiled", compiled), ("eager", eager))
         timings = []
         for _ in range(COMPILED_ROUNDS):
             row = {}
-            for mode, chains in (("compiled", compiled), ("eager", eager)):
-                for k, fn in chains.items():
-                    row[mode, k] = _host(lambda fn=fn: fn(x, w), device, f"{mode} chain of {k}", warnings, budget_s / COMPILED_ROUNDS / 4, inner=20)
+            for mode, fns in modes:
+                for k, fn in fns.items():
+                    row[mode, k] = _host(lambda fn=fn, a=args[k]: fn(*a), device, f"{mode} chain of {k}", warnings,
+                                         budget_s / COMPILED_ROUNDS / (2 * len(chains)), inner=20)
             timings.append(row)
-        kernels = {(mode, k): _kernels_per_call(lambda fn=fn: fn(x, w), device) for mode, chains in (("compiled", compiled), ("eager", eager)) for k, fn in chains.items()}
+        kernels = {(mode, k): _kernels_per_call(lambda fn=fn, a=args[k]: fn(*a), device) for mode, fns in modes for k, fn in fns.items()}
         seconds = [{key: t.median_s for key, t in row.items()} for row in timings]
-        call_ratio, kernel_ratio = compiled_ratios(seconds, kernels)
+        call_ratio, kernel_ratio, input_ratio = compiled_ratios(seconds, kernels)
 
         def stat(ratios: list[float]) -> Stat:
             q25, q75 = (float(v) for v in np.percentile(ratios, [25, 75]))
             return Stat(median_s=max(statistics.median(ratios) * reference_s, 1e-9), iqr_s=(q75 - q25) * reference_s, samples=len(ratios))
 
-        return dict(compiled_call_s=stat(call_ratio), compiled_kernel_s=stat(kernel_ratio))
+        return dict(compiled_call_s=stat(call_ratio), compiled_kernel_s=stat(kernel_ratio), compiled_input_s=stat(input_ratio))
     except Exception as e:  # noqa: BLE001 - any failure here only removes an optional figure
         warnings.append(f"torch.compile overhead not measured ({type(e).__name__}: {str(e).splitlines()[0][:100]})")
         return {}

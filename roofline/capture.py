@@ -45,6 +45,7 @@ __all__ = ["capture"]
 
 _SOURCE_KEY = "roofline_source"  # node.meta key: "file.py:LINE" of the user's line
 _MODULE_KEY = "roofline_module"  # node.meta key: (path, type) from our own module stack
+_CALL_KEY = "roofline_torch_call"  # node.meta key: number of the native (C++) torch call that made the node
 
 # Pseudo-filenames of interactive code, which is the user's (fx's generated code is not).
 _INTERACTIVE = ("<stdin>", "<string>", "<console>", "<ipython-input")
@@ -233,9 +234,10 @@ def _trace(
 
     module_names = _module_names(model) if is_module else {}
     tracker = _ModuleTracker(module_names)
+    calls = _TorchCalls.or_none()
     restore_training = _set_eval(model) if (is_module and inference) else (lambda: None)
     try:
-        with tracker.installed(), _record_sources(locator, tracker), _quiet_torch_logs():
+        with tracker.installed(), _record_sources(locator, tracker, calls), _quiet_torch_logs(), (calls or contextlib.nullcontext()):
             try:
                 gm = make_fx(forward, **kwargs)(state, *traced_inputs)
             except Exception as exc:  # the user's code (or torch on its behalf) failed
@@ -246,6 +248,7 @@ def _trace(
     graph = _to_captured(gm, traced_inputs)
     graph.parameters_bytes = parameters_bytes
     graph.module_calls = tracker.calls
+    graph.state_tensors = len({id(t) for _, t in named})
     graph.capture_mode = mode
     return graph
 
@@ -363,6 +366,49 @@ class _ModuleTracker:
             post.remove()
 
 
+def _torch_function_mode_class():
+    try:
+        from torch.overrides import TorchFunctionMode
+    except ImportError:  # pragma: no cover - every supported torch has it
+        return None
+    return TorchFunctionMode
+
+
+_TorchFunctionMode = _torch_function_mode_class()
+
+
+class _TorchCalls(_TorchFunctionMode or object):
+    """Numbers the torch calls the model's Python code makes (``F.linear``, ``x.view``, ``x + y``).
+
+    The host pays Python's argument parsing and the dispatcher's entry once per such call, then the
+    aten ops a native (C++) call runs inside it follow in C++: ``F.linear`` runs ``t`` and
+    ``addmm``, ``torch.matmul`` on 3-d inputs ``view``, ``mm`` and ``_unsafe_view``. Every aten op
+    made inside one native call gets its number, so that prediction can price the call once.
+    A call into a Python function (``F.relu``, ``F.multi_head_attention_forward``) is not numbered:
+    its torch calls run in Python, each with its own Python cost, and this mode cannot see them
+    (a mode is off while its handler runs), so their ops stay priced one by one.
+    """
+
+    @classmethod
+    def or_none(cls) -> "_TorchCalls | None":
+        return cls() if _TorchFunctionMode is not None else None
+
+    def __init__(self):
+        super().__init__()
+        self.count = 0
+        self.current: int | None = None
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        outer = self.current
+        if outer is None:
+            self.count += 1
+            self.current = None if inspect.isfunction(func) else self.count
+        try:
+            return func(*args, **(kwargs or {}))
+        finally:
+            self.current = outer
+
+
 @contextlib.contextmanager
 def _quiet_torch_logs():
     """Failures become one-line CaptureErrors; torch's own error logs would only repeat them."""
@@ -381,8 +427,9 @@ _NOISY_LOGGERS = ("torch._subclasses.fake_tensor", "torch.fx.experimental.proxy_
 
 
 @contextlib.contextmanager
-def _record_sources(locator: "_FrameLocator", tracker: _ModuleTracker):
-    """While tracing, tag each new fx node with the user's line and our module stack top.
+def _record_sources(locator: "_FrameLocator", tracker: _ModuleTracker, calls: "_TorchCalls | None" = None):
+    """While tracing, tag each new fx node with the user's line, our module stack top and the
+    native torch call it ran inside (``calls``).
 
     ``fx.Graph.create_node`` is the one place every torch version creates nodes through, so it
     is wrapped for the duration of the trace and restored afterwards.
@@ -399,6 +446,8 @@ def _record_sources(locator: "_FrameLocator", tracker: _ModuleTracker):
                 node.meta[_SOURCE_KEY] = locator.find(sys._getframe(1))
                 if tracker.stack:
                     node.meta[_MODULE_KEY] = tracker.stack[-1]
+                if calls is not None and calls.current is not None:
+                    node.meta[_CALL_KEY] = calls.current
             except Exception:  # noqa: BLE001 - provenance is best effort, never fatal
                 pass
         return node
@@ -482,6 +531,7 @@ def _to_captured(gm: torch.fx.GraphModule, traced_inputs: tuple) -> CapturedGrap
                 module=module,
                 module_type=module_type,
                 source=node.meta.get(_SOURCE_KEY),
+                torch_call=node.meta.get(_CALL_KEY),
                 input_ops=tuple(inputs),
                 node_name=node.name,
                 input_sources=tuple(sources(list(node.args)) + sources(list(node.kwargs.values()))),

@@ -27,7 +27,7 @@ from roofline.timing import _sync
 
 # Host-side fields of Overheads: what a slower host makes slower. kernel_min_s and graph_kernel_s
 # are device time and the interleaving factor is a ratio, so they stay.
-HOST_FIELDS = ("dispatch_s", "module_call_s", "synchronize_s", "graph_launch_s", "compiled_call_s", "compiled_kernel_s", "op_small_s")
+HOST_FIELDS = ("dispatch_s", "module_call_s", "synchronize_s", "graph_launch_s", "compiled_call_s", "compiled_kernel_s", "compiled_input_s", "op_small_s")
 INDEX_CALLS = 10  # passes of the mix per index sample, as calibration timed the mix (``inner=10``)
 MODEL_BLOCK_S = 2e-3  # model calls timed per block: about as long as one index sample
 PAIRED_BUDGET_S = 1.0

@@ -434,7 +434,7 @@ def refresh_overheads(profile: DeviceProfile, kind: str, device: str) -> None:
         fresh = measure_overheads(device, budget_s=0.1, warnings=[])
     scale = eager_chain_kernel_s(fresh) / eager_chain_kernel_s(old)
     keep = {}
-    for k in ("compiled_call_s", "compiled_kernel_s"):
+    for k in ("compiled_call_s", "compiled_kernel_s", "compiled_input_s"):
         stat = getattr(old, k)
         keep[k] = None if stat is None else stat.model_copy(update=dict(median_s=stat.median_s * scale, iqr_s=stat.iqr_s * scale))
     part.measurements.overheads = fresh.model_copy(update=keep)

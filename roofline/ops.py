@@ -90,6 +90,9 @@ class CapturedOp:
     # For each entry of tensor_inputs(): (the fx value it reads, the op that produced it or -1 for a
     # graph input, parameter or constant). Lets fusion count a tensor read twice by a group once.
     input_sources: tuple[tuple[str, int], ...] = ()
+    # The native (C++) torch call (``F.linear``, ``torch.matmul``) this op ran inside, shared by every
+    # op of that call; None for a call into Python code, or when unknown. See capture._TorchCalls.
+    torch_call: int | None = None
 
     @property
     def name(self) -> str:
@@ -140,6 +143,7 @@ class CapturedGraph:
     parameters_bytes: int = 0  # bytes of parameters and buffers (resident weights)
     outputs: list[TensorMeta] = field(default_factory=list)
     module_calls: int = 0  # nn.Module __call__s during one forward (each costs host time)
+    state_tensors: int = 0  # parameter, buffer and tensor-attribute tensors: graph inputs under torch.compile
     capture_mode: str = "fake"  # "fake" (no memory) or "real" (fallback that ran the model)
     warnings: list[str] = field(default_factory=list)
     graph_module: Any = None  # the torch.fx.GraphModule, for users who want it

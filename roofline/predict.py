@@ -235,6 +235,28 @@ def _attention_time(op: CapturedOp, cost: OpCost, dev: DeviceModel) -> float | N
     return cost.flops / model.flop_per_s(seq, tokens)
 
 
+def dispatch_payers(ops: list[CapturedOp], kinds: list[str]) -> list[bool]:
+    """Which ops pay a host dispatch of their own: all but ``F.linear``'s weight transpose.
+
+    The addmm representative is timed as a whole ``F.linear`` call, which runs ``t`` and ``addmm``
+    in C++, so a ``t`` made inside the same native torch call (``CapturedOp.torch_call``) as the
+    matmul it feeds is already in that figure; pricing it again as a view put 3 µs on every Linear
+    on the H100 (benchmarks/RESULTS.md, run 38). The other ops a native call runs inside it still
+    pay: a Linear on a 3-d input (view, t, addmm, view) cost the H100's host 1.6-1.7x a 2-d
+    ``F.linear`` (benchmarks/gpu_runs/run21/attention_host_probe.txt), so its views are not free.
+    Ops without a call number (an older capture, or ops run inside Python code) each pay."""
+    matmuls_by_call: dict[int, set[int]] = {}
+    for i, (op, kind) in enumerate(zip(ops, kinds)):
+        if op.torch_call is not None and kind == "addmm":
+            matmuls_by_call.setdefault(op.torch_call, set()).add(i)
+
+    def in_linear(i: int, op: CapturedOp) -> bool:
+        feeds = matmuls_by_call.get(op.torch_call, set()) if op.torch_call is not None else set()
+        return op.name == "aten.t.default" and bool(op.users) and set(op.users) <= feeds
+
+    return [not in_linear(i, op) for i, op in enumerate(ops)]
+
+
 def modules_entered(prev: str, cur: str) -> int:
     """nn.Module calls begun between two consecutive ops: path components of ``cur`` not shared with ``prev``."""
     if cur == prev:
@@ -272,9 +294,10 @@ def predict_timeline(
         modules_entered(graph.ops[i - 1].module, op.module) if i else int(is_module) + modules_entered("", op.module)
         for i, op in enumerate(graph.ops)
     ]
-    # How many different dispatch kinds the host interleaves: the interleaving factor grows with it.
     kinds = [dispatch_kind(op, cost) for op, cost in zip(graph.ops, costs)]
-    distinct_kinds = len(set(kinds))
+    pays = dispatch_payers(graph.ops, kinds)
+    # How many different dispatch kinds the host interleaves: the interleaving factor grows with it.
+    distinct_kinds = len({kind for kind, paid in zip(kinds, pays) if paid})
     # Module calls that launched no op of their own (Dropout in eval, Identity) still cost host time.
     unattributed = max(graph.module_calls - sum(entered), 0)
 
@@ -282,10 +305,13 @@ def predict_timeline(
     e = 0.0
     out: list[OpTiming] = []
     busy = 0.0
-    for op, cost, n_mod, kind in zip(graph.ops, costs, entered, kinds):
+    for op, cost, n_mod, kind, paid in zip(graph.ops, costs, entered, kinds, pays):
         compute, memory, floor = kernel_terms(op, cost, dev, allow_tf32)
         kernel = max(compute, memory, floor) + extra_pass_s(cost, dev) if cost.kernels else 0.0
-        host = host_cost(op, cost) if host_cost is not None else dev.dispatch_s(kind, distinct_kinds) + n_mod * module_s
+        if host_cost is not None:
+            host = host_cost(op, cost)
+        else:
+            host = (dev.dispatch_s(kind, distinct_kinds) if paid else 0.0) + n_mod * module_s
         if kernel == 0.0:
             term = "none"
         elif floor >= max(compute, memory):

@@ -376,6 +376,11 @@ class Overheads(_Strict):
         default=None,
         description="GPU: host time per kernel launched from torch.compile (Inductor) generated code; measured and stored as compiled_call_s is.",
     )
+    compiled_input_s: Stat | None = Field(
+        default=None,
+        description="GPU: host time per graph input (a parameter, buffer or input tensor) of one call into a torch.compile'd "
+        "function, beyond the 2 inputs of the chain compiled_call_s is measured on (guards and size checks); measured and stored as compiled_call_s is.",
+    )
     op_small_s: Stat | None = Field(
         default=None,
         description="CPU: wall time of one tiny aten op (dispatch plus the op itself); the CPU's per-op overhead.",

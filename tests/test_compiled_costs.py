@@ -26,16 +26,45 @@ def test_ratios_cancel_a_host_that_slows_down_between_rounds():
     # Round 1: eager 10 us per kernel, compiled 12 us per kernel and a 50 us call. Round 2: the whole
     # host 1.5x slower. Chains of 2 and 8 layers: eager launches 4 and 16 kernels, the compiled
     # chains 3 and 12 (distinct counts, so a mix-up of the two modes' counts shows).
-    kernels = {("compiled", 2): 3, ("compiled", 8): 12, ("eager", 2): 4, ("eager", 8): 16}
+    # The 8-layer chain with 8 weights: 7 more graph inputs at 2 us each compiled, and eager 0.1 us
+    # dearer per argument, which is taken off (the kernels are the same).
+    kernels = {("compiled", 2): 3, ("compiled", 8): 12, ("eager", 2): 4, ("eager", 8): 16, ("compiled", "8w"): 12, ("eager", "8w"): 16}
 
     def row(slow):
         return {
             ("compiled", 2): slow * (50 + 3 * 12) * US, ("compiled", 8): slow * (50 + 12 * 12) * US,
             ("eager", 2): slow * 4 * 10 * US, ("eager", 8): slow * 16 * 10 * US,
+            ("compiled", "8w"): slow * (50 + 12 * 12 + 7 * 2.1) * US, ("eager", "8w"): slow * (16 * 10 + 7 * 0.1) * US,
         }
 
-    call, kernel = compiled_ratios([row(1.0), row(1.5)], kernels)
+    call, kernel, per_input = compiled_ratios([row(1.0), row(1.5)], kernels)
     assert call == pytest.approx([5.0, 5.0]) and kernel == pytest.approx([1.2, 1.2])
+    assert per_input == pytest.approx([0.2, 0.2])  # 2 us over the 10 us eager kernel
+    # rounds from before the weights chain: no input ratio
+    old = [{k: v for k, v in row(1.0).items() if k[1] != "8w"}]
+    assert compiled_ratios(old, kernels)[2] == []
+
+
+def test_each_graph_input_beyond_the_chains_two_adds_its_cost(h100):
+    # seed 003's stack has 8 weights, 8 biases and the input: 15 inputs beyond the calibration
+    # chain's (x, w), each priced at compiled_input_s; a profile without it adds nothing.
+    from roofline.advice import graph_inputs
+
+    layers = []
+    for _ in range(8):
+        layers += [torch.nn.Linear(128, 128), torch.nn.ReLU(inplace=True)]
+    model = torch.nn.Sequential(*layers).eval()
+    g = capture(model, (torch.randn(1, 128),))
+    assert graph_inputs(g) == 17
+    costs = [cost_of(op)[0] for op in g.ops]
+    ov = h100.gpu.measurements.overheads
+    without = h100.model_copy(deep=True)
+    without.gpu.measurements.overheads = ov.model_copy(update=dict(compiled_input_s=None))
+    per_input = Stat(median_s=1.5 * US, iqr_s=0.0, samples=7)
+    with_inputs = h100.model_copy(deep=True)
+    with_inputs.gpu.measurements.overheads = ov.model_copy(update=dict(compiled_input_s=per_input))
+    base = compiled_total_s(g, costs, DeviceModel(without.gpu, "cuda"))
+    assert compiled_total_s(g, costs, DeviceModel(with_inputs.gpu, "cuda")) == pytest.approx(base + 15 * 1.5 * US)
 
 
 def test_eager_chain_kernel_is_priced_as_the_eager_chain_itself(h100):

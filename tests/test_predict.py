@@ -232,3 +232,54 @@ def test_interleave_mix_kind_count_matches_the_calibration_mix():
 
     g = capture(index_call("cpu"), ())  # the mix calibration times, and the host-speed index with it
     assert len({dispatch_kind(op, cost_of(op)[0]) for op in g.ops}) == INTERLEAVE_MIX_KINDS
+
+
+def test_a_linears_weight_transpose_is_priced_inside_its_call():
+    # The addmm representative is a whole F.linear call (t + addmm in C++): the t made inside the same
+    # native call as the addmm it feeds pays nothing of its own. On a 3-d input the call's views
+    # (input to 2-d and back) still pay, and a t the user wrote as its own call pays as a view.
+    from roofline.capture import capture
+    from roofline.costs import cost_of
+    from roofline.curves import DeviceModel
+    from roofline.predict import dispatch_kind
+    from roofline.profiles import load_profile_file
+    from tests.conftest import REPO
+
+    dev = DeviceModel(load_profile_file(REPO / "tests" / "fixtures" / "h100_profile.json").gpu, "cuda")
+
+    def hosts(fn, *inputs):
+        g = capture(fn, inputs)
+        costs = [cost_of(op)[0] for op in g.ops]
+        tl = predict_timeline(g, costs, dev, is_module=False)
+        return {op.name: ot.host_s for op, ot in zip(g.ops, tl.ops)}, [dispatch_kind(op, c) for op, c in zip(g.ops, costs)], g
+
+    w, b = torch.randn(16, 8), torch.randn(16)
+    got, kinds, g = hosts(lambda x: torch.nn.functional.linear(x, w, b), torch.randn(4, 8))
+    assert [op.name for op in g.ops] == ["aten.t.default", "aten.addmm.default"]
+    assert g.ops[0].torch_call is not None and g.ops[0].torch_call == g.ops[1].torch_call
+    assert got["aten.t.default"] == 0.0
+    assert got["aten.addmm.default"] == pytest.approx(dev.dispatch_s("addmm", 1))  # one kind: the t is not a second one
+
+    got, _, g = hosts(lambda x: torch.nn.functional.linear(x, w, b), torch.randn(2, 4, 8))
+    views = [ot for op, ot in zip(g.ops, predict_timeline(g, [cost_of(op)[0] for op in g.ops], dev, is_module=False).ops) if op.name == "aten.view.default"]
+    assert len(views) == 2 and all(v.host_s > 0 for v in views)
+
+    got, _, g = hosts(lambda x: x @ w.t(), torch.randn(4, 8))
+    assert g.ops[0].name == "aten.t.default" and g.ops[0].torch_call != g.ops[1].torch_call
+    assert got["aten.t.default"] > 0
+
+
+def test_each_torch_call_gets_its_own_number_even_in_a_loop():
+    # The same line run twice is two calls; a call into Python code (F.relu) has no number.
+    from roofline.capture import capture
+
+    def f(x):
+        for _ in range(2):
+            x = torch.sin(x)
+        return torch.nn.functional.relu(x)
+
+    g = capture(f, (torch.randn(4),))
+    calls = [op.torch_call for op in g.ops]
+    assert [op.name for op in g.ops] == ["aten.sin.default", "aten.sin.default", "aten.relu.default"]
+    assert calls[0] is not None and calls[1] is not None and calls[0] != calls[1]
+    assert calls[2] is None
