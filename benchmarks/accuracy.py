@@ -27,7 +27,7 @@ sys.path.insert(0, str(REPO))
 
 import torch  # noqa: E402
 
-from benchmarks.cases import pick  # noqa: E402
+from benchmarks.cases import load_meta, pick, use_example_dtype  # noqa: E402
 from roofline.analysis import attach_measurement, predict_at_host_scale, resolve_profile, run_analysis  # noqa: E402
 from roofline.loading import load_model_file  # noqa: E402
 from roofline.measure import add_per_op, device_for, measure  # noqa: E402
@@ -154,14 +154,9 @@ def timed_round(t: dict, profile, kind, device, index: bool) -> tuple[float, flo
 def time_case(case, profile, kind, device, with_rte: bool, index: bool) -> dict:
     """Capture, predict and time one case end to end (no profiler: see ``profile_case``)."""
     label, file, dtype, sweep_label, intended = case
-    if dtype:
-        os.environ["ROOFLINE_EXAMPLE_DTYPE"] = dtype
-    else:
-        os.environ.pop("ROOFLINE_EXAMPLE_DTYPE", None)
+    use_example_dtype(dtype)
     path = REPO / "examples" / file
-    meta = load_model_file(path, materialize=False)
-    with torch.device("meta"):
-        meta_model, meta_inputs = pick(meta, sweep_label)
+    meta_model, meta_inputs = load_meta(file, sweep_label)
     real = load_model_file(path, materialize=True)
     real_model, real_inputs = pick(real, sweep_label)
     t0 = time.perf_counter()
@@ -170,7 +165,7 @@ def time_case(case, profile, kind, device, with_rte: bool, index: bool) -> dict:
         capture_device="cuda" if kind == "cuda" else "cpu",
     )
     analyze_s = time.perf_counter() - t0
-    t = dict(report=report, graph=graph, dev=dev, model=real_model, inputs=real_inputs, meta_model=meta_model, meta_inputs=meta_inputs, row=dict(label=label))
+    t = dict(report=report, graph=graph, dev=dev, model=real_model, inputs=real_inputs, meta_model=meta_model, meta_inputs=meta_inputs)
     pred, meas, scale, now = timed_round(t, profile, kind, device, index)
     rte = runtime_estimator_s(meta_model, meta_inputs, "cuda") if with_rte else None
     t["row"] = dict(
@@ -218,13 +213,8 @@ def replay(path: str, profile, kind: str) -> int:
     print(f"replay of {path}: predicted by this code with profile '{profile.name}', measured as recorded")
     errs, errs_now = [], []
     for label, file, dtype, sweep_label, _ in cases:
-        if dtype:
-            os.environ["ROOFLINE_EXAMPLE_DTYPE"] = dtype
-        else:
-            os.environ.pop("ROOFLINE_EXAMPLE_DTYPE", None)
-        meta = load_model_file(REPO / "examples" / file, materialize=False)
-        with torch.device("meta"):
-            model, inputs = pick(meta, sweep_label)
+        use_example_dtype(dtype)
+        model, inputs = load_meta(file, sweep_label)
         report, graph, _ = run_analysis(model, inputs, profile, device=kind, name=label, batch_sweep=False)
         row = recorded[label]
         measured = row["measured_s"]

@@ -30,7 +30,7 @@ sys.path.insert(0, str(REPO))
 
 import torch  # noqa: E402
 
-from benchmarks.cases import load_case, pick  # noqa: E402
+from benchmarks.cases import load_case, load_meta  # noqa: E402
 from roofline.advice import stream_pipeline  # noqa: E402
 from roofline.analysis import attach_alternatives, predict_at_host_scale, run_analysis  # noqa: E402
 from roofline.curves import DeviceModel  # noqa: E402
@@ -56,25 +56,24 @@ def entries(file: str, want=None):
 def _placement_row(group, label, size, calibrated, now, measured: dict, calls: int = 1) -> dict:
     """One sweep case: the choice predicted as calibrated and at the measured host scales, and the
     measured one (the CPU alone, or the GPU with the copies, whichever took less)."""
-    pick = "cuda" if measured["gpu_with_copies_s"] < measured["cpu_s"] else "cpu"
+    choice = "cuda" if measured["gpu_with_copies_s"] < measured["cpu_s"] else "cpu"
     scales = measured["host_scales"]
-    row = dict(group=group, label=label, size=size, predicted=calibrated.recommended, predicted_now=now.recommended, measured=pick,
+    row = dict(group=group, label=label, size=size, predicted=calibrated.recommended, predicted_now=now.recommended, measured=choice,
                cpu_s=calls * calibrated.cpu_s, gpu_total_s=calls * (calibrated.gpu_s + calibrated.transfer_s),
                cpu_now_s=calls * now.cpu_s, gpu_total_now_s=calls * (now.gpu_s + now.transfer_s), host_scales=scales,
                measured_cpu_s=measured["cpu_s"], measured_gpu_total_s=measured["gpu_with_copies_s"])
     print(f"  {group:<14} {label:<24} predicted {row['predicted']:<4} (cpu {row['cpu_s'] * 1e3:8.3f}, gpu+copies {row['gpu_total_s'] * 1e3:8.3f} ms)"
           f" | at x{scales.get('cpu', 1):.2f} cpu, x{scales.get('cuda', 1):.2f} gpu: {row['predicted_now']:<4} "
           f"(cpu {row['cpu_now_s'] * 1e3:8.3f}, gpu+copies {row['gpu_total_now_s'] * 1e3:8.3f} ms)"
-          f" | measured {pick:<4} (cpu {row['measured_cpu_s'] * 1e3:8.3f}, gpu+copies {row['measured_gpu_total_s'] * 1e3:8.3f} ms)", flush=True)
+          f" | measured {choice:<4} (cpu {row['measured_cpu_s'] * 1e3:8.3f}, gpu+copies {row['measured_gpu_total_s'] * 1e3:8.3f} ms)", flush=True)
     return row
 
 
-def _placements(mm, mi, profile, label: str, host_scales: dict) -> tuple:
-    """The placement predicted as calibrated and at the measured host scales."""
-    def predicted(prof):
-        return run_analysis(mm, mi, prof, device="cuda", name=label, batch_sweep=False)[0].placement
-
-    return predicted(profile), predicted(with_host_scales(profile, host_scales))
+def _placements(mm, mi, profile, label: str, host_scales: dict, **options) -> tuple:
+    """The placement predicted as calibrated and at the measured host scales, from one capture."""
+    report, graph, _ = run_analysis(mm, mi, profile, device="cuda", name=label, batch_sweep=False, **options)
+    now = run_analysis(mm, mi, with_host_scales(profile, host_scales), device="cuda", name=label, batch_sweep=False, graph=graph, **options)[0]
+    return report.placement, now.placement
 
 
 def placement_cases(profile, device):
@@ -123,53 +122,46 @@ def replay_placement(path: str, profile) -> int:
     return 0
 
 
+# The models whose CUDA-graph and torch.compile gains are checked, with the sweep case of each.
+GAIN_CASES = {"seed003_linear_relu.py": "hidden=128,batch=1", "mlp_tiny.py": None, "seed002_rnn_step.py": None, "seed000_nested_sin.py": None}
+
+
 def replay_gains(path: str, profile) -> None:
     """Re-predict a recorded run's CUDA-graph and torch.compile gains with this code and
     ``profile`` (as calibrated, and at each row's recorded host scale), against its recorded
-    measured gains; no GPU needed. The graph is captured here, on the CPU."""
-    recorded = json.loads(Path(path).read_text()).get("gains", [])
-    labels = {"seed003_linear_relu.py": "hidden=128,batch=1"}
+    measurements; no GPU needed. The graph is captured here, on the CPU; the lines are those of
+    the live run, to compare with its output."""
     print(f"replay of {path}: gains predicted by this code with profile '{profile.name}', measured as recorded")
-    cache = {}
-    for r in recorded:
-        file = r["model"]
-        if file not in cache:
-            meta = load_model_file(REPO / "examples" / file)
-            with torch.device("meta"):
-                mm, mi = pick(meta, labels.get(file))
+    cases = {}
+    for r in json.loads(Path(path).read_text()).get("gains", []):
+        file, key = r["model"], r["alternative"]
+        if file not in cases:
+            mm, mi = load_meta(file, GAIN_CASES.get(file))
             report, graph, _ = run_analysis(mm, mi, profile, device="cuda", name=file, batch_sweep=False)
-            cache[file] = (report, mm, mi, graph)
-        report, mm, mi, graph = cache[file]
-        key, measured = r["alternative"], r["measured_gain_s"]
-        pred = report.total.predicted_s - report.extras["alternatives_s"][key]
-        line = f"  {file:<26} {key:<14} gain predicted {pred * 1e6:8.1f} us measured {measured * 1e6:8.1f} us ({_pct((pred - measured) / abs(measured))}; recorded {_pct(r['gain_error'])})"
-        if r.get("host_scale") is not None:
-            at = predict_at_host_scale(report, mm, mi, profile, graph, r["host_scale"])
-            now = at.total.predicted_s - at.extras["alternatives_s"][key]
-            line += f" | host x{r['host_scale']:.2f}: {now * 1e6:8.1f} us ({_pct((now - measured) / abs(measured))}; recorded {_pct(r.get('gain_error_now'))})"
-        print(line)
+            cases[file] = (report, mm, mi, graph)
+        report, mm, mi, graph = cases[file]
+        scales = {key: r["host_scale"]} if r.get("host_scale") is not None else None
+        _gain_rows([], file, report, mm, mi, graph, profile, ({key: r["measured_s"]}, [], {key: r["measured_eager_s"]}, scales))
 
 
 def _seed002_row(profile, steps: int, measured: dict) -> dict:
     meta = load_model_file(REPO / "examples" / "seed002_rnn_step.py")
-
-    def predicted(prof):
-        return run_analysis(meta.model, meta.example_inputs, prof, device="cuda", calls=steps, copies_per_call=False, batch_sweep=False)[0].placement
-
-    return _placement_row("seed002 loop", f"{steps} steps", steps, predicted(profile), predicted(with_host_scales(profile, measured["host_scales"])),
-                          measured, calls=steps)
+    both = _placements(meta.model, meta.example_inputs, profile, None, measured["host_scales"], calls=steps, copies_per_call=False)
+    return _placement_row("seed002 loop", f"{steps} steps", steps, *both, measured, calls=steps)
 
 
 def _placement_summary(rows) -> tuple:
-    """Print the fraction right both ways and the seed 000 crossover; (crossover predicted, measured)."""
+    """Print the fraction right both ways and the seed 000 crossover; (crossover predicted as
+    calibrated, at the host scales, measured)."""
     mm = [r for r in rows if r["group"] == "seed000 matmul"]
     mc = crossover([(r["size"], r["measured"]) for r in mm])
+    predicted = {}
     for name, key in (("as calibrated", "predicted"), ("at the host's speed beside them", "predicted_now")):
         right = sum(r[key] == r["measured"] for r in rows)
-        pc = crossover([(r["size"], r[key]) for r in mm])
+        pc = predicted[key] = crossover([(r["size"], r[key]) for r in mm])
         print(f"placement {name}: right on {right}/{len(rows)} ({100 * right / len(rows):.0f}%); seed 000 matmul crossover predicted {pc}, "
               f"measured {mc}" + (f" (ratio {pc / mc:.2f})" if pc and mc else ""))
-    return crossover([(r["size"], r["predicted"]) for r in mm]), crossover([(r["size"], r["predicted_now"]) for r in mm]), mc
+    return predicted["predicted"], predicted["predicted_now"], mc
 
 
 def seed002_loop(profile, device, steps=10_000):
@@ -207,10 +199,9 @@ def gains(profile, device, skip_compile: bool):
     seconds (run 10: mlp_tiny's eager predicted at 484 us against 230 us measured, right after
     seed 003's compile)."""
     rows = []
-    cases = [("seed003_linear_relu.py", "hidden=128,batch=1"), ("mlp_tiny.py", None), ("seed002_rnn_step.py", None), ("seed000_nested_sin.py", None)]
     overheads = profile.gpu.measurements.overheads
     timed = []
-    for file, sweep_label in cases:
+    for file, sweep_label in GAIN_CASES.items():
         report, mm, mi, graph, model, inputs = load_case(file, sweep_label, profile, device)
         alternatives = measure_alternatives(model, inputs, device, compile_modes=(), overheads=overheads)
         timed.append((file, report, mm, mi, graph, model, inputs))

@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
-from benchmarks.cases import kernel_names  # noqa: E402
+from calibrate.overhead import kernel_names  # noqa: E402
 from roofline.timing import time_fn  # noqa: E402
 
 

@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import torch  # noqa: E402
 
 from calibrate.overhead import _compiled_chain, _compiled_chain_of_weights, single_process_compile  # noqa: E402
-from benchmarks.cases import kernel_names  # noqa: E402
+from calibrate.overhead import kernel_names  # noqa: E402
 from roofline.timing import time_fn  # noqa: E402
 
 ROUNDS = 5
@@ -96,10 +96,12 @@ def run(dev: str, grad_mode: str) -> int:
             rows[(name, "compiled", "call+sync")].append(with_sync(compiled[name], inputs))
 
     print(f"torch {torch.__version__}, {torch.cuda.get_device_name(dev)}, {grad_mode}; medians over {ROUNDS} alternated rounds, us per call")
+    kernels = {}
     for name, (fn, inputs) in cases.items():
         print(f"{name}:")
         for mode, f in (("eager", fn), ("compiled", compiled[name])):
             names = kernel_names(lambda: f(*inputs), dev)
+            kernels[name, mode] = len(names)
             counts = collections.Counter(names)
             issue_us = [t * 1e6 for t in rows[(name, mode, "issue")]]
             sync_us = [t * 1e6 for t in rows[(name, mode, "call+sync")]]
@@ -110,8 +112,7 @@ def run(dev: str, grad_mode: str) -> int:
     for family in ("Sequential Linear+ReLU h128 b1", "function mm+relu 64x64"):
         for mode in ("eager", "compiled"):
             short, long_ = (f"{family} x2", f"{family} x8")
-            n2 = len(kernel_names(lambda: (compiled[short] if mode == "compiled" else cases[short][0])(*cases[short][1]), dev))
-            n8 = len(kernel_names(lambda: (compiled[long_] if mode == "compiled" else cases[long_][0])(*cases[long_][1]), dev))
+            n2, n8 = kernels[short, mode], kernels[long_, mode]
             per_round = [(b - a) / max(n8 - n2, 1) * 1e6 for a, b in zip(rows[(short, mode, "issue")], rows[(long_, mode, "issue")])]
             call = [a * 1e6 - n2 * p for a, p in zip(rows[(short, mode, "issue")], per_round)]
             print(f"{family} {mode}: issue per kernel {statistics.median(per_round):.2f} us, per call {statistics.median(call):.1f} us "

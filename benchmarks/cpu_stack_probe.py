@@ -25,7 +25,7 @@ import torch  # noqa: E402
 
 from roofline.analysis import attach_measurement, run_analysis  # noqa: E402
 from roofline.loading import load_model_file  # noqa: E402
-from roofline.measure import add_per_op, device_for, measure  # noqa: E402
+from roofline.measure import device_for, measure  # noqa: E402
 from roofline.profiles import find_profile  # noqa: E402
 
 
@@ -46,8 +46,7 @@ def main() -> int:
         if label not in metas:
             continue
         report, graph, dev = run_analysis(*metas[label], profile, device="cpu", name=label, batch_sweep=False)
-        m = measure(graph, model, inputs, device, per_op=False, overheads=dev.overheads)
-        add_per_op(m, graph, model, inputs, device)
+        m = measure(graph, model, inputs, device, overheads=dev.overheads)
         attach_measurement(report, m, dev)
         scale = m.host_speed.scale if m.host_speed is not None else float("nan")
         print(f"{label}: predicted {report.total.predicted_s * 1e6:8.1f} us, measured {report.total.measured_s * 1e6:8.1f} us "

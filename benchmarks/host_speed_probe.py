@@ -20,7 +20,6 @@ dispatch-weighted mean of those scales (``roofline.host_speed.kind_sample_s``).
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import sys
 import time
@@ -31,7 +30,7 @@ sys.path.insert(0, str(REPO))
 
 import torch  # noqa: E402
 
-from benchmarks.cases import load_case  # noqa: E402
+from benchmarks.cases import load_case, use_example_dtype  # noqa: E402
 from calibrate.overhead import mix_alone_sum_s  # noqa: E402
 from roofline.analysis import predict_at_host_scale  # noqa: E402
 from roofline.host_speed import host_speed_beside  # noqa: E402
@@ -77,10 +76,7 @@ def main() -> int:
     device = "cuda"
     loaded = []
     for label, file, dtype, sweep in CASES:
-        if dtype:
-            os.environ["ROOFLINE_EXAMPLE_DTYPE"] = dtype
-        else:
-            os.environ.pop("ROOFLINE_EXAMPLE_DTYPE", None)
+        use_example_dtype(dtype)
         report, mm, mi, graph, model, inputs = load_case(file, sweep, profile, device)
         loaded.append((label, report, mm, mi, graph, model, inputs))
     print(f"host speed probe on {torch.cuda.get_device_name(0)}, torch {torch.__version__}, profile {args.profile}")

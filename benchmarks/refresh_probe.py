@@ -2,8 +2,9 @@
 
     python benchmarks/refresh_probe.py --profile PATH [--rounds 7]
 
-The benchmarks re-measure a profile's host overheads before each model (roofline.measure.
-refresh_overheads) because host speed drifts. This probe checks that step on three host-bound
+Earlier benchmark runs re-measured a profile's host overheads before each model
+(roofline.measure.refresh_overheads) because host speed drifts; they now time the host-speed
+index beside each model instead (roofline.host_speed). This probe checks the refresh on three host-bound
 examples: seed 003's Linear+ReLU stack (hidden 128, batch 1), mlp_tiny and seed 002's RNN step.
 Each round re-measures the overheads under torch.no_grad() and under torch.inference_mode(),
 predicts each model with each, and times each model (call + synchronize, under no_grad, as

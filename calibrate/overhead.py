@@ -229,18 +229,24 @@ def single_process_compile():
     return inductor_config.patch(compile_threads=1)
 
 
-def _kernels_per_call(fn, device: str) -> int:
+def kernel_names(fn, device: str) -> list[str]:
+    """Names of the device kernels (and memsets/copies) one call of ``fn`` launches, from the
+    profiler. Call it after every timing: a profiler session leaves CUPTI subscribed and slows
+    later launches 1.4-1.6x (benchmarks/host_state_probe.py)."""
     from torch.profiler import ProfilerActivity, profile
 
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
         fn()
         torch.cuda.synchronize(device)
-    return sum(1 for e in prof.events() if getattr(e, "device_type", None) == torch.autograd.DeviceType.CUDA) or 1
+    return [e.name for e in prof.events() if getattr(e, "device_type", None) == torch.autograd.DeviceType.CUDA]
 
 
-# Graph inputs of the calibration chains: ``_compiled_chain`` takes (x, w); the compiled call cost
-# is measured with these, and ``compiled_input_s`` prices each graph input beyond them.
-CHAIN_INPUTS = 2
+def _kernels_per_call(fn, device: str) -> int:
+    return len(kernel_names(fn, device)) or 1
+
+
+# The 8-layer chain with a weight per layer, beside ``_compiled_chain``'s (x, w): what each graph
+# input beyond those 2 costs a compiled call (roofline.advice.COMPILED_CHAIN_INPUTS).
 WEIGHTS_KEY = "8w"  # the 8-layer chain with a weight per layer: 8 - 1 more graph inputs
 
 

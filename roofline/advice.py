@@ -234,7 +234,8 @@ def compile_groups(groups: list[_Group], costs: list[OpCost]) -> list[_Group]:
     return out
 
 
-# The calibration chain's graph inputs (calibrate.overhead.CHAIN_INPUTS), that compiled_call_s includes.
+# Graph inputs of the chain compiled_call_s is measured on, ``calibrate.overhead._compiled_chain``'s
+# (x, w); compiled_input_s prices each one beyond them (tests/test_compiled_costs.py checks the count).
 COMPILED_CHAIN_INPUTS = 2
 
 

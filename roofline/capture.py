@@ -36,6 +36,7 @@ from typing import Any, Callable, Iterable
 
 import torch
 from torch import nn
+from torch.overrides import TorchFunctionMode
 from torch.utils import _pytree as pytree
 
 from roofline.errors import CaptureError, RooflineError
@@ -234,10 +235,10 @@ def _trace(
 
     module_names = _module_names(model) if is_module else {}
     tracker = _ModuleTracker(module_names)
-    calls = _TorchCalls.or_none()
+    calls = _TorchCalls()
     restore_training = _set_eval(model) if (is_module and inference) else (lambda: None)
     try:
-        with tracker.installed(), _record_sources(locator, tracker, calls), _quiet_torch_logs(), (calls or contextlib.nullcontext()):
+        with tracker.installed(), _record_sources(locator, tracker, calls), _quiet_torch_logs(), calls:
             try:
                 gm = make_fx(forward, **kwargs)(state, *traced_inputs)
             except Exception as exc:  # the user's code (or torch on its behalf) failed
@@ -366,32 +367,18 @@ class _ModuleTracker:
             post.remove()
 
 
-def _torch_function_mode_class():
-    try:
-        from torch.overrides import TorchFunctionMode
-    except ImportError:  # pragma: no cover - every supported torch has it
-        return None
-    return TorchFunctionMode
-
-
-_TorchFunctionMode = _torch_function_mode_class()
-
-
-class _TorchCalls(_TorchFunctionMode or object):
+class _TorchCalls(TorchFunctionMode):
     """Numbers the torch calls the model's Python code makes (``F.linear``, ``x.view``, ``x + y``).
 
     The host pays Python's argument parsing and the dispatcher's entry once per such call, then the
     aten ops a native (C++) call runs inside it follow in C++: ``F.linear`` runs ``t`` and
     ``addmm``, ``torch.matmul`` on 3-d inputs ``view``, ``mm`` and ``_unsafe_view``. Every aten op
-    made inside one native call gets its number, so that prediction can price the call once.
+    made inside one native call gets its number, so that prediction can tell an op the call runs
+    in C++ from a call of its own (``roofline.predict.dispatch_payers``).
     A call into a Python function (``F.relu``, ``F.multi_head_attention_forward``) is not numbered:
     its torch calls run in Python, each with its own Python cost, and this mode cannot see them
     (a mode is off while its handler runs), so their ops stay priced one by one.
     """
-
-    @classmethod
-    def or_none(cls) -> "_TorchCalls | None":
-        return cls() if _TorchFunctionMode is not None else None
 
     def __init__(self):
         super().__init__()
@@ -427,7 +414,7 @@ _NOISY_LOGGERS = ("torch._subclasses.fake_tensor", "torch.fx.experimental.proxy_
 
 
 @contextlib.contextmanager
-def _record_sources(locator: "_FrameLocator", tracker: _ModuleTracker, calls: "_TorchCalls | None" = None):
+def _record_sources(locator: "_FrameLocator", tracker: _ModuleTracker, calls: _TorchCalls):
     """While tracing, tag each new fx node with the user's line, our module stack top and the
     native torch call it ran inside (``calls``).
 
@@ -446,7 +433,7 @@ def _record_sources(locator: "_FrameLocator", tracker: _ModuleTracker, calls: "_
                 node.meta[_SOURCE_KEY] = locator.find(sys._getframe(1))
                 if tracker.stack:
                     node.meta[_MODULE_KEY] = tracker.stack[-1]
-                if calls is not None and calls.current is not None:
+                if calls.current is not None:
                     node.meta[_CALL_KEY] = calls.current
             except Exception:  # noqa: BLE001 - provenance is best effort, never fatal
                 pass

@@ -52,7 +52,9 @@ def _monotone(log_t: np.ndarray) -> np.ndarray:
     More work never takes less time; a grid point that does (one slow sample on a busy host: one
     16-thread CPU profile had 8 ms at a 1x512x512 product next to 0.1 ms at 1x1024x1024) would
     otherwise poison every prediction interpolated near it. A suffix minimum along each axis keeps
-    every genuine point and removes such spikes."""
+    every genuine point and removes such spikes. The bandwidth and op-family curves (one axis, in
+    increasing size; times or log times alike) are clipped the same way: run 32's host-CPU read pass
+    over 256 KB took 2.1 ms, against 17 us over 1 MB, and priced a 256 x 256 CPU GEMV at 2 ms."""
     out = log_t.copy()
     for axis in range(out.ndim):
         flipped = np.flip(out, axis=axis)
@@ -105,17 +107,6 @@ def _loglog(xs, ys):
     return f
 
 
-def _no_slower_than_larger(times: list[float]) -> list[float]:
-    """Times of points in increasing size, each capped at the next larger point's: moving more bytes
-    never takes less time, so a point above a larger one caught a stall of the host during
-    calibration (run 32: the host CPU's read pass over 256 KB took 2.1 ms, against 17 us over 1 MB,
-    and priced a 256 x 256 CPU GEMV at 2 ms)."""
-    out = list(times)
-    for i in range(len(out) - 2, -1, -1):
-        out[i] = min(out[i], out[i + 1])
-    return out
-
-
 class BandwidthModel:
     """Achieved bytes/s for a pass over ``working_set`` bytes, by access pattern."""
 
@@ -123,7 +114,7 @@ class BandwidthModel:
         self._f = {}
         for c in curves:
             points = sorted(c.points, key=lambda p: p.working_set_bytes)
-            times = _no_slower_than_larger([_work_time(p.time.median_s, overhead_s) for p in points])
+            times = _monotone(np.array([_work_time(p.time.median_s, overhead_s) for p in points]))
             self._f[c.kind] = _loglog([p.working_set_bytes for p in points], [p.bytes / t for p, t in zip(points, times)])
 
     def bytes_per_s(self, working_set: int, kind: str = "copy") -> float:
@@ -137,7 +128,7 @@ class PointwiseModel:
     def __init__(self, curve: PointwiseCurve | None, overhead_s: float = 0.0):
         self.curve = curve
         if curve:
-            times = _no_slower_than_larger([_work_time(p.time.median_s, overhead_s) for p in curve.points])
+            times = _monotone(np.array([_work_time(p.time.median_s, overhead_s) for p in curve.points]))
             self._bytes = _loglog([p.bytes for p in curve.points], [p.bytes / t for p, t in zip(curve.points, times)])
         else:
             self._bytes = None

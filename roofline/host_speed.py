@@ -41,15 +41,16 @@ def calibrated_index_s(overheads: Overheads) -> float:
     return overheads.interleave_factor * mix_alone_sum_s({name: stat.median_s for name, stat in overheads.dispatch_by_op_s.items()})
 
 
+def scaled_stat(stat: Stat | None, by: float) -> Stat | None:
+    """A host cost measured at one host speed, moved to another ``by`` times slower."""
+    return None if stat is None else stat.model_copy(update=dict(median_s=stat.median_s * by, iqr_s=stat.iqr_s * by))
+
+
 def scaled_overheads(overheads: Overheads, scale: float, kind_scales: dict[str, float] | None = None) -> Overheads:
     """A copy of ``overheads`` with every host cost multiplied by ``scale``; with ``kind_scales``,
     each dispatch kind's cost by its own scale instead (kinds without one: ``scale``)."""
-
-    def times(stat: Stat | None, by: float) -> Stat | None:
-        return None if stat is None else stat.model_copy(update=dict(median_s=stat.median_s * by, iqr_s=stat.iqr_s * by))
-
-    update = {k: times(getattr(overheads, k), scale) for k in HOST_FIELDS}
-    update["dispatch_by_op_s"] = {name: times(stat, (kind_scales or {}).get(name, scale)) for name, stat in overheads.dispatch_by_op_s.items()}
+    update = {k: scaled_stat(getattr(overheads, k), scale) for k in HOST_FIELDS}
+    update["dispatch_by_op_s"] = {name: scaled_stat(stat, (kind_scales or {}).get(name, scale)) for name, stat in overheads.dispatch_by_op_s.items()}
     return overheads.model_copy(update=update)
 
 

@@ -427,14 +427,12 @@ def refresh_overheads(profile: DeviceProfile, kind: str, device: str) -> None:
     calibrated as ratios to the eager cost per kernel (calibrate/overhead.py) and move with it."""
     from calibrate.overhead import measure_overheads
     from roofline.curves import eager_chain_kernel_s
+    from roofline.host_speed import scaled_stat
 
     part = profile.gpu if kind == "cuda" else profile.host
     old = part.measurements.overheads
     with torch.no_grad():  # as calibration: the grad mode models are timed in
         fresh = measure_overheads(device, budget_s=0.1, warnings=[])
     scale = eager_chain_kernel_s(fresh) / eager_chain_kernel_s(old)
-    keep = {}
-    for k in ("compiled_call_s", "compiled_kernel_s", "compiled_input_s"):
-        stat = getattr(old, k)
-        keep[k] = None if stat is None else stat.model_copy(update=dict(median_s=stat.median_s * scale, iqr_s=stat.iqr_s * scale))
+    keep = {k: scaled_stat(getattr(old, k), scale) for k in ("compiled_call_s", "compiled_kernel_s", "compiled_input_s")}
     part.measurements.overheads = fresh.model_copy(update=keep)

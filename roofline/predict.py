@@ -243,18 +243,19 @@ def dispatch_payers(ops: list[CapturedOp], kinds: list[str]) -> list[bool]:
     matmul it feeds is already in that figure; pricing it again as a view put 3 µs on every Linear
     on the H100 (benchmarks/RESULTS.md, run 38). The other ops a native call runs inside it still
     pay: a Linear on a 3-d input (view, t, addmm, view) cost the H100's host 1.6-1.7x a 2-d
-    ``F.linear`` (benchmarks/gpu_runs/run21/attention_host_probe.txt), so its views are not free.
+    ``F.linear`` (benchmarks/gpu_runs/run21/attention_host_probe.txt), more than its views add, so
+    they keep their price.
     Ops without a call number (an older capture, or ops run inside Python code) each pay."""
     matmuls_by_call: dict[int, set[int]] = {}
     for i, (op, kind) in enumerate(zip(ops, kinds)):
         if op.torch_call is not None and kind == "addmm":
             matmuls_by_call.setdefault(op.torch_call, set()).add(i)
 
-    def in_linear(i: int, op: CapturedOp) -> bool:
-        feeds = matmuls_by_call.get(op.torch_call, set()) if op.torch_call is not None else set()
+    def in_linear(op: CapturedOp) -> bool:
+        feeds = matmuls_by_call.get(op.torch_call, set())
         return op.name == "aten.t.default" and bool(op.users) and set(op.users) <= feeds
 
-    return [not in_linear(i, op) for i, op in enumerate(ops)]
+    return [not in_linear(op) for op in ops]
 
 
 def modules_entered(prev: str, cur: str) -> int:

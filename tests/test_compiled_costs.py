@@ -45,6 +45,15 @@ def test_ratios_cancel_a_host_that_slows_down_between_rounds():
     assert compiled_ratios(old, kernels)[2] == []
 
 
+def test_the_call_cost_is_measured_on_a_chain_of_as_many_inputs_as_prediction_assumes():
+    import inspect
+
+    from calibrate.overhead import _compiled_chain
+    from roofline.advice import COMPILED_CHAIN_INPUTS
+
+    assert len(inspect.signature(_compiled_chain(2)).parameters) == COMPILED_CHAIN_INPUTS
+
+
 def test_each_graph_input_beyond_the_chains_two_adds_its_cost(h100):
     # seed 003's stack has 8 weights, 8 biases and the input: 15 inputs beyond the calibration
     # chain's (x, w), each priced at compiled_input_s; a profile without it adds nothing.
@@ -82,16 +91,18 @@ def test_refresh_moves_compiled_costs_with_the_eager_scale(h100, monkeypatch):
     from calibrate import overhead
     from roofline.measure import refresh_overheads
 
+    h100.gpu.measurements.overheads = h100.gpu.measurements.overheads.model_copy(update=dict(compiled_input_s=Stat(median_s=1.5 * US, iqr_s=0.0, samples=7)))
     old = h100.gpu.measurements.overheads
     slower = old.model_copy(update=dict(
         dispatch_by_op_s={k: Stat(median_s=2 * v.median_s, iqr_s=v.iqr_s, samples=v.samples) for k, v in old.dispatch_by_op_s.items()},
-        compiled_call_s=None, compiled_kernel_s=None,
+        compiled_call_s=None, compiled_kernel_s=None, compiled_input_s=None,
     ))
     monkeypatch.setattr(overhead, "measure_overheads", lambda device, budget_s, warnings: slower)
     refresh_overheads(h100, "cuda", "cuda")
     new = h100.gpu.measurements.overheads
     assert new.compiled_call_s.median_s == pytest.approx(2 * old.compiled_call_s.median_s)
     assert new.compiled_kernel_s.median_s == pytest.approx(2 * old.compiled_kernel_s.median_s)
+    assert new.compiled_input_s.median_s == pytest.approx(2 * old.compiled_input_s.median_s)
 
 
 def test_compiled_forward_is_the_call_plus_each_launched_kernel(h100, monkeypatch):

@@ -241,32 +241,31 @@ def test_a_linears_weight_transpose_is_priced_inside_its_call():
     from roofline.capture import capture
     from roofline.costs import cost_of
     from roofline.curves import DeviceModel
-    from roofline.predict import dispatch_kind
     from roofline.profiles import load_profile_file
     from tests.conftest import REPO
 
     dev = DeviceModel(load_profile_file(REPO / "tests" / "fixtures" / "h100_profile.json").gpu, "cuda")
 
     def hosts(fn, *inputs):
+        """(captured graph, host time of each op) of one call of ``fn``."""
         g = capture(fn, inputs)
-        costs = [cost_of(op)[0] for op in g.ops]
-        tl = predict_timeline(g, costs, dev, is_module=False)
-        return {op.name: ot.host_s for op, ot in zip(g.ops, tl.ops)}, [dispatch_kind(op, c) for op, c in zip(g.ops, costs)], g
+        tl = predict_timeline(g, [cost_of(op)[0] for op in g.ops], dev, is_module=False)
+        return g, [ot.host_s for ot in tl.ops]
 
     w, b = torch.randn(16, 8), torch.randn(16)
-    got, kinds, g = hosts(lambda x: torch.nn.functional.linear(x, w, b), torch.randn(4, 8))
+    g, host = hosts(lambda x: torch.nn.functional.linear(x, w, b), torch.randn(4, 8))
     assert [op.name for op in g.ops] == ["aten.t.default", "aten.addmm.default"]
     assert g.ops[0].torch_call is not None and g.ops[0].torch_call == g.ops[1].torch_call
-    assert got["aten.t.default"] == 0.0
-    assert got["aten.addmm.default"] == pytest.approx(dev.dispatch_s("addmm", 1))  # one kind: the t is not a second one
+    assert host[0] == 0.0
+    assert host[1] == pytest.approx(dev.dispatch_s("addmm", 1))  # one kind: the t is not a second one
 
-    got, _, g = hosts(lambda x: torch.nn.functional.linear(x, w, b), torch.randn(2, 4, 8))
-    views = [ot for op, ot in zip(g.ops, predict_timeline(g, [cost_of(op)[0] for op in g.ops], dev, is_module=False).ops) if op.name == "aten.view.default"]
-    assert len(views) == 2 and all(v.host_s > 0 for v in views)
+    g, host = hosts(lambda x: torch.nn.functional.linear(x, w, b), torch.randn(2, 4, 8))
+    views = [h for op, h in zip(g.ops, host) if op.name == "aten.view.default"]
+    assert len(views) == 2 and all(h > 0 for h in views)
 
-    got, _, g = hosts(lambda x: x @ w.t(), torch.randn(4, 8))
+    g, host = hosts(lambda x: x @ w.t(), torch.randn(4, 8))
     assert g.ops[0].name == "aten.t.default" and g.ops[0].torch_call != g.ops[1].torch_call
-    assert got["aten.t.default"] > 0
+    assert host[0] > 0
 
 
 def test_each_torch_call_gets_its_own_number_even_in_a_loop():
