@@ -28,9 +28,11 @@ sys.path.insert(0, str(REPO))
 import torch  # noqa: E402
 
 from benchmarks.cases import load_meta, pick, use_example_dtype  # noqa: E402
-from roofline.analysis import attach_measurement, predict_at_host_scale, resolve_profile, run_analysis  # noqa: E402
-from roofline.loading import load_model_file  # noqa: E402
-from roofline.measure import add_per_op, device_for, measure  # noqa: E402
+from roofline.checks import attach_measurement  # noqa: E402
+from roofline.graph.loading import load_model_file  # noqa: E402
+from roofline.measure.device import device_for  # noqa: E402
+from roofline.measure.run import add_per_op, measure  # noqa: E402
+from roofline.pipeline import Analysis, Options, resolve_profile  # noqa: E402
 
 # (label, example file, dtype or None, sweep label or None, regime the case is meant to exercise)
 CASES_GPU = [
@@ -72,14 +74,14 @@ CASES_CPU = [
 ]
 
 
-def runtime_estimator_s(model, inputs, device: str) -> float | None:
+def runtime_estimator_s(model, args, kwargs, device: str) -> float | None:
     """PyTorch's RuntimeEstimator (operator-level-cost-model) under FakeTensorMode, seconds."""
     try:
         from torch._subclasses.fake_tensor import FakeTensorMode
         from torch.distributed._tools.runtime_estimator import RuntimeEstimator
-        from torch.utils import _pytree as pytree
 
-        from roofline.capture import _named_state
+        from roofline.graph.provenance import named_state
+        from roofline.graph.structure import map_tensors
     except Exception:
         return None
     try:
@@ -89,7 +91,7 @@ def runtime_estimator_s(model, inputs, device: str) -> float | None:
                     return t
                 return torch.empty_strided(tuple(t.shape), tuple(t.stride()), dtype=t.dtype, device=device)
 
-            f_inputs = pytree.tree_map(fake, tuple(inputs))
+            f_args, f_kwargs = map_tensors(args, fake), map_tensors(kwargs, fake)
             rte = RuntimeEstimator()
             # RuntimeEstimator cannot price cuDNN attention (two output dtypes); ask SDPA for the
             # flash kernel, which it can, and keep its summary print out of the table.
@@ -101,10 +103,10 @@ def runtime_estimator_s(model, inputs, device: str) -> float | None:
             # mix dtypes; on the math path it prices the decomposed matmuls and softmax instead)
             with open(os.devnull, "w") as sink, contextlib.redirect_stdout(sink), sdpa_kernel([SDPBackend.MATH]), rte("operator-level-cost-model"), torch.no_grad():
                 if isinstance(model, torch.nn.Module):
-                    state = {n: fake(t) for n, t in _named_state(model)}
-                    torch.func.functional_call(model.eval(), state, f_inputs, strict=False)
+                    state = {n: fake(t) for n, t in named_state(model)}
+                    torch.func.functional_call(model.eval(), state, f_args, f_kwargs, strict=False)
                 else:
-                    model(*f_inputs)
+                    model(*f_args, **f_kwargs)
         return rte.total_runtime * 1e-3
     except Exception as e:  # report, never hide, a baseline that cannot run
         print(f"    RuntimeEstimator failed: {type(e).__name__}: {str(e).splitlines()[0][:120]}")
@@ -141,14 +143,14 @@ def timed_round(t: dict, profile, kind, device, index: bool) -> tuple[float, flo
     """(predicted as calibrated, measured, host scale, predicted at that host speed) for one timing
     of a captured case; the last two are None without the host-speed index."""
     overheads = profile.part(kind).measurements.overheads if index else None
-    m = measure(t["graph"], t["model"], t["inputs"], device, per_op=False, overheads=overheads)
+    analysis = t["analysis"]
+    m = measure(analysis.graph, t["model"], t["args"], t["kwargs"], device, per_op=False, overheads=overheads)
     t["measurement"] = m
-    pred = t["report"].total.predicted_s
+    pred = analysis.total_s
     if m.host_speed is None:
         return pred, m.total.median_s, None, None
     scale = m.host_speed.scale
-    now = predict_at_host_scale(t["report"], t["meta_model"], t["meta_inputs"], profile, t["graph"], scale)
-    return pred, m.total.median_s, scale, now.total.predicted_s
+    return pred, m.total.median_s, scale, analysis.at_host_scale(scale).total_s
 
 
 def time_case(case, profile, kind, device, with_rte: bool, index: bool) -> dict:
@@ -156,18 +158,17 @@ def time_case(case, profile, kind, device, with_rte: bool, index: bool) -> dict:
     label, file, dtype, sweep_label, intended = case
     use_example_dtype(dtype)
     path = REPO / "examples" / file
-    meta_model, meta_inputs = load_meta(file, sweep_label)
+    meta_model, meta_args, meta_kwargs = load_meta(file, sweep_label)
     real = load_model_file(path, materialize=True)
-    real_model, real_inputs = pick(real, sweep_label)
+    real_model, real_args, real_kwargs = pick(real, sweep_label)
     t0 = time.perf_counter()
-    report, graph, dev = run_analysis(
-        meta_model, meta_inputs, profile, device=kind, name=label, user_files=[path],
-        capture_device="cuda" if kind == "cuda" else "cpu",
-    )
+    options = Options(device=kind, user_files=(str(path),), capture_device="cuda" if kind == "cuda" else "cpu", batch_sweep=False)
+    analysis = Analysis.of(meta_model, meta_args, meta_kwargs, profile, options, name=label)
+    report = analysis.report()
     analyze_s = time.perf_counter() - t0
-    t = dict(report=report, graph=graph, dev=dev, model=real_model, inputs=real_inputs, meta_model=meta_model, meta_inputs=meta_inputs)
+    t = dict(analysis=analysis, report=report, model=real_model, args=real_args, kwargs=real_kwargs, meta_model=meta_model)
     pred, meas, scale, now = timed_round(t, profile, kind, device, index)
-    rte = runtime_estimator_s(meta_model, meta_inputs, "cuda") if with_rte else None
+    rte = runtime_estimator_s(meta_model, meta_args, meta_kwargs, "cuda") if with_rte else None
     t["row"] = dict(
         label=label, intended=intended, predicted_s=pred, measured_s=meas, spread_s=t["measurement"].total.iqr_s,
         host_scale=scale, predicted_now_s=now, error=(pred - meas) / meas, error_now=None if now is None else (now - meas) / meas,
@@ -182,11 +183,10 @@ def profile_case(case: dict, device: str) -> dict:
     """Per-op times for a timed case, and what depends on them (per-op errors, measured regime).
 
     Runs after every case is timed: a torch.profiler session with CUDA activities slows later
-    launches from the process (``benchmarks/host_state_probe.py``), so no end-to-end time may
-    follow one."""
-    report, row = case["report"], case["row"]
-    add_per_op(case["measurement"], case["graph"], case["model"], case["inputs"], device)
-    attach_measurement(report, case["measurement"], case["dev"])
+    launches from the process, so no end-to-end time may follow one."""
+    report, row, analysis = case["report"], case["row"], case["analysis"]
+    add_per_op(case["measurement"], analysis.graph, case["model"], case["args"], case["kwargs"], device)
+    attach_measurement(report, case["measurement"], analysis)
     report.total.measured_s = row["measured_s"]  # the kept round's
     pred = report.total.predicted_s
     row["op_errors"] = [abs(o.error) for o in report.ops if o.error is not None and o.measured_s and o.measured_s >= 20e-6]
@@ -214,16 +214,17 @@ def replay(path: str, profile, kind: str) -> int:
     errs, errs_now = [], []
     for label, file, dtype, sweep_label, _ in cases:
         use_example_dtype(dtype)
-        model, inputs = load_meta(file, sweep_label)
-        report, graph, _ = run_analysis(model, inputs, profile, device=kind, name=label, batch_sweep=False)
+        model, args, kwargs = load_meta(file, sweep_label)
+        analysis = Analysis.of(model, args, kwargs, profile, Options(device=kind, batch_sweep=False), name=label)
+        predicted = analysis.total_s
         row = recorded[label]
         measured = row["measured_s"]
-        err = (report.total.predicted_s - measured) / measured
+        err = (predicted - measured) / measured
         errs.append(abs(err))
-        line = f"  {label:<26} predicted {report.total.predicted_s * 1e3:9.3f} ms  measured {measured * 1e3:9.3f} ms  error {100 * err:+6.1f}%  (recorded run: {100 * row['error']:+.1f}%)"
+        line = f"  {label:<26} predicted {predicted * 1e3:9.3f} ms  measured {measured * 1e3:9.3f} ms  error {100 * err:+6.1f}%  (recorded run: {100 * row['error']:+.1f}%)"
         if row.get("host_scale"):
             # the same graph at the host speed the run recorded beside this measurement
-            now = predict_at_host_scale(report, model, inputs, profile, graph, row["host_scale"]).total.predicted_s
+            now = analysis.at_host_scale(row["host_scale"]).total_s
             errs_now.append(abs((now - measured) / measured))
             line += f" | x{row['host_scale']:.2f} {now * 1e3:9.3f} ms {100 * (now - measured) / measured:+6.1f}% (recorded: {_fmt_err(row.get('error_now'))})"
         print(line)
@@ -231,18 +232,6 @@ def replay(path: str, profile, kind: str) -> int:
     if errs_now:
         print(f"at the recorded host scale: median {100 * statistics.median(errs_now):.1f}%, max {100 * max(errs_now):.1f}% over {len(errs_now)} models")
     return 0
-
-
-def _interleave_models() -> dict:
-    """Ways to price host interleaving, for ``--interleave``: an ablation of eager totals only. It
-    replaces ``roofline.curves.interleave_for`` for the whole process, which also moves the scale
-    that torch.compile costs are stored against, so compiled predictions are off under it."""
-    from roofline.curves import interleave_for
-
-    return {"scaled": interleave_for, "calibrated": lambda factor, distinct_kinds: factor, "none": lambda factor, distinct_kinds: 1.0}
-
-
-INTERLEAVE_MODELS = _interleave_models()
 
 
 def _fmt_err(e) -> str:
@@ -260,13 +249,7 @@ def main() -> int:
     ap.add_argument("--fixed-overheads", action="store_true",
                     help="time models without the host-speed index beside them: predictions as calibrated only")
     ap.add_argument("--replay", metavar="ACC_JSON", help="re-predict a recorded run's cases with this code, against its recorded measurements (no device needed)")
-    ap.add_argument("--interleave", choices=sorted(INTERLEAVE_MODELS), default="scaled",
-                    help="ablation of the host interleaving factor: scaled by a model's different dispatch kinds (the model of time), "
-                    "the calibrated factor for every model, or none")
     args = ap.parse_args()
-    import roofline.curves
-
-    roofline.curves.interleave_for = INTERLEAVE_MODELS[args.interleave]
 
     profile, kind = resolve_profile(args.profile, args.device)
     if args.replay:
@@ -278,7 +261,7 @@ def main() -> int:
     index = not args.fixed_overheads
     print(f"accuracy on {profile.device} ({kind}), profile '{profile.name}', torch {torch.__version__}, {time.strftime('%Y-%m-%d')}")
     print("host overheads: as calibrated" + (
-        "; each model also timed in blocks alternating with the host-speed index (roofline.host_speed), and predicted again "
+        "; each model also timed in blocks alternating with the host-speed index (roofline.measure.host_speed), and predicted again "
         "with host costs times the index's scale ('now')" if index else ""))
     timed = []
     print("end to end (every case timed before any per-op profiling); predicted as calibrated | at the host's speed now:")
@@ -327,7 +310,7 @@ def main() -> int:
         rows.append(r)
         med = f"{100 * statistics.median(r['op_errors']):5.1f}%" if r["op_errors"] else "    -"
         print(f"  {r['label']:<26} ops >= 20 us: {len(r['op_errors']):3d}, median |error| {med}  |  regime {r['predicted_regime']}/{r['measured_regime']}", flush=True)
-        for k in ("model", "inputs", "graph", "measurement", "meta_model", "meta_inputs"):
+        for k in ("model", "args", "kwargs", "analysis", "measurement", "meta_model"):
             t[k] = None  # free device memory as we go
     if not rows:
         return 1

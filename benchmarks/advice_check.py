@@ -12,7 +12,7 @@ stream gains, for the seed experiments.
   pageable memory, sequential pinned, and pinned on three streams, predicted against measured.
 
 Placement and gains are predicted twice: with the profile's host costs as calibrated, and at the
-host's speed that the host-speed indexes measured beside them (``roofline.host_speed``; for a
+host's speed that the host-speed indexes measured beside them (``roofline.measure.host_speed``; for a
 placement, the index of the host's launch path to the GPU scales the GPU side and the host CPU's
 own index the CPU side). A placement's two sides are timed in alternating rounds.
 """
@@ -31,14 +31,16 @@ sys.path.insert(0, str(REPO))
 import torch  # noqa: E402
 
 from benchmarks.cases import load_case, load_meta  # noqa: E402
-from roofline.advice import stream_pipeline  # noqa: E402
-from roofline.analysis import attach_alternatives, predict_at_host_scale, run_analysis  # noqa: E402
-from roofline.curves import DeviceModel  # noqa: E402
-from roofline.loading import load_model_file  # noqa: E402
-from roofline.host_speed import with_host_scales  # noqa: E402
-from roofline.measure import device_for, measure_alternatives, measure_placement, paired_placement  # noqa: E402
+from roofline.advice.placement import crossover, size_of  # noqa: E402
+from roofline.advice.streams import stream_pipeline  # noqa: E402
+from roofline.checks import attach_alternatives  # noqa: E402
+from roofline.graph.capture import normalize_inputs  # noqa: E402
+from roofline.graph.loading import load_model_file  # noqa: E402
+from roofline.measure.alternatives import measure_alternatives, measure_placement, paired_placement  # noqa: E402
+from roofline.measure.device import device_for  # noqa: E402
+from roofline.model.device import DeviceModel  # noqa: E402
+from roofline.pipeline import Analysis, Options  # noqa: E402
 from roofline.profiles import find_profile  # noqa: E402
-from roofline.sweeps import crossover  # noqa: E402
 from roofline.timing import time_fn  # noqa: E402
 
 
@@ -71,22 +73,16 @@ def _placement_row(group, label, size, calibrated, now, measured: dict, calls: i
 
 def _placements(mm, mi, profile, label: str, host_scales: dict, **options) -> tuple:
     """The placement predicted as calibrated and at the measured host scales, from one capture."""
-    report, graph, _ = run_analysis(mm, mi, profile, device="cuda", name=label, batch_sweep=False, **options)
-    now = run_analysis(mm, mi, with_host_scales(profile, host_scales), device="cuda", name=label, batch_sweep=False, graph=graph, **options)[0]
-    return report.placement, now.placement
+    analysis = Analysis.of(mm, mi, None, profile, Options(device="cuda", batch_sweep=False, **options), name=label)
+    return analysis.placement, analysis.at_host_scales(host_scales).placement
 
 
 def placement_cases(profile, device):
     rows = []
 
     def check(group, label, mm, mi, rm, ri, size):
-        m = measure_placement(rm, ri, device, budget_s=0.3, profile=profile)
+        m = measure_placement(rm, *normalize_inputs(ri), device, budget_s=0.3, profile=profile)
         rows.append(_placement_row(group, label, size, *_placements(mm, mi, profile, label, m["host_scales"]), m))
-
-    def size_of(label):
-        from roofline.sweeps import _size_of
-
-        return _size_of(label)
 
     for label, mm, mi, rm, ri in entries("seed000_matmul.py", lambda s: 16 <= size_of(s) <= 8192):
         check("seed000 matmul", label, mm, mi, rm, ri, size_of(label))
@@ -136,17 +132,15 @@ def replay_gains(path: str, profile) -> None:
     for r in json.loads(Path(path).read_text()).get("gains", []):
         file, key = r["model"], r["alternative"]
         if file not in cases:
-            mm, mi = load_meta(file, GAIN_CASES.get(file))
-            report, graph, _ = run_analysis(mm, mi, profile, device="cuda", name=file, batch_sweep=False)
-            cases[file] = (report, mm, mi, graph)
-        report, mm, mi, graph = cases[file]
+            mm, ma, mk = load_meta(file, GAIN_CASES.get(file))
+            cases[file] = Analysis.of(mm, ma, mk, profile, Options(device="cuda", batch_sweep=False), name=file)
         scales = {key: r["host_scale"]} if r.get("host_scale") is not None else None
-        _gain_rows([], file, report, mm, mi, graph, profile, ({key: r["measured_s"]}, [], {key: r["measured_eager_s"]}, scales))
+        _gain_rows([], file, cases[file], ({key: r["measured_s"]}, [], {key: r["measured_eager_s"]}, scales))
 
 
 def _seed002_row(profile, steps: int, measured: dict) -> dict:
     meta = load_model_file(REPO / "examples" / "seed002_rnn_step.py")
-    both = _placements(meta.model, meta.example_inputs, profile, None, measured["host_scales"], calls=steps, copies_per_call=False)
+    both = _placements(meta.model, meta.args, profile, None, measured["host_scales"], calls=steps, copies_per_call=False)
     return _placement_row("seed002 loop", f"{steps} steps", steps, *both, measured, calls=steps)
 
 
@@ -171,7 +165,7 @@ def seed002_loop(profile, device, steps=10_000):
 
     real = load_model_file(REPO / "examples" / "seed002_rnn_step.py", materialize=True)
     n = 1000
-    model, inputs = real.model, real.example_inputs
+    model, inputs = real.model, real.args
 
     def loop_on(dev):
         m = copy.deepcopy(model).to(dev) if isinstance(model, torch.nn.Module) else model
@@ -193,41 +187,38 @@ def gains(profile, device, skip_compile: bool):
     """Predicted against measured gains of CUDA graphs and torch.compile.
 
     Each alternative is timed in rounds alternating with eager and with the host-speed index
-    (``roofline.host_speed``); the gain is predicted with the profile's host costs as calibrated
-    and again at the host scale the index measured in those rounds. Two passes: every case's
-    CUDA-graph replay first, then the torch.compile measurements, which leave the host slow for
-    seconds (run 10: mlp_tiny's eager predicted at 484 us against 230 us measured, right after
-    seed 003's compile)."""
+    (``roofline.measure.host_speed``); the gain is predicted with the profile's host costs as
+    calibrated and again at the host scale the index measured in those rounds. Two passes: every
+    case's CUDA-graph replay first, then the torch.compile measurements, which leave the host slow
+    for seconds."""
     rows = []
     overheads = profile.gpu.measurements.overheads
     timed = []
     for file, sweep_label in GAIN_CASES.items():
-        report, mm, mi, graph, model, inputs = load_case(file, sweep_label, profile, device)
-        alternatives = measure_alternatives(model, inputs, device, compile_modes=(), overheads=overheads)
-        timed.append((file, report, mm, mi, graph, model, inputs))
-        _gain_rows(rows, file, report, mm, mi, graph, profile, alternatives)
-    for file, report, mm, mi, graph, model, inputs in timed:
+        analysis, model, args, kwargs = load_case(file, sweep_label, profile, device)
+        alternatives = measure_alternatives(model, args, kwargs, device, compile_modes=(), overheads=overheads)
+        timed.append((file, analysis, model, args, kwargs))
+        _gain_rows(rows, file, analysis, alternatives)
+    for file, analysis, model, args, kwargs in timed:
         if skip_compile or file in ("seed002_rnn_step.py", "mlp_tiny.py"):
             continue
-        alternatives = measure_alternatives(model, inputs, device, compile_modes=("default",), cuda_graphs=False, overheads=overheads)
-        _gain_rows(rows, file, report, mm, mi, graph, profile, alternatives)
+        alternatives = measure_alternatives(model, args, kwargs, device, compile_modes=("default",), cuda_graphs=False, overheads=overheads)
+        _gain_rows(rows, file, analysis, alternatives)
     return rows
 
 
-def _gain_rows(rows, file, report, mm, mi, graph, profile, alternatives):
+def _gain_rows(rows, file, analysis, alternatives):
     """One row per alternative (``attach_alternatives``): measured gain against eager timed in the
     same rounds, predicted as calibrated and at the host scale of those rounds."""
-
-    def predict_at(scale):
-        return predict_at_host_scale(report, mm, mi, profile, graph, scale)
-
     measured, notes, eager_beside, scales = alternatives
-    attach_alternatives(report, measured, notes, eager_beside, scales, predict_at)
-    for r in report.extras["alternative_gains"]:
+    report = analysis.report()
+    attach_alternatives(report, measured, notes, eager_beside, scales, analysis.at_host_scale)
+    for check in report.gain_checks:
+        r = check.model_dump()
         row = dict(model=file, alternative=r["alternative"], predicted_eager_s=report.total.predicted_s, **{k: v for k, v in r.items() if k != "alternative"})
         rows.append(row)
         now = ""
-        if "gain_error_now" in r:
+        if r.get("host_scale") is not None:
             now = (f" | host x{r['host_scale']:.2f}: eager {r['predicted_eager_now_s'] * 1e6:8.1f}, alternative {r['predicted_now_s'] * 1e6:8.1f}, "
                    f"gain {r['predicted_gain_now_s'] * 1e6:8.1f} us ({_pct(r['gain_error_now'])})")
         print(f"  {file:<26} {r['alternative']:<14} eager {report.total.predicted_s * 1e6:8.1f}/{r['measured_eager_s'] * 1e6:8.1f} us  "
@@ -246,7 +237,7 @@ def streams(profile, device, batches=16, n=1024):
     dev = DeviceModel(profile.gpu, "cuda")
     a = torch.randn(n, n, device=device)
     compute = time_fn(lambda: torch.matmul(a, a), device=device, budget_s=0.2).median_s
-    pred = stream_pipeline(dev, compute, n * n * 4, n * n * 4, batches)
+    pred = stream_pipeline(dev, compute, n * n * 4, n * n * 4, batches).model_dump()
     pageable = [torch.randn(n, n) for _ in range(batches)]
     pinned = [t.pin_memory() for t in pageable]
 

@@ -24,8 +24,8 @@ REPO = Path(__file__).resolve().parent.parent
 ROOFLINE_CHILD = r"""
 import json, resource, sys, time
 t0 = time.perf_counter()
-from roofline.analysis import analyze
-from roofline.loading import load_model_file
+from roofline.pipeline import analyze
+from roofline.graph.loading import load_model_file
 t_import = time.perf_counter()
 loaded = load_model_file(sys.argv[1], materialize=False)
 t_load = time.perf_counter()
@@ -45,7 +45,7 @@ import json, resource, sys, time
 t0 = time.perf_counter()
 import torch
 from torch.utils.flop_counter import FlopCounterMode
-from roofline.loading import load_model_file
+from roofline.graph.loading import load_model_file
 t_import = time.perf_counter()
 loaded = load_model_file(sys.argv[1], materialize=False)   # built on the meta device: no memory
 t_load = time.perf_counter()

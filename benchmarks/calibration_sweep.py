@@ -53,8 +53,8 @@ def peaks_of(profile, part: str) -> dict[str, float]:
     out |= {f"{c.direction} {c.host_memory} B/s": c.peak_bytes_per_s for c in m.transfers}
     out |= {f"{c.op} {c.dtype} DRAM B/s": c.dram_bytes_per_s(cache) for c in m.pointwise}
     # fused RNN layers: 100-step layers per second, put at the profile's host speed as prediction
-    # does (roofline.curves._rnn_host_factor: by the RNN stage's median host-speed index)
-    from roofline.curves import _rnn_host_factor
+    # does (roofline.model.curves._rnn_host_factor: by the RNN stage's median host-speed index)
+    from roofline.model.curves import _rnn_host_factor
 
     host = _rnn_host_factor(m.rnn, m.overheads)
     for c in m.rnn:
@@ -86,9 +86,9 @@ def compare(a_path: str, b_path: str) -> int:
 def rnn_repeatability(a, b) -> dict[str, tuple[float, float]]:
     """How far two calibrations' fused RNN layers (100 steps, point for point) lie apart, three ways:
     as timed, each point put at its profile's host speed by its own host-speed index, and the whole
-    RNN stage put there by its median index (what prediction does: roofline.curves._rnn_host_factor)."""
-    from roofline.curves import _rnn_host_factor
-    from roofline.host_speed import calibrated_index_s
+    RNN stage put there by its median index (what prediction does: roofline.model.curves._rnn_host_factor)."""
+    from roofline.model.curves import _rnn_host_factor
+    from roofline.model.host import calibrated_index_s
 
     def layer_s(p):
         return p.fixed_s + 100 * p.step_s

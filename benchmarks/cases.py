@@ -8,16 +8,17 @@ from pathlib import Path
 
 import torch
 
-from roofline.analysis import run_analysis
-from roofline.loading import load_model_file
+from roofline.graph.capture import normalize_inputs
+from roofline.graph.loading import load_model_file
+from roofline.pipeline import Analysis, Options
 
 REPO = Path(__file__).resolve().parent.parent
 
 
 def pick(loaded, sweep_label: str | None):
-    """The default model and inputs of a loaded model file, or the sweep entry whose label matches."""
+    """(model, args, kwargs) of a loaded model file, or of the sweep entry whose label matches."""
     if sweep_label is None:
-        return loaded.model, loaded.example_inputs
+        return loaded.model, loaded.args, loaded.kwargs
     sweep = getattr(loaded.module, "sweep", None)
     if sweep is None:
         raise SystemExit(f"{loaded.path} has no sweep()")
@@ -26,7 +27,7 @@ def pick(loaded, sweep_label: str | None):
     for label, model, inputs in sweep():
         labels.append(label)
         if want <= set(label.replace(" ", ",").split(",")):
-            return model, inputs
+            return (model, *normalize_inputs(inputs))
     raise SystemExit(f"{loaded.path}: no sweep entry {sweep_label!r}; have {labels}")
 
 
@@ -39,21 +40,20 @@ def use_example_dtype(dtype: str | None) -> None:
 
 
 def load_meta(file: str, sweep_label: str | None):
-    """An example's model and inputs on the meta device (no memory), for prediction."""
+    """An example's (model, args, kwargs) on the meta device (no memory), for prediction."""
     meta = load_model_file(REPO / "examples" / file)
     with torch.device("meta"):
         return pick(meta, sweep_label)
 
 
 def load_case(file: str, sweep_label: str | None, profile, device: str):
-    """An example on a GPU: (report, meta model, meta inputs, captured graph, real model, real
-    inputs): the prediction with ``profile`` as it stands, the graph captured on the GPU (to predict
-    again after a refresh), and the real pair on ``device``, ready to time."""
-    mm, mi = load_meta(file, sweep_label)
-    rm, ri = pick(load_model_file(REPO / "examples" / file, materialize=True), sweep_label)
-    report, graph, _ = run_analysis(mm, mi, profile, device="cuda", name=file, batch_sweep=False, capture_device="cuda")
+    """An example on a GPU: (analysis, real model, real args, real kwargs): the prediction with
+    ``profile`` from a capture on the GPU, and the real model and inputs on ``device``, ready to time."""
+    from roofline.graph.structure import map_tensors
+
+    mm, ma, mk = load_meta(file, sweep_label)
+    rm, ra, rk = pick(load_model_file(REPO / "examples" / file, materialize=True), sweep_label)
+    analysis = Analysis.of(mm, ma, mk, profile, Options(device="cuda", batch_sweep=False, capture_device="cuda"), name=file)
     model = rm.to(device).eval() if isinstance(rm, torch.nn.Module) else rm
-    inputs = tuple(t.to(device) if isinstance(t, torch.Tensor) else t for t in ri)
-    return report, mm, mi, graph, model, inputs
-
-
+    move = lambda t: t.to(device)  # noqa: E731
+    return analysis, model, map_tensors(ra, move), map_tensors(rk, move)

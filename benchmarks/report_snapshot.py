@@ -28,9 +28,18 @@ PROFILE = "nvidia-h100-80gb-hbm3"
 REL_TOL = 1e-9
 
 # Old flattened path prefix -> new one, for fields a schema change moved (longest prefix first).
-RENAMED: dict[str, str] = {}
-# Leaves that are text in disguise or describe the run, not the prediction.
-IGNORED = ("profile.source",)
+RENAMED: dict[str, str] = {
+    # report schema 1 -> 2: the free ``extras`` dict became typed fields
+    "extras.fused_total_s": "alternatives.fused_s",
+    "extras.alternatives_s.eager": "alternatives.eager_s",
+    "extras.alternatives_s.cuda_graphs": "alternatives.cuda_graphs_s",
+    "extras.alternatives_s.torch_compile": "alternatives.torch_compile_s",
+    "extras.alternatives_s.torch_compile_reduce_overhead": "alternatives.torch_compile_reduce_overhead_s",
+    "extras.cuda_graph_total_s": "alternatives.cuda_graphs_s",
+    "extras.streams": "streams",
+}
+# Leaves that describe the file or the run, not the prediction.
+IGNORED = ("profile.source", "schema_version")
 
 
 def examples() -> list[Path]:
@@ -56,18 +65,27 @@ def write(out: Path, only: list[str] | None) -> int:
     return 1 if failed else 0
 
 
-def flatten(x, prefix: str = "") -> dict[str, float]:
-    """Numeric leaves of a JSON value by dotted path (booleans and strings are not numbers here)."""
-    out: dict[str, float] = {}
+def flatten(x, prefix: str = "", text: bool = False) -> dict:
+    """Leaves of a JSON value by dotted path: the numbers, and with ``text`` the strings and
+    booleans too."""
+    out: dict = {}
     if isinstance(x, dict):
         for k, v in x.items():
-            out.update(flatten(v, f"{prefix}{k}."))
+            out.update(flatten(v, f"{prefix}{k}.", text))
     elif isinstance(x, list):
         for i, v in enumerate(x):
-            out.update(flatten(v, f"{prefix}{i}."))
+            out.update(flatten(v, f"{prefix}{i}.", text))
     elif isinstance(x, (int, float)) and not isinstance(x, bool):
         out[prefix[:-1]] = float(x)
+    elif text and isinstance(x, (str, bool)):
+        out[prefix[:-1]] = x
     return out
+
+
+def _same(a, b) -> bool:
+    if isinstance(a, float) and isinstance(b, float):
+        return math.isclose(a, b, rel_tol=REL_TOL, abs_tol=1e-300)
+    return a == b
 
 
 def renamed(path: str) -> str:
@@ -77,7 +95,7 @@ def renamed(path: str) -> str:
     return path
 
 
-def compare(old_dir: Path, new_dir: Path, show: int) -> int:
+def compare(old_dir: Path, new_dir: Path, show: int, text: bool = False) -> int:
     differ = total = 0
     for old_file in sorted(old_dir.glob("*.json")):
         new_file = new_dir / old_file.name
@@ -85,22 +103,23 @@ def compare(old_dir: Path, new_dir: Path, show: int) -> int:
             print(f"{old_file.name}: missing in {new_dir}")
             differ += 1
             continue
-        old = {renamed(k): v for k, v in flatten(json.loads(old_file.read_text())).items() if not k.startswith(IGNORED)}
-        new = {k: v for k, v in flatten(json.loads(new_file.read_text())).items() if not k.startswith(IGNORED)}
-        bad = [k for k in old if k in new and not math.isclose(old[k], new[k], rel_tol=REL_TOL, abs_tol=1e-300)]
+        old = {renamed(k): v for k, v in flatten(json.loads(old_file.read_text()), text=text).items() if not k.startswith(IGNORED)}
+        new = {k: v for k, v in flatten(json.loads(new_file.read_text()), text=text).items() if not k.startswith(IGNORED)}
+        bad = [k for k in old if k in new and not _same(old[k], new[k])]
         gone = [k for k in old if k not in new]
         added = [k for k in new if k not in old]
         total += len(old)
         differ += len(bad) + len(gone)
-        line = f"{old_file.name:<36} {len(old):>6} numbers: {len(bad)} differ, {len(gone)} missing, {len(added)} new"
+        line = f"{old_file.name:<36} {len(old):>6} leaves: {len(bad)} differ, {len(gone)} missing, {len(added)} new"
         print(line)
         for k in bad[:show]:
-            print(f"    {k}: {old[k]!r} -> {new[k]!r} ({(new[k] - old[k]) / old[k] if old[k] else float('inf'):+.3g})")
+            rel = f" ({(new[k] - old[k]) / old[k]:+.3g})" if isinstance(old[k], float) and isinstance(new[k], float) and old[k] else ""
+            print(f"    {k}: {old[k]!r} -> {new[k]!r}{rel}")
         for k in gone[:show]:
             print(f"    missing: {k} = {old[k]!r}")
         for k in added[:show]:
             print(f"    new: {k} = {new[k]!r}")
-    print(f"{total} numbers compared, {differ} differ or are missing (relative tolerance {REL_TOL:g})")
+    print(f"{total} {'leaves' if text else 'numbers'} compared, {differ} differ or are missing (numbers: relative tolerance {REL_TOL:g})")
     return 1 if differ else 0
 
 
@@ -114,10 +133,11 @@ def main() -> int:
     c.add_argument("old", type=Path)
     c.add_argument("new", type=Path)
     c.add_argument("--show", type=int, default=8, help="differing leaves to print per file")
+    c.add_argument("--text", action="store_true", help="compare the strings and booleans too (op names, modules, regimes, advice)")
     args = ap.parse_args()
     if args.cmd == "write":
         return write(args.dir, args.only)
-    return compare(args.old, args.new, args.show)
+    return compare(args.old, args.new, args.show, args.text)
 
 
 if __name__ == "__main__":

@@ -1,8 +1,8 @@
 """2-D convolution time at representative shapes: what cuDNN (GPU) or oneDNN (CPU) actually reach.
 
 A convolution is priced as its implicit GEMM on the matmul curve times a ratio these points
-measure. On the H100, run 10 found large bf16 3x3 convolutions 1.46x slower than the GEMM curve
-(conv_big: 659 us measured against 450 us) and small fp32 ones 1.5x faster (ResNet stages, where
+measure. On the H100 large bf16 3x3 convolutions run about 1.5x slower than the GEMM curve
+(conv_big's convolutions) and small fp32 ones 1.5x faster (ResNet stages, where
 cuDNN's TF32 kernels beat the GEMM curve's skinny shapes), so no single factor fits. The shapes
 cover the stages of a ResNet (3x3 at 64 and 256 channels over a range of batch, 1x1 projections,
 the 7x7 stride-2 stem, a late 512-channel stage). NCHW, no bias (ATen adds a conv's bias with its
@@ -15,7 +15,7 @@ import torch
 import torch.nn.functional as F
 
 from calibrate.matmul import DTYPES
-from roofline.profile import ConvCurve, ConvPoint, conv2d_output_size
+from roofline.schema.profile import ConvCurve, ConvPoint, conv2d_output_size
 from roofline.timing import time_fn
 
 # (batch, in_channels, out_channels, size, kernel, stride, padding)

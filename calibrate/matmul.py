@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import torch
 
-from roofline.profile import MatmulCurve, MatmulPoint
+from roofline.schema.profile import MatmulCurve, MatmulPoint
 from roofline.timing import time_fn
 
 DTYPES = {"float32": torch.float32, "tf32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}

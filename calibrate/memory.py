@@ -11,7 +11,7 @@ from __future__ import annotations
 import torch
 
 from calibrate.matmul import DTYPES
-from roofline.profile import BandwidthCurve, BandwidthPoint, PointwiseCurve, PointwisePoint
+from roofline.schema.profile import BandwidthCurve, BandwidthPoint, PointwiseCurve, PointwisePoint
 from roofline.timing import time_fn
 
 
@@ -114,7 +114,7 @@ def measure_attention(device: str, dtype_name: str, head_dim: int, causal: bool,
     """Fused SDPA forward over sequence length x tokens in flight (batch*heads*seq)."""
     import torch.nn.functional as F
 
-    from roofline.profile import AttentionCurve, AttentionPoint
+    from roofline.schema.profile import AttentionCurve, AttentionPoint
 
     dtype = DTYPES[dtype_name]
     points = []

@@ -15,11 +15,13 @@ from datetime import datetime, timezone
 
 import torch
 
-from calibrate import conv, identity, matmul, memory, overhead, rnn, transfer
+from calibrate import compiled, conv, matmul, memory, overhead, peaks, rnn, transfer
 from roofline import __version__
-from roofline.curves import eager_chain_kernel_s
 from roofline.errors import DeviceNotAvailable
-from roofline.profile import (
+from roofline.hostmix import representative_ops
+from roofline.machine import cpu_identity, gpu_identity
+from roofline.model.host import eager_chain_kernel_s
+from roofline.schema.profile import (
     CalibrationInfo,
     CpuPart,
     DeviceProfile,
@@ -58,7 +60,7 @@ class Plan:
 
     def steps(self, gpu: bool) -> int:
         n = sum(len(self.matmul_grid) ** 3 + len(self.probes_for(d)) for d in self.matmul_dtypes)
-        n += 3 * len(self.bandwidth_sizes) + len(POINTWISE_OPS) * len(self.pointwise_dtypes) * len(self.sin_sizes) + len(overhead.representative_ops("cpu")) + 2
+        n += 3 * len(self.bandwidth_sizes) + len(POINTWISE_OPS) * len(self.pointwise_dtypes) * len(self.sin_sizes) + len(representative_ops("cpu")) + 2
         n += 4 * len(self.attention_seqs) * len(self.attention_tokens)
         n += len(self.conv_dtypes) * len(self.conv_shapes)
         n += len(rnn.KINDS) * len(self.rnn_dtypes) * len(self.rnn_shapes)
@@ -175,7 +177,7 @@ def default_name(device: str) -> str:
     if device.startswith("cuda"):
         name = torch.cuda.get_device_name(int(device.split(":")[1]))
     else:
-        name = "cpu-" + identity.cpu_identity(torch.get_num_threads()).model
+        name = "cpu-" + cpu_identity(torch.get_num_threads()).model
     slug = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
     return re.sub(r"-+", "-", slug.replace("-r-", "-").replace("(r)", ""))
 
@@ -222,8 +224,8 @@ def _measure_part(device: str, plan: Plan, progress: _Progress, warnings: list, 
         clock[0] = now
 
     # No cache flush for matmuls: in a forward pass a GEMM's activations were just written by the op
-    # before it and are L2-hot, and repeated timing of one GEMM keeps them so (accuracy runs showed
-    # cold-L2 timings over-predicting mid-size GEMMs by 25-40%).
+    # before it and are L2-hot, and repeated timing of one GEMM keeps them so (cold-L2 timings
+    # over-predict mid-size GEMMs in real models by 25-40%).
     flush = 0
     curves = []
     for dtype in plan.matmul_dtypes:
@@ -255,7 +257,7 @@ def _measure_part(device: str, plan: Plan, progress: _Progress, warnings: list, 
     attention = []
     if gpu and plan.attention_seqs:
         progress.stage(f"{device} attention")
-        # bf16 only: fp16 runs the same kernels at the same speed (run 5: within 1%), and float32
+        # bf16 only: fp16 runs the same kernels at the same speed (within 1% on the H100), and float32
         # attention falls back to GEMM pricing; each new SDPA shape costs ~0.1 s of plan building.
         for dtype in ("bfloat16",):
             for head_dim in (64, 128):
@@ -299,8 +301,8 @@ def _measure_part(device: str, plan: Plan, progress: _Progress, warnings: list, 
         # last of the GPU stages: counting compiled kernels needs the profiler, which slows every
         # later launch from this process
         progress.stage(f"{device} torch.compile overheads")
-        compiled = overhead.measure_compiled_overheads(device, budget_s=overhead.COMPILED_BUDGET_S, warnings=warnings, reference_s=eager_chain_kernel_s(overheads))
-        overheads = overheads.model_copy(update=compiled)
+        compiled_costs = compiled.measure_compiled_overheads(device, budget_s=compiled.COMPILED_BUDGET_S, warnings=warnings, reference_s=eager_chain_kernel_s(overheads))
+        overheads = overheads.model_copy(update=compiled_costs)
         lap("torch.compile overheads")
     return Measurements(matmul=curves, bandwidth=bandwidth, pointwise=pointwise, overheads=overheads, transfers=transfers, attention=attention, conv=convs, rnn=rnns)
 
@@ -317,7 +319,7 @@ def run_calibration(
     started = time.perf_counter()
     warnings: list[str] = []
     threads = torch.get_num_threads()
-    cpu_ident = identity.cpu_identity(threads)
+    cpu_ident = cpu_identity(threads)
     cplan = cpu_plan(cpu_ident, quick)
     gpu_part = None
     gpu_ident = None
@@ -325,20 +327,20 @@ def run_calibration(
     if device.startswith("cuda"):
         index = int(device.split(":")[1])
         torch.cuda.set_device(index)
-        gpu_ident = identity.gpu_identity(index)
+        gpu_ident = gpu_identity(index)
         gplan = gpu_plan(quick, gpu_ident.memory_bytes)
         gplan.compiled_overheads = with_compile
     total = cplan.steps(False) + (gplan.steps(True) if gplan else 0)
     stages: dict[str, float] = {}
     # no_grad, not inference_mode: models are run (and --measure times them) under no_grad, where a
-    # view op also records autograd view metadata; inference_mode skips it and measured view
-    # dispatch ~2x cheaper on the host (benchmarks/refresh_probe.py, run 22: median of 7 rounds).
+    # view op also records autograd view metadata; inference_mode skips it, which makes view
+    # dispatch about 2x cheaper on the host than models pay.
     with torch.no_grad(), _Progress(total, show_progress) as progress:
         if gplan is not None:
             gpu_meas = _measure_part(device, gplan, progress, warnings, stages=stages)
-            gpu_part = GpuPart(identity=gpu_ident, peaks=identity.gpu_peaks(gpu_ident), measurements=gpu_meas)
+            gpu_part = GpuPart(identity=gpu_ident, peaks=peaks.gpu_peaks(gpu_ident), measurements=gpu_meas)
         cpu_meas = _measure_part("cpu", cplan, progress, warnings, stages=stages)
-    host = CpuPart(identity=cpu_ident, peaks=identity.cpu_peaks(cpu_ident), measurements=cpu_meas)
+    host = CpuPart(identity=cpu_ident, peaks=peaks.cpu_peaks(cpu_ident), measurements=cpu_meas)
     info = CalibrationInfo(
         created_at=datetime.now(timezone.utc),
         duration_s=time.perf_counter() - started,

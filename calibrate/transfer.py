@@ -2,7 +2,7 @@
 
 Each copy is timed as a user pays for it: issue, copy and synchronize, on the host clock; a pageable
 device-to-host copy goes into a new tensor each time, as ``.cpu()`` does. Prediction reads the
-measured points (``roofline.curves.transfer_s``). A straight line fitted to time over bytes
+measured points (``roofline.model.curves.transfer_s``). A straight line fitted to time over bytes
 (weighted by relative error) summarizes each curve as a fixed latency (intercept) and an asymptotic
 bandwidth (inverse slope) for the calibration table and the reports.
 """
@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from roofline.profile import TransferCurve, TransferPoint
+from roofline.schema.profile import TransferCurve, TransferPoint
 from roofline.timing import time_fn
 
 
@@ -51,7 +51,7 @@ def measure_transfer(direction: str, host_memory: str, sizes_bytes: list[int], d
         elif fresh:
             # as user code brings results back (.cpu(), .to("cpu")): into a new tensor each time.
             # On the H100 host a 32 MiB or larger one ran at 1.4-1.7 GB/s against 14-17 GB/s into
-            # a reused buffer: every page faulted in during the copy (run 18, host_memory_probe.py).
+            # a reused buffer: every page faulted in during the copy.
             def fn():
                 dev.to("cpu")
                 torch.cuda.synchronize(device)

@@ -3,12 +3,13 @@
 __version__ = "0.1.0"
 
 
-def analyze(model, example_inputs, profile=None, **kwargs):
-    """Capture ``model`` on ``example_inputs``, price and predict every op; returns a ``Report``.
+def analyze(model, example_inputs=(), profile=None, **kwargs):
+    """Capture ``model`` on ``example_inputs`` (a tuple of positional inputs, or a dict of keyword
+    inputs), price and predict every op; returns a ``Report``.
 
     ``profile`` is a ``DeviceProfile``, a profile name or path, or None for the newest saved one.
-    See ``roofline.analysis.analyze`` for the keyword arguments.
+    See ``roofline.pipeline.analyze`` for the keyword arguments.
     """
-    from roofline.analysis import analyze as _analyze
+    from roofline.pipeline import analyze as _analyze
 
-    return _analyze(model, example_inputs, profile=profile, **kwargs)
+    return _analyze(model, example_inputs, profile, **kwargs)

@@ -1,6 +1,6 @@
 """Finding, loading and saving profiles: shipped ones under device_profiles/, saved ones in the user's dir.
 
-Loading validates against the one schema in ``roofline.profile``; a missing, corrupt, foreign or
+Loading validates against the one schema in ``roofline.schema.profile``; a missing, corrupt, foreign or
 out-of-date file raises ``ProfileError`` with one line that says what is wrong and what to do.
 """
 
@@ -14,7 +14,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from roofline.errors import ProfileError
-from roofline.profile import PROFILE_KIND, SCHEMA_VERSION, DeviceProfile
+from roofline.schema.profile import PROFILE_KIND, SCHEMA_VERSION, DeviceProfile
 
 
 def user_profile_dir() -> Path:

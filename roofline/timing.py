@@ -13,6 +13,13 @@ Why each step (after ``triton.testing.do_bench`` and ``torch.utils.benchmark``):
 
 ``inner`` runs the callable several times per repetition and divides, for operations so short that
 one event pair or one ``perf_counter`` reading would dominate them.
+
+Host timings that are compared with each other (a model against the host-speed index, eager against
+torch.compile, one op against a mix of ops) are taken in alternating rounds (``time_rounds``), so
+that every callable sees the same host: host speed on a shared machine drifts by tens of percent
+within seconds, and two figures timed apart carry that drift into their ratio or difference. Each
+round starts each callable with one untimed call, since the first call after other code runs slow
+while that code's instructions and branch history leave the caches.
 """
 
 from __future__ import annotations
@@ -23,11 +30,11 @@ from typing import Callable
 
 import numpy as np
 
-from roofline.profile import Stat
+from roofline.schema.profile import Stat
 
-SPREAD_WARNING = 0.10
+SPREAD_WARNING = 0.10  # IQR / median above which a measurement is flagged as noisy
 BACKLOG_CYCLES = 100_000  # ~50 us of spin at 2 GHz before each timed repetition on the GPU
-BACKLOG_CYCLES_PER_CALL = 40_000  # ~20 us per queued call: more than one eager dispatch takes  # IQR / median above which a measurement is flagged as noisy
+BACKLOG_CYCLES_PER_CALL = 40_000  # ~20 us per queued call: more than one eager dispatch takes
 
 
 @dataclass
@@ -104,7 +111,8 @@ class _CacheFlusher:
         self.buffer.zero_()
 
 
-def _sync(device: str) -> None:
+def sync(device: str) -> None:
+    """Wait for the device's queued work (nothing to wait for on the CPU)."""
     if device.startswith("cuda"):
         import torch
 
@@ -119,7 +127,7 @@ def _run_batch(fn, reps: int, inner: int, device: str, clock: str, flush) -> np.
 
         starts = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
         ends = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
-        _sync(device)
+        sync(device)
         for r in range(reps):
             if flush is not None:
                 flush()
@@ -131,21 +139,21 @@ def _run_batch(fn, reps: int, inner: int, device: str, clock: str, flush) -> np.
             for _ in range(inner):
                 fn()
             ends[r].record()
-        _sync(device)
+        sync(device)
         for r in range(reps):
             out[r] = starts[r].elapsed_time(ends[r]) * 1e-3 / inner
         return out
     # host clock: wall time of the calls themselves (on a GPU: issue time, unless fn synchronizes)
-    _sync(device)
+    sync(device)
     for r in range(reps):
         if flush is not None:
             flush()
-            _sync(device)
+            sync(device)
         t0 = time.perf_counter()
         for _ in range(inner):
             fn()
         out[r] = (time.perf_counter() - t0) / inner
-    _sync(device)
+    sync(device)
     return out
 
 
@@ -155,7 +163,7 @@ MIN_REP_S = 20e-6  # shortest repetition worth timing: ~100x perf_counter's cost
 def _auto_inner(fn, device: str, clock: str) -> int:
     """Calls per repetition so that one repetition lasts at least MIN_REP_S."""
     fn()
-    _sync(device)
+    sync(device)
     one = float(np.median(_run_batch(fn, 3, 1, device, clock, None)))
     if one >= MIN_REP_S:
         return 1
@@ -196,7 +204,7 @@ def time_fn(
 
     # Warm-up: batches of increasing size until two consecutive batch medians agree within 5%.
     fn()
-    _sync(device)
+    sync(device)
     warm_reps, previous, batch = 1, None, 2
     t_start = time.perf_counter()
     per_call = None
@@ -226,3 +234,69 @@ def time_fn(
             retry.notes.append(f"re-measured: first run's spread was {100 * result.relative_spread:.0f}%")
             result = retry
     return result
+
+
+@dataclass
+class Slot:
+    """One callable timed in each round of ``time_rounds``: ``calls`` calls per sample, and per
+    round ``samples`` samples, or as many as fit in ``seconds`` (at least one)."""
+
+    fn: Callable[[], object]
+    calls: int = 1
+    samples: int | None = None
+    seconds: float | None = None
+
+
+def _host_sample(fn: Callable[[], object], calls: int) -> float:
+    t0 = time.perf_counter()
+    for _ in range(calls):
+        fn()
+    return (time.perf_counter() - t0) / calls
+
+
+def time_rounds(
+    slots: dict[str, Slot], *, rounds: int = 5, budget_s: float | None = None, warmup_rounds: int = 0, device: str = "cpu",
+) -> dict[str, list[np.ndarray]]:
+    """Several callables timed on the host clock in alternating rounds (module docstring).
+
+    Each round, for each slot in order: synchronize ``device``, one untimed call, then the slot's
+    samples (seconds per call). Runs ``warmup_rounds`` untimed rounds, then ``rounds`` rounds, and
+    more while ``budget_s`` (when given) is not spent. A callable that should include the device's
+    work synchronizes itself. Returns each slot's samples, one array per round."""
+    out: dict[str, list[np.ndarray]] = {name: [] for name in slots}
+
+    def one_round(record: bool) -> None:
+        for name, slot in slots.items():
+            sync(device)
+            slot.fn()
+            samples = []
+            slot_start = time.perf_counter()
+            while True:
+                samples.append(_host_sample(slot.fn, slot.calls))
+                if slot.samples is not None:
+                    if len(samples) >= slot.samples:
+                        break
+                elif time.perf_counter() - slot_start >= (slot.seconds or 0.0):
+                    break
+            if record:
+                out[name].append(np.asarray(samples))
+
+    for _ in range(warmup_rounds):
+        one_round(record=False)
+    started, done = time.perf_counter(), 0
+    while done < rounds or (budget_s is not None and time.perf_counter() - started < budget_s):
+        one_round(record=True)
+        done += 1
+    return out
+
+
+def pooled(rounds: list[np.ndarray], label: str = "") -> Timing:
+    """Every round's samples as one ``Timing``."""
+    return summarize(np.concatenate(rounds), label)
+
+
+def median_round(rounds: list[np.ndarray], label: str = "") -> Timing:
+    """The samples of the round whose median is the median of the rounds' medians: one slow moment
+    of the host moves no figure."""
+    ordered = sorted(rounds, key=lambda r: float(np.median(r)))
+    return summarize(ordered[len(ordered) // 2], label)

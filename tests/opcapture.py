@@ -2,7 +2,7 @@
 
 Runs ``fn`` on real (small) CPU tensors under a ``TorchDispatchMode`` and returns one ``CapturedOp``
 per aten call, with every tensor argument replaced by ``TensorMeta.of(t)`` and outputs flattened.
-This is independent of ``roofline.capture`` on purpose: the cost tests need realistic ops, not a
+This is independent of ``roofline.graph.capture`` on purpose: the cost tests need realistic ops, not a
 particular capture implementation. Graph links (input_ops/users) are not filled in.
 """
 
@@ -12,7 +12,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten, tree_map
 
-from roofline.ops import CapturedOp, TensorMeta
+from roofline.graph.ops import CapturedOp, TensorMeta
 
 # Metadata queries that FlopCounterMode also skips; they launch nothing.
 _SKIP = {

@@ -3,14 +3,16 @@
 import pytest
 import torch
 
-from roofline.advice import fuse_program, fused_cost, fusion_groups, placement, stream_pipeline, transfer_time_s
-from roofline.analysis import analyze
-from roofline.capture import capture
+from roofline.advice.fusion import fuse_program, fused_cost, fusion_groups
+from roofline.advice.placement import crossover, placement, transfer_time_s
+from roofline.advice.streams import stream_pipeline
 from roofline.costs import cost_of
-from roofline.curves import DeviceModel
-from roofline.predict import predict_timeline
+from roofline.graph.capture import capture
+from roofline.graph.rebatch import Rebatcher, leading_batch, with_batch
+from roofline.model.device import DeviceModel
+from roofline.model.timeline import predict_timeline
+from roofline.pipeline import Analysis, Options, analyze
 from roofline.profiles import load_profile_file
-from roofline.sweeps import batch_sweep, crossover, leading_batch
 from tests.conftest import REPO
 
 PROFILE = REPO / "tests" / "fixtures" / "h100_profile.json"
@@ -57,8 +59,8 @@ def test_fused_program_is_predicted_faster(h100):
     g, costs = _priced(lambda x: x.sin().sin().sin().sin(), torch.randn(1 << 24))
     dev = DeviceModel(h100.gpu, "cuda")
     before = predict_timeline(g, costs, dev, is_module=False).total_s
-    fused, fused_costs = fuse_program(g, costs, fusion_groups(g, costs))
-    after = predict_timeline(fused, fused_costs, dev, is_module=False).total_s
+    fused = fuse_program(g, costs, fusion_groups(g, costs))
+    after = predict_timeline(fused.graph, fused.costs, dev, is_module=False).total_s
     # memory-bound: a quarter of the traffic, so well under half the time
     assert after < 0.5 * before
 
@@ -79,11 +81,11 @@ def test_placement_counts_copies_per_call_or_once(h100):
 def test_pinned_and_streams_pipeline(h100):
     dev = DeviceModel(h100.gpu, "cuda")
     s = stream_pipeline(dev, compute_s=1e-3, in_bytes=4 << 20, out_bytes=4 << 20, batches=16)
-    stages = (s["h2d_pinned_s"], s["compute_s"], s["d2h_pinned_s"])
+    stages = (s.h2d_pinned_s, s.compute_s, s.d2h_pinned_s)
     # pipelined: fill + drain once, then one slowest stage per batch
-    assert s["streams_pinned_s"] == pytest.approx(sum(stages) + 15 * max(stages))
-    assert s["sequential_pinned_s"] == pytest.approx(16 * sum(stages))
-    assert s["sequential_pageable_s"] > s["sequential_pinned_s"] > s["streams_pinned_s"]
+    assert s.streams_pinned_s == pytest.approx(sum(stages) + 15 * max(stages))
+    assert s.sequential_pinned_s == pytest.approx(16 * sum(stages))
+    assert s.sequential_pageable_s > s.sequential_pinned_s > s.streams_pinned_s
 
 
 def test_crossover_is_where_the_gpu_wins_for_good():
@@ -100,7 +102,7 @@ def test_batch_sweep_on_an_overhead_bound_mlp(h100):
         model = torch.nn.Sequential(*layers)
         x = torch.randn(1, 128)
     assert leading_batch((x,)) == 1 and leading_batch((torch.randn(5),)) is None
-    sweep = batch_sweep(model, (x,), DeviceModel(h100.gpu, "cuda"))
+    sweep = Analysis.of(model, (x,), None, h100, Options(device="cuda")).batch_sweep
     assert sweep is not None and [p.batch for p in sweep.points][:3] == [1, 2, 4]
     assert sweep.points[0].regime == "overhead"
     # overhead-bound: doubling the batch barely changes the time; per-sample time falls with the batch
@@ -111,7 +113,7 @@ def test_batch_sweep_on_an_overhead_bound_mlp(h100):
 def test_report_alternatives_and_recommendation(h100):
     model = torch.nn.Sequential(*[torch.nn.Linear(128, 128) for _ in range(8)]).eval()
     r = analyze(model, (torch.randn(1, 128),), profile=h100, batch_sweep=False)
-    alts = r.extras["alternatives_s"]
+    alts = r.alternatives.by_name()
     assert {"eager", "cuda_graphs", "torch_compile"} <= set(alts)
     # overhead-bound on the GPU: a CUDA graph removes most of the host time
     assert alts["cuda_graphs"] < 0.5 * alts["eager"]
@@ -119,18 +121,72 @@ def test_report_alternatives_and_recommendation(h100):
 
 
 def test_batch_sweep_guards(h100):
-    dev = DeviceModel(h100.gpu, "cuda")
     with torch.device("meta"):
         model = torch.nn.Linear(16, 16)
-    assert batch_sweep(model, (torch.empty(0, 16, device="meta"),), dev) is None  # batch 0: nothing to sweep
-    sweep = batch_sweep(torch.nn.Identity(), (torch.empty(4, 16, device="meta"),), dev)
+    options = Options(device="cuda", batch_sweep=True)
+    assert Analysis.of(model, (torch.empty(0, 16, device="meta"),), None, h100, options).batch_sweep is None  # batch 0: nothing to sweep
+    sweep = Analysis.of(torch.nn.Identity(), (torch.empty(4, 16, device="meta"),), None, h100, options).batch_sweep
     assert sweep is None or all(p.regime in ("overhead", "none") for p in sweep.points)
+
+
+class _Attention(torch.nn.Module):
+    """Batch folded into rows (B*T) and into heads (B*H): every shape affine in the batch."""
+
+    def __init__(self, d=32, heads=4):
+        super().__init__()
+        self.qkv, self.out, self.heads = torch.nn.Linear(d, 3 * d), torch.nn.Linear(d, d), heads
+
+    def forward(self, x):
+        b, t, d = x.shape
+        q, k, v = self.qkv(x).view(b, t, 3, self.heads, d // self.heads).permute(2, 0, 3, 1, 4)
+        y = (q @ k.transpose(-1, -2)).softmax(-1) @ v
+        return self.out(y.transpose(1, 2).reshape(b * t, d)).view(b, t, d)
+
+
+def _graph_numbers(graph):
+    return [(op.name, op.args, op.kwargs, op.outputs) for op in graph.ops]
+
+
+def test_derived_graphs_equal_captured_ones():
+    with torch.device("meta"):
+        model = _Attention()
+    args = (torch.empty(8, 16, 32, device="meta"),)
+    calls = []
+
+    def capture_at(b):
+        calls.append(b)
+        a, k = with_batch(args, {}, b)
+        return capture(model, a, k)
+
+    rb = Rebatcher(capture_at, 8, capture(model, args))
+    assert rb.derive is not None and calls == [16, 32]
+    for b in (2, 4, 64, 512):
+        assert _graph_numbers(rb.at(b)) == _graph_numbers(capture_at(b))
+    assert calls.count(1) == 0
+    rb.at(1)  # batch 1 is captured: a size-1 dimension changes what torch runs
+    assert calls.count(1) == 1
+
+
+def test_a_shape_that_grows_faster_than_the_batch_is_captured():
+    def pairwise(x):
+        return (x @ x.t()).flatten()  # B * B elements in one dimension: quadratic in the batch
+
+    args = (torch.empty(4, 8, device="meta"),)
+    calls = []
+
+    def capture_at(b):
+        calls.append(b)
+        return capture(pairwise, with_batch(args, {}, b)[0])
+
+    rb = Rebatcher(capture_at, 4, capture(pairwise, args))
+    assert rb.derive is None
+    assert rb.at(64).ops[-1].outputs[0].shape == (64 * 64,) and 64 in calls
 
 
 def test_calibration_remeasures_a_spike(monkeypatch):
     # a 1x64x64 point at 8 ms next to a larger 64x64x64 point at 10 us is re-measured
     from calibrate import matmul
-    from roofline.profile import MatmulPoint, Stat
+    from roofline.schema.profile import MatmulPoint, Stat
 
     def point(m, n, k, t):
         return MatmulPoint(m=m, n=n, k=k, time=Stat(median_s=t, iqr_s=0, samples=5), flop_per_s=2 * m * n * k / t)

@@ -17,7 +17,7 @@ def test_json_report_has_every_contract_field(tmp_path, example):
     proc = run_cli("advise", str(REPO / "examples" / example), "--profile", "nvidia-h100-80gb-hbm3", "--json", str(out), "--no-batch-sweep")
     assert proc.returncode == 0, proc.stderr
     r = json.loads(out.read_text())
-    assert r["schema_version"] == 1
+    assert r["schema_version"] == 2
     assert {"name", "device"} <= set(r["profile"])
     assert r["ops"] and all(CONTRACT_OPS <= set(op) for op in r["ops"])
     assert CONTRACT_TOTAL <= set(r["total"])

@@ -1,4 +1,4 @@
-"""roofline.capture: make_fx under fake tensors into an ordered list of CapturedOps."""
+"""roofline.graph.capture: one forward under fake tensors, recorded as an ordered list of CapturedOps."""
 
 from __future__ import annotations
 
@@ -13,10 +13,10 @@ import pytest
 import torch
 from torch import nn
 
-from roofline.capture import capture
+from roofline.graph.capture import capture
 from roofline.errors import CaptureError, RooflineError
-from roofline.loading import load_model_file
-from roofline.ops import CapturedGraph, TensorMeta
+from roofline.graph.loading import load_model_file
+from roofline.graph.ops import CapturedGraph, TensorMeta
 
 HERE = os.path.basename(__file__)
 REPO = Path(__file__).resolve().parents[1]
@@ -83,7 +83,7 @@ def test_mlp_ops_shapes_and_modules():
     assert graph.module_calls == 4  # Sequential + 3 children
     assert graph.capture_mode == "fake"
     assert graph.warnings == []
-    assert isinstance(graph.graph_module, torch.fx.GraphModule)
+    assert graph.replay is not None and graph.replay.inputs == 1
     assert all(p.is_meta for p in model.parameters())  # the model is left as it was
 
 
@@ -141,35 +141,6 @@ def test_nested_module_paths_and_sources():
     addmm = next(op for op in graph.ops if op.module == "head")
     assert addmm.source == f"{HERE}:{line_of('STACK-HEAD')}"
     assert graph.module_calls == 1 + 3 * 2 + 1
-
-
-def test_module_paths_without_record_module_stack(monkeypatch):
-    """torch versions whose make_fx lacks a keyword: module paths come from forward hooks."""
-    import roofline.capture as cap
-
-    with torch.device("meta"):
-        model = Stack()
-    x = torch.randn(4, 8)
-    expected = [(op.name, op.module, op.module_type, op.source) for op in capture(model, (x,)).ops]
-    monkeypatch.setattr(cap, "_MAKE_FX_KEYWORDS",
-                        frozenset({"tracing_mode", "_allow_non_fake_inputs"}))
-    graph = capture(model, (x,))
-    assert [(op.name, op.module, op.module_type, op.source) for op in graph.ops] == expected
-    assert all("nn_module_stack" not in n.meta for n in graph.graph_module.graph.nodes)
-
-
-@pytest.mark.parametrize("raw, clean", [
-    ("L['self'].layers[3].attn", "layers.3.attn"),
-    ("getattr(L['self'].layers, '3').attn", "layers.3.attn"),
-    ("self.fc", "fc"),
-    ("self_attn.q", "self_attn.q"),
-    ("layers.1.fc", "layers.1.fc"),
-    ("L['self']", ""),
-])
-def test_module_path_normalisation(raw, clean):
-    from roofline.capture import _normalize_path
-
-    assert _normalize_path(raw) == clean
 
 
 def test_tensor_attribute_on_meta_module():
@@ -361,7 +332,59 @@ def test_shape_error_names_user_line():
 
 def test_bad_arguments():
     assert "callable" in capture_error(3, (torch.randn(2),))
-    assert "tuple" in capture_error(nn.Identity(), {"x": torch.randn(2)})
+    assert "tuple" in capture_error(nn.Identity(), 3)
+    assert "dict" in capture_error(nn.Identity(), (), ["x"])
+
+
+def test_keyword_inputs():
+    model = nn.Bilinear(4, 5, 3)
+    graph = capture(model, {"input1": torch.randn(2, 4), "input2": torch.randn(2, 5)})
+    assert graph.inputs == [TensorMeta.contiguous((2, 4)), TensorMeta.contiguous((2, 5))]
+    assert "aten._trilinear.default" in names(graph)
+    both = capture(model, (torch.randn(2, 4),), {"input2": torch.randn(2, 5)})
+    assert names(both) == names(graph)
+
+
+class _Output:
+    """An output object that no tree library knows: tensors in attributes and a list of pairs."""
+
+    def __init__(self, logits, cache):
+        self.logits = logits
+        self.cache = cache
+
+
+class WithCache(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.k, self.v = nn.Linear(8, 8), nn.Linear(8, 8)
+
+    def forward(self, x, past=None):
+        k, v = self.k(x), self.v(x)
+        if past is not None:
+            k, v = torch.cat([past.cache[0][0], k], 1), torch.cat([past.cache[0][1], v], 1)
+        return _Output(logits=(k * v).sum(-1), cache=[(k, v)])
+
+
+def test_any_output_structure_and_cache_objects_as_inputs():
+    from dataclasses import dataclass
+
+    @dataclass
+    class Out:
+        hidden: torch.Tensor
+        extra: dict
+
+    graph = capture(lambda x: Out(hidden=x.sin(), extra={"c": x.cos()}), (torch.randn(3),))
+    assert [op.is_output for op in graph.ops] == [True, True] and len(graph.outputs) == 2
+    with torch.device("meta"):
+        model = WithCache()
+    first = capture(model, (torch.randn(1, 4, 8),))
+    assert len(first.outputs) == 3 and sum(op.is_output for op in first.ops) == 3  # logits, k, v
+    past = _Output(None, [(torch.randn(1, 4, 8, device="meta"), torch.randn(1, 4, 8, device="meta"))])
+    step = capture(model, (torch.randn(1, 1, 8),), {"past": past})
+    cats = [op for op in step.ops if op.name == "aten.cat.default"]
+    assert [op.outputs[0].shape for op in cats] == [(1, 5, 8), (1, 5, 8)]
+    assert len(step.inputs) == 3  # x and the cached k and v
+    assert past.cache[0][0].is_meta  # the caller's object is left as it was
 
 
 def test_capture_of_loaded_file_points_at_the_file(tmp_path):
@@ -384,7 +407,7 @@ def test_capture_of_loaded_file_points_at_the_file(tmp_path):
         """
     ))
     loaded = load_model_file(path)
-    graph = capture(loaded.model, loaded.example_inputs, materialize=loaded.materializer(),
+    graph = capture(loaded.model, loaded.args, materialize=loaded.materializer(),
                     user_files=[loaded.path])
     assert {op.source for op in graph.ops} == {"tiny_model.py:10"}
     assert [op.module for op in graph.ops] == ["proj", "proj", ""]
@@ -452,12 +475,12 @@ example_inputs = (torch.randint(0, VOCAB, (1, SEQ)),)
 GPT2_DRIVER = '''\
 import json, resource, sys, time
 import torch
-from roofline.capture import capture
-from roofline.loading import load_model_file
+from roofline.graph.capture import capture
+from roofline.graph.loading import load_model_file
 start = time.perf_counter()
 loaded = load_model_file(sys.argv[1])
 loaded_s = time.perf_counter() - start
-graph = capture(loaded.model, loaded.example_inputs, user_files=[loaded.path])
+graph = capture(loaded.model, loaded.args, user_files=[loaded.path])
 total_s = time.perf_counter() - start
 print(json.dumps({
     "load_s": loaded_s, "capture_s": total_s - loaded_s,

@@ -1,16 +1,18 @@
 """torch.compile host costs: calibrated as ratios to eager side by side, stored on the eager scale,
-moved with it when host overheads are re-measured, and priced per launched kernel."""
+moved with it when the host runs at another speed, and priced per launched kernel."""
 
 import pytest
 import torch
 
-from calibrate.overhead import compiled_ratios
-from roofline.advice import compiled_total_s
-from roofline.capture import capture
+from calibrate.compiled import compiled_ratios
+from roofline.advice.compiled import compiled_total_s
 from roofline.costs import cost_of
-from roofline.curves import DeviceModel, eager_chain_kernel_s
-from roofline.profile import Stat
+from roofline.graph.capture import capture
+from roofline.model.device import DeviceModel
+from roofline.model.host import eager_chain_kernel_s, scaled_overheads
+from roofline.model.timeline import price_kernels
 from roofline.profiles import load_profile_file
+from roofline.schema.profile import Stat
 from tests.conftest import REPO
 
 PROFILE = REPO / "tests" / "fixtures" / "h100_profile.json"
@@ -48,16 +50,16 @@ def test_ratios_cancel_a_host_that_slows_down_between_rounds():
 def test_the_call_cost_is_measured_on_a_chain_of_as_many_inputs_as_prediction_assumes():
     import inspect
 
-    from calibrate.overhead import _compiled_chain
-    from roofline.advice import COMPILED_CHAIN_INPUTS
+    from calibrate.compiled import compiled_chain
+    from roofline.advice.compiled import COMPILED_CHAIN_INPUTS
 
-    assert len(inspect.signature(_compiled_chain(2)).parameters) == COMPILED_CHAIN_INPUTS
+    assert len(inspect.signature(compiled_chain(2)).parameters) == COMPILED_CHAIN_INPUTS
 
 
 def test_each_graph_input_beyond_the_chains_two_adds_its_cost(h100):
     # seed 003's stack has 8 weights, 8 biases and the input: 15 inputs beyond the calibration
     # chain's (x, w), each priced at compiled_input_s; a profile without it adds nothing.
-    from roofline.advice import graph_inputs
+    from roofline.advice.compiled import graph_inputs
 
     layers = []
     for _ in range(8):
@@ -72,8 +74,9 @@ def test_each_graph_input_beyond_the_chains_two_adds_its_cost(h100):
     per_input = Stat(median_s=1.5 * US, iqr_s=0.0, samples=7)
     with_inputs = h100.model_copy(deep=True)
     with_inputs.gpu.measurements.overheads = ov.model_copy(update=dict(compiled_input_s=per_input))
-    base = compiled_total_s(g, costs, DeviceModel(without.gpu, "cuda"))
-    assert compiled_total_s(g, costs, DeviceModel(with_inputs.gpu, "cuda")) == pytest.approx(base + 15 * 1.5 * US)
+    dev_without, dev_with = DeviceModel(without.gpu, "cuda"), DeviceModel(with_inputs.gpu, "cuda")
+    base = compiled_total_s(g, costs, dev_without, price_kernels(g.ops, costs, dev_without))
+    assert compiled_total_s(g, costs, dev_with, price_kernels(g.ops, costs, dev_with)) == pytest.approx(base + 15 * 1.5 * US)
 
 
 def test_eager_chain_kernel_is_priced_as_the_eager_chain_itself(h100):
@@ -86,23 +89,14 @@ def test_eager_chain_kernel_is_priced_as_the_eager_chain_itself(h100):
     assert eager_chain_kernel_s(ov) == pytest.approx((dev.dispatch_s("addmm", 2) + dev.dispatch_s("relu", 2)) / 2)
 
 
-def test_refresh_moves_compiled_costs_with_the_eager_scale(h100, monkeypatch):
-    # a host found 2x slower at refresh time: every dispatch doubles, and so do the compiled costs
-    from calibrate import overhead
-    from roofline.measure import refresh_overheads
-
-    h100.gpu.measurements.overheads = h100.gpu.measurements.overheads.model_copy(update=dict(compiled_input_s=Stat(median_s=1.5 * US, iqr_s=0.0, samples=7)))
-    old = h100.gpu.measurements.overheads
-    slower = old.model_copy(update=dict(
-        dispatch_by_op_s={k: Stat(median_s=2 * v.median_s, iqr_s=v.iqr_s, samples=v.samples) for k, v in old.dispatch_by_op_s.items()},
-        compiled_call_s=None, compiled_kernel_s=None, compiled_input_s=None,
-    ))
-    monkeypatch.setattr(overhead, "measure_overheads", lambda device, budget_s, warnings: slower)
-    refresh_overheads(h100, "cuda", "cuda")
-    new = h100.gpu.measurements.overheads
-    assert new.compiled_call_s.median_s == pytest.approx(2 * old.compiled_call_s.median_s)
-    assert new.compiled_kernel_s.median_s == pytest.approx(2 * old.compiled_kernel_s.median_s)
-    assert new.compiled_input_s.median_s == pytest.approx(2 * old.compiled_input_s.median_s)
+def test_a_slower_host_moves_compiled_costs_with_the_eager_scale(h100):
+    # a host 2x slower: every dispatch doubles, and so do the compiled costs (stored on the eager scale)
+    ov = h100.gpu.measurements.overheads.model_copy(update=dict(compiled_input_s=Stat(median_s=1.5 * US, iqr_s=0.0, samples=7)))
+    slower = scaled_overheads(ov, 2.0)
+    assert eager_chain_kernel_s(slower) == pytest.approx(2 * eager_chain_kernel_s(ov))
+    for name in ("compiled_call_s", "compiled_kernel_s", "compiled_input_s"):
+        assert getattr(slower, name).median_s == pytest.approx(2 * getattr(ov, name).median_s)
+    assert slower.kernel_min_s == ov.kernel_min_s and slower.graph_kernel_s == ov.graph_kernel_s  # device time stays
 
 
 def test_compiled_forward_is_the_call_plus_each_launched_kernel(h100, monkeypatch):
@@ -123,6 +117,6 @@ def test_compiled_forward_is_the_call_plus_each_launched_kernel(h100, monkeypatc
         g = capture(model, (torch.randn(1, 128),))
         costs = [cost_of(op)[0] for op in g.ops]
         assert sum(c.kernels for c in costs) == eager_kernels
-        predicted = compiled_total_s(g, costs, dev)
+        predicted = compiled_total_s(g, costs, dev, price_kernels(g.ops, costs, dev))
         # host-bound: the device work of 16 tiny kernels is far below the host's issue time
         assert host <= predicted <= host + ov.synchronize_s.median_s + 50 * US

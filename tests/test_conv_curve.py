@@ -7,10 +7,11 @@ import torch
 from pydantic import ValidationError
 
 from calibrate.conv import measure_conv
-from roofline.analysis import analyze
+from roofline.pipeline import analyze
 from roofline.costs.conv import conv_gemm
-from roofline.curves import ConvModel, DeviceModel
-from roofline.profile import ConvCurve, ConvPoint, Stat
+from roofline.model.curves import ConvModel
+from roofline.model.device import DeviceModel
+from roofline.schema.profile import ConvCurve, ConvPoint, Stat
 from roofline.profiles import load_profile_file
 
 FIXTURE = Path(__file__).parent / "fixtures" / "h100_profile.json"

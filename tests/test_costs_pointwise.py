@@ -151,7 +151,7 @@ def test_polar_and_python_scalar_overloads():
 
 def test_a_value_passed_twice_is_read_once():
     # y * y: both loads hit the same cache lines, so 128 bytes in, 128 out; y * z reads both
-    from roofline.capture import capture
+    from roofline.graph.capture import capture
 
     def bytes_of(fn, *inputs):
         graph = capture(fn, inputs)

@@ -4,7 +4,7 @@ import torch
 
 from roofline.costs import cost_of, fallback_cost, registered_ops
 from roofline.costs.registry import footprint_bytes, is_contiguous
-from roofline.ops import TensorMeta
+from roofline.graph.ops import TensorMeta
 from tests.opcapture import capture_ops, meta, op_of
 
 aten = torch.ops.aten

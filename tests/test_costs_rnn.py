@@ -24,8 +24,8 @@ def test_cpu_lstm_is_mkldnn_rnn_layer_per_layer_and_direction():
     total = sum(c.flops for c, _ in layers)
     assert total == 2 * _lstm_layer_flops(15, 8, 16) + 2 * _lstm_layer_flops(15, 32, 16)
     c = layers[0][0]
-    # equivalent GEMM: T steps of a B-row GEMM, N = 4H, K = I + H; kernels 1 + 2T = 11
-    assert c.gemm == (5, 3, 64, 24) and c.kernels == 11 and c.category == "matmul"
+    # the recurrence: one (layer, direction), T steps of a B-row GEMM, N = 4H, K = I + H; kernels 1 + 2T = 11
+    assert c.recurrence == ("lstm", 1, 5, 3, 64, 24) and c.gemm is None and c.kernels == 11 and c.category == "matmul"
 
 
 @pytest.mark.filterwarnings("ignore:LSTM with projections")

@@ -6,9 +6,9 @@ import pytest
 import torch
 
 from calibrate.memory import measure_pointwise
-from roofline.analysis import analyze
-from roofline.curves import DeviceModel
-from roofline.profile import PointwiseCurve, PointwisePoint, Stat
+from roofline.pipeline import analyze
+from roofline.model.device import DeviceModel
+from roofline.schema.profile import PointwiseCurve, PointwisePoint, Stat
 from roofline.profiles import load_profile_file
 
 FIXTURE = Path(__file__).parent / "fixtures" / "h100_profile.json"

@@ -3,16 +3,12 @@
 import pytest
 import torch
 
-from roofline.analysis import attach_host_speed, attach_measurement, run_analysis
-from roofline.host_speed import (
-    HOST_FIELDS,
-    HostSpeed,
-    calibrated_index_s,
-    paired_index,
-    scaled_overheads,
-    with_host_scale,
-)
-from roofline.measure import device_for, measure
+from roofline.checks import attach_host_speed, attach_measurement
+from roofline.measure.device import device_for
+from roofline.measure.host_speed import MIN_ROUNDS, HostSpeed, host_speed_beside
+from roofline.measure.run import measure
+from roofline.model.host import HOST_FIELDS, calibrated_index_s, scaled_overheads, with_host_scale
+from roofline.pipeline import Analysis, Options
 from roofline.profiles import load_profile_file
 from tests.conftest import REPO
 
@@ -26,7 +22,7 @@ def test_calibrated_index_is_the_interleaved_sum_of_the_representative_ops():
     expected = ov.interleave_factor * (sum(by_op.values()) + by_op["view"])
     assert calibrated_index_s(ov) == pytest.approx(expected)
     # the mix the index times holds exactly the ops whose costs make up that sum
-    from calibrate.overhead import representative_ops
+    from roofline.hostmix import representative_ops
 
     assert set(representative_ops("cpu")) == set(ov.dispatch_by_op_s)
 
@@ -58,45 +54,32 @@ def test_host_speed_scale_is_now_over_calibrated():
     assert HostSpeed(index_now_s=3e-4, index_calibrated_s=2e-4, blocks=9).scale == pytest.approx(1.5)
 
 
-def test_paired_index_alternates_blocks_and_keeps_warm_up_calls_out():
+def test_the_index_and_the_model_alternate_and_warm_up_calls_are_not_timed():
     calls = []
 
     def model():
         calls.append("model")
 
-    model_s, index_s, blocks = paired_index(model, "cpu", budget_s=0.0, min_blocks=4)
-    assert blocks == 4 and len(index_s) == 4
-    # each block: one untimed call, then timed calls for MODEL_BLOCK_S (at least one)
-    assert len(calls) == blocks + len(model_s) and len(model_s) >= blocks
+    ov = load_profile_file(H100).gpu.measurements.overheads
+    timing, speed = host_speed_beside(model, "cpu", ov, budget_s=0.0)
+    assert speed.blocks == MIN_ROUNDS and speed.index_calibrated_s == pytest.approx(calibrated_index_s(ov))
+    # each round: one untimed call, then timed calls for MODEL_BLOCK_S (at least one)
+    assert len(calls) == speed.blocks + timing.n and timing.n >= speed.blocks
 
 
 def test_a_host_bound_prediction_follows_the_scale(cpu_quick_profile_path):
     profile = load_profile_file(cpu_quick_profile_path)
     model = torch.nn.Sequential(*[torch.nn.Linear(8, 8) for _ in range(6)]).eval()
     x = torch.randn(1, 8)
-    report, graph, dev = run_analysis(model, (x,), profile, device="cpu", batch_sweep=False)
-    m = measure(graph, model, (x,), device_for(profile, "cpu"), budget_s=0.05, per_op=False, overheads=dev.overheads)
-    assert m.host_speed is not None and m.host_speed.blocks >= 7 and m.total.median_s > 0
-    attach_measurement(report, m, dev)
-    attach_host_speed(report, HostSpeed(index_now_s=2.0, index_calibrated_s=1.0, blocks=1), model, (x,), profile, graph)
+    analysis = Analysis.of(model, (x,), None, profile, Options(device="cpu", batch_sweep=False))
+    report = analysis.report()
+    m = measure(analysis.graph, model, (x,), {}, device_for(profile, "cpu"), budget_s=0.05, per_op=False, overheads=analysis.dev.overheads)
+    assert m.host_speed is not None and m.host_speed.blocks >= MIN_ROUNDS and m.total.median_s > 0
+    attach_measurement(report, m, analysis)
+    attach_host_speed(report, analysis, 2.0)
     assert report.total.host_scale == pytest.approx(2.0)
     # tiny Linears at batch 1 are all host time on the CPU: twice the host, nearly twice the time
     assert 1.6 * report.total.predicted_s < report.total.predicted_at_host_now_s <= 2.0 * report.total.predicted_s
-
-
-def test_kind_scales_scale_each_dispatch_kind_on_its_own():
-    # add x2, addmm as the overall scale (x1.5); the module call and synchronize take the overall scale
-    ov = load_profile_file(H100).gpu.measurements.overheads
-    scaled = scaled_overheads(ov, 1.5, {"add": 2.0})
-    assert scaled.dispatch_by_op_s["add"].median_s == pytest.approx(2.0 * ov.dispatch_by_op_s["add"].median_s)
-    assert scaled.dispatch_by_op_s["addmm"].median_s == pytest.approx(1.5 * ov.dispatch_by_op_s["addmm"].median_s)
-    assert scaled.module_call_s.median_s == pytest.approx(1.5 * ov.module_call_s.median_s)
-
-
-def test_kind_sample_times_each_op_alone_per_call():
-    from roofline.host_speed import INDEX_CALLS, kind_sample_s
-
-    calls = []
-    times = kind_sample_s({"add": lambda: calls.append("add"), "view": lambda: calls.append("view")})
-    assert calls == ["add"] * (1 + INDEX_CALLS) + ["view"] * (1 + INDEX_CALLS)  # one untimed call each
-    assert set(times) == {"add", "view"} and all(t >= 0 for t in times.values())
+    # the prediction at a host scale reuses the capture and its costs
+    scaled = analysis.at_host_scale(2.0)
+    assert scaled.graph is analysis.graph and scaled.costs is analysis.costs

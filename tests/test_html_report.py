@@ -1,4 +1,4 @@
-"""The design-review page (roofline.html_report): self-contained, complete, escaped, and clean in a browser."""
+"""The design-review page (roofline.report.html): self-contained, complete, escaped, and clean in a browser."""
 
 from __future__ import annotations
 
@@ -11,11 +11,11 @@ import pytest
 import torch
 from torch import nn
 
-from roofline.analysis import analyze
+from roofline.pipeline import analyze
 from roofline.errors import RooflineError
-from roofline.html_report import TOP_OPS, write_html
+from roofline.report.html import TOP_OPS, write_html
 from roofline.profiles import load_profile_file
-from roofline.report import BatchPoint, BatchSweep
+from roofline.schema.report import BatchPoint, BatchSweep
 
 FIXTURE = Path(__file__).parent / "fixtures" / "h100_profile.json"
 
@@ -130,18 +130,18 @@ def test_prediction_at_the_host_speed_reaches_the_page(measured_report, profile,
 
 def test_measured_alternatives_reach_the_page(measured_report, profile, tmp_path):
     # the measured CUDA-graph time, as attach_alternatives stores it, shows beside the predicted one
-    from roofline.analysis import attach_alternatives
+    from roofline.checks import attach_alternatives
     from roofline.units import seconds
 
     r = measured_report.model_copy(deep=True)
-    predicted = r.extras["alternatives_s"]["cuda_graphs"]
+    predicted = r.alternatives.cuda_graphs_s
     attach_alternatives(r, {"cuda_graphs": 1.234e-4}, [], {"cuda_graphs": 5.0e-4})
     page = write_html(r, profile, tmp_path / "alt.html").read_text(encoding="utf-8")
     alt = page.split("Execution alternatives")[1].split("</table>")[0]
     row = alt.split("cuda graphs")[1].split("</tr>")[0]
     assert seconds(predicted, missing="–") in row and seconds(1.234e-4, missing="–") in row and seconds(5.0e-4, missing="–") in row
-    gain = r.extras["alternative_gains"][0]
-    assert gain["measured_eager_s"] == 5.0e-4 and gain["measured_gain_s"] == pytest.approx(5.0e-4 - 1.234e-4)
+    gain = r.gain_checks[0]
+    assert gain.measured_eager_s == 5.0e-4 and gain.measured_gain_s == pytest.approx(5.0e-4 - 1.234e-4)
 
 
 def test_write_errors(report, profile, tmp_path):

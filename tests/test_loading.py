@@ -1,4 +1,4 @@
-"""The model-file convention: roofline.loading.load_model_file."""
+"""The model-file convention: roofline.graph.loading.load_model_file."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 from torch import nn
 
 from roofline.errors import ModelFileError, RooflineError
-from roofline.loading import LoadedModel, load_model_file
+from roofline.graph.loading import LoadedModel, load_model_file
 
 
 def write(tmp_path, name: str, source: str):
@@ -55,8 +55,8 @@ def test_attributes_convention_builds_on_meta(tmp_path):
     assert loaded.warnings == []
     assert isinstance(loaded.model, nn.Sequential)
     assert all(p.is_meta for p in loaded.model.parameters())
-    assert isinstance(loaded.example_inputs, tuple) and len(loaded.example_inputs) == 1
-    assert loaded.example_inputs[0].shape == (3, 4)
+    assert isinstance(loaded.args, tuple) and len(loaded.args) == 1
+    assert loaded.args[0].shape == (3, 4)
     assert loaded.module.model is loaded.model
 
 
@@ -78,7 +78,7 @@ def test_functions_convention_and_extras(tmp_path):
     loaded = load_model_file(path)
     assert loaded.convention == "functions"
     assert isinstance(loaded.model, nn.Linear) and loaded.model.weight.is_meta
-    assert loaded.example_inputs[1] == 3
+    assert loaded.args[1] == 3
     assert callable(loaded.module.sweep)
 
 
@@ -95,10 +95,10 @@ def test_materialize_builds_real_tensors(tmp_path):
     loaded = load_model_file(path, materialize=True)
     assert loaded.materialized is True
     assert not loaded.model.weight.is_meta
-    assert loaded.example_inputs[0].device.type == "cpu"
+    assert loaded.args[0].device.type == "cpu"
     # the materializer of a real load returns the same objects
-    model, inputs = loaded.materializer()()
-    assert model is loaded.model and inputs is loaded.example_inputs
+    model, inputs, kwargs = loaded.materializer()()
+    assert model is loaded.model and inputs is loaded.args and kwargs is loaded.kwargs
 
 
 def test_materializer_of_meta_load_returns_real_model(tmp_path):
@@ -112,8 +112,8 @@ def test_materializer_of_meta_load_returns_real_model(tmp_path):
         """,
     )
     loaded = load_model_file(path)
-    model, inputs = loaded.materializer()()
-    assert not model.weight.is_meta and not inputs[0].is_meta
+    model, inputs, kwargs = loaded.materializer()()
+    assert not model.weight.is_meta and not inputs[0].is_meta and kwargs == {}
 
 
 @pytest.mark.parametrize(
@@ -131,8 +131,8 @@ def test_example_inputs_normalised_to_tuple(tmp_path, inputs, expected_len):
         """,
     )
     loaded = load_model_file(path)
-    assert isinstance(loaded.example_inputs, tuple)
-    assert len(loaded.example_inputs) == expected_len
+    assert isinstance(loaded.args, tuple)
+    assert len(loaded.args) == expected_len
 
 
 def test_plain_function_model(tmp_path):
@@ -148,7 +148,7 @@ def test_plain_function_model(tmp_path):
     )
     loaded = load_model_file(path)
     assert callable(loaded.model) and not isinstance(loaded.model, nn.Module)
-    assert loaded.example_inputs[0].is_meta
+    assert loaded.args[0].is_meta
 
 
 def test_meta_failure_retries_materialized_with_warning(tmp_path):
@@ -225,7 +225,7 @@ def test_same_stem_twice_does_not_clash(tmp_path):
     assert all(sys.modules[n] is m for n, m in zip(
         [la.module.__name__, lb.module.__name__], [la.module, lb.module]))
     assert type(la.model) is not type(lb.model)
-    assert la.example_inputs[0].shape == (2,) and lb.example_inputs[0].shape == (3,)
+    assert la.args[0].shape == (2,) and lb.args[0].shape == (3,)
 
 
 def test_billion_parameter_model_loads_without_memory(tmp_path):
@@ -361,8 +361,28 @@ def test_half_a_convention(tmp_path, source, expected):
     assert expected in msg
 
 
-@pytest.mark.parametrize("value, type_name", [("{'x': torch.randn(2)}", "dict"), ("3", "int"),
-                                              ("None", "NoneType")])
+def test_example_inputs_as_keywords(tmp_path):
+    path = write(
+        tmp_path,
+        "kw.py",
+        """
+        import torch
+        model = torch.nn.Bilinear(4, 5, 3)
+        example_inputs = {"input1": torch.randn(2, 4), "input2": torch.randn(2, 5)}
+        """,
+    )
+    loaded = load_model_file(path)
+    assert loaded.args == () and set(loaded.kwargs) == {"input1", "input2"}
+    assert loaded.kwargs["input1"].is_meta and loaded.kwargs["input2"].shape == (2, 5)
+
+
+def test_example_inputs_keys_must_be_argument_names(tmp_path):
+    path = write(tmp_path, "badkw.py", "import torch\nmodel = torch.nn.Identity()\nexample_inputs = {0: torch.randn(2)}\n")
+    msg = load_error(path)
+    assert "0" in msg and "argument name" in msg
+
+
+@pytest.mark.parametrize("value, type_name", [("3", "int"), ("None", "NoneType")])
 def test_example_inputs_wrong_type(tmp_path, value, type_name):
     path = write(
         tmp_path,
@@ -374,7 +394,7 @@ def test_example_inputs_wrong_type(tmp_path, value, type_name):
         """,
     )
     msg = load_error(path)
-    assert "example_inputs" in msg and "tuple" in msg and type_name in msg
+    assert "example_inputs" in msg and "tuple" in msg and "dict" in msg and type_name in msg
 
 
 def test_model_not_callable(tmp_path):

@@ -3,9 +3,11 @@
 import pytest
 import torch
 
-from roofline.analysis import attach_measurement, run_analysis
+from roofline.checks import attach_measurement
 from roofline.errors import DeviceNotAvailable, ProfileError
-from roofline.measure import device_for, measure
+from roofline.measure.device import device_for
+from roofline.measure.run import measure
+from roofline.pipeline import Analysis, Options
 from roofline.profiles import load_profile_file
 from tests.conftest import REPO
 
@@ -14,9 +16,10 @@ def test_cpu_measure_fills_every_op(cpu_quick_profile_path):
     profile = load_profile_file(cpu_quick_profile_path)
     model = torch.nn.Sequential(torch.nn.Linear(64, 64), torch.nn.ReLU(), torch.nn.Linear(64, 8)).eval()
     x = torch.randn(4, 64)
-    report, graph, dev = run_analysis(model, (x,), profile, device="cpu", batch_sweep=False)
-    m = measure(graph, model, (x,), device_for(profile, "cpu"), budget_s=0.1, runs=3)
-    attach_measurement(report, m, dev)
+    analysis = Analysis.of(model, (x,), None, profile, Options(device="cpu", batch_sweep=False))
+    report = analysis.report()
+    m = measure(analysis.graph, model, (x,), {}, device_for(profile, "cpu"), budget_s=0.1, runs=3)
+    attach_measurement(report, m, analysis)
     assert report.total.measured_s > 0 and report.total.measured_spread_s >= 0
     kernel_ops = [op for op in report.ops if op.kernels]
     assert kernel_ops and all(op.measured_s is not None and op.measured_s > 0 for op in kernel_ops)
@@ -53,7 +56,7 @@ def _recording(calls: list, name: str, seconds: float):
 def test_paired_times_alternate_rounds_within_the_budget():
     # eager and the alternative take turns, round by round; a slow call is made once per round
     # (not the timing protocol's minimum samples), and the medians come from each side's own calls
-    from roofline.measure import paired_times
+    from roofline.measure.alternatives import paired_times
 
     calls = []
     eager_s, alt_s, index_s = paired_times(_recording(calls, "eager", 0.004), _recording(calls, "alt", 0.001), budget_s=0.01, rounds=3)
@@ -65,8 +68,8 @@ def test_paired_times_alternate_rounds_within_the_budget():
 
 def test_paired_times_time_the_index_in_the_same_rounds():
     # the host-speed index takes its turn in every round, and its figure is per pass
-    from roofline.host_speed import INDEX_CALLS
-    from roofline.measure import INDEX_SAMPLES_PER_ROUND, paired_times
+    from roofline.measure.alternatives import INDEX_SAMPLES_PER_ROUND, paired_times
+    from roofline.measure.host_speed import INDEX_CALLS
 
     calls = []
     _, _, index_s = paired_times(
@@ -84,11 +87,12 @@ def test_paired_times_time_the_index_in_the_same_rounds():
 def test_measure_placement_times_both_sides_beside_the_host_index():
     # CPU and GPU sides alternate; with a profile, the host CPU's index is timed in the same rounds
     # and its scale against calibration comes back (no GPU here: the "GPU" side runs on the CPU)
-    from roofline.measure import measure_placement
+    from roofline.measure.alternatives import measure_placement
+
     profile = load_profile_file(REPO / "tests" / "fixtures" / "h100_profile.json")
     model = torch.nn.Linear(64, 64)
-    m = measure_placement(model, (torch.randn(8, 64),), "cpu", budget_s=0.01, profile=profile)
+    m = measure_placement(model, (torch.randn(8, 64),), {}, "cpu", budget_s=0.01, profile=profile)
     assert m["cpu_s"] > 0 and m["gpu_with_copies_s"] > 0
     assert set(m["host_scales"]) == {"cpu"} and m["host_scales"]["cpu"] > 0
     assert next(model.parameters()).device.type == "cpu"  # the caller's module is not moved away
-    assert measure_placement(model, (torch.randn(8, 64),), "cpu", budget_s=0.01)["host_scales"] == {}
+    assert measure_placement(model, (torch.randn(8, 64),), {}, "cpu", budget_s=0.01)["host_scales"] == {}

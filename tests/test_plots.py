@@ -1,4 +1,4 @@
-"""Charts of a report (roofline.plots) and the `roofline plot` / `advise --plot --report` hooks (roofline.cli_plot).
+"""Charts of a report (roofline.report.charts) and the `roofline plot` / `advise --plot --report` hooks (roofline.cli.plot).
 
 Reports come from real analyses of tiny models against the recorded H100 profile
 (tests/fixtures/h100_profile.json); measured times are filled in by hand where a test needs them.
@@ -18,12 +18,17 @@ from matplotlib.collections import PathCollection, PolyCollection
 from matplotlib.patches import Rectangle
 from torch import nn
 
-from roofline import plots
-from roofline.analysis import analyze
-from roofline.cli_plot import add_output_args, add_plot_parser, check_output_args, emit_outputs, load_report, profile_for_report
+from roofline.report import charts as plots
+from roofline.pipeline import analyze
+from roofline.cli import build_parser
+from roofline.cli.advise import emit_outputs
+from roofline.cli.paths import check_output_args
+from roofline.cli.plot import add_parsers as add_plot_parser
+from roofline.cli.plot import load_report, profile_for_report
+from roofline.units import si
 from roofline.errors import RooflineError
 from roofline.profiles import load_profile_file
-from roofline.report import BatchPoint, BatchSweep, PlacementPoint, PlacementSweep, Report
+from roofline.schema.report import BatchPoint, BatchSweep, PlacementPoint, PlacementSweep, Report
 
 FIXTURE = Path(__file__).parent / "fixtures" / "h100_profile.json"
 
@@ -146,11 +151,11 @@ def test_roofline_chart_gpu(report, profile, tmp_path):
     assert "tiny_net" in all_text and profile.name in all_text and "float32" in all_text
     # Ceilings: the float32 matmul peak, the vector ceiling, the DRAM roof, labelled with their values; ridges labelled.
     fp32_peak = profile.gpu.measurements.matmul_curve("float32").peak_flop_per_s
-    assert f"float32 matmul peak {plots.si(fp32_peak, 'FLOP/s')}" in all_text
+    assert f"float32 matmul peak {si(fp32_peak, 'FLOP/s')}" in all_text
     assert "non-matmul" in all_text
     cache = profile.gpu.identity.l2_cache_bytes
     dram = profile.gpu.measurements.bandwidth_curve("copy").dram_bytes_per_s(cache)
-    assert f"DRAM {plots.si(dram, 'B/s')}" in all_text
+    assert f"DRAM {si(dram, 'B/s')}" in all_text
     assert "ridge" in all_text
     horizontal = [ln for ln in ax.lines if len(ln.get_ydata()) == 2 and np.isclose(ln.get_ydata()[0], fp32_peak) and np.isclose(ln.get_ydata()[1], fp32_peak)]
     assert horizontal, "no horizontal line at the float32 matmul peak"
@@ -182,7 +187,7 @@ def test_roofline_chart_bf16_and_cpu(bf16_report, cpu_report, profile, tmp_path)
     all_text = "\n".join(texts(fig))
     assert "(CPU)" in all_text and "per-op overhead" in all_text
     cpu_peak = profile.host.measurements.matmul_curve("float32").peak_flop_per_s
-    assert plots.si(cpu_peak, "FLOP/s") in all_text
+    assert si(cpu_peak, "FLOP/s") in all_text
     for op in cpu_report.ops:  # on the CPU the rate is over the whole predicted time
         nbytes = op.bytes_read + op.bytes_written
         if op.flops and nbytes and op.predicted_s:
@@ -330,9 +335,9 @@ def test_no_global_state_leak(report, profile):
 
 
 def test_si_and_short_names():
-    assert plots.si(2.97e12, "B/s") == "2.97 TB/s"
-    assert plots.si(1.03e-5, "s") == "10.3 µs"
-    assert plots.si(0.99984e-6, "s") == "1 µs"
+    assert si(2.97e12, "B/s") == "2.97 TB/s"
+    assert si(1.03e-5, "s") == "10.3 µs"
+    assert si(0.99984e-6, "s") == "1 µs"
     assert plots.short_target("aten.addmm.default") == "addmm"
     assert plots.short_target("aten._scaled_dot_product_flash_attention_for_cpu.default") == "sdpa flash"
     assert plots.short_target("aten.native_layer_norm.default") == "layer_norm"
@@ -402,14 +407,17 @@ def test_cli_plot_errors(tmp_path, report):
 
 
 def test_advise_output_args(report, profile, tmp_path, capsys):
-    parser = argparse.ArgumentParser()
-    add_output_args(parser)
-    args = parser.parse_args(["--plot", str(tmp_path / "c.png"), "--report", str(tmp_path / "r.html")])
+    parser = build_parser()
+
+    def advise(*argv):
+        return parser.parse_args(["advise", "model.py", *argv])
+
+    args = advise("--plot", str(tmp_path / "c.png"), "--report", str(tmp_path / "r.html"))
     check_output_args(args)
     written = emit_outputs(report, profile, args)
     assert {p.name for p in written} == {"c.png", "c_modules.png", "r.html"}
     assert "wrote" in capsys.readouterr().out
-    assert emit_outputs(report, profile, parser.parse_args([])) == []
+    assert emit_outputs(report, profile, advise()) == []
     blocker = tmp_path / "file"
     blocker.write_text("x")
     for argv, pattern in (
@@ -419,7 +427,7 @@ def test_advise_output_args(report, profile, tmp_path, capsys):
         (["--plot", str(tmp_path / "c.html")], "--report"),
     ):
         with pytest.raises(RooflineError, match=pattern):
-            emit_outputs(report, profile, parser.parse_args(argv))
+            emit_outputs(report, profile, advise(*argv))
 
 
 def test_nan_free_accuracy_without_big_ops(report):

@@ -7,10 +7,11 @@ import pytest
 import torch
 
 from roofline.costs import OpCost
-from roofline.curves import BandwidthModel, MatmulModel
-from roofline.ops import CapturedGraph, CapturedOp, TensorMeta
-from roofline.predict import modules_entered, predict_timeline
-from roofline.profile import BandwidthCurve, BandwidthPoint, MatmulCurve, MatmulPoint, Stat
+from roofline.model.device import MathModes
+from roofline.model.curves import BandwidthModel, MatmulModel
+from roofline.graph.ops import CapturedGraph, CapturedOp, TensorMeta
+from roofline.model.timeline import modules_entered, predict_timeline
+from roofline.schema.profile import BandwidthCurve, BandwidthPoint, MatmulCurve, MatmulPoint, Stat
 
 US = 1e-6
 
@@ -24,6 +25,7 @@ class StubDevice:
 
     def __init__(self, kind="cuda", dispatch_us=10.0, floor_us=1.0):
         self.kind = kind
+        self.modes = MathModes()
         self.overheads = SimpleNamespace(
             module_call_s=_stat(2 * US), synchronize_s=_stat(5 * US) if kind == "cuda" else None, dispatch_s=_stat(dispatch_us * US)
         )
@@ -164,8 +166,8 @@ def test_a_bandwidth_point_slower_than_a_larger_one_is_capped_at_the_larger_ones
 
 
 def test_attention_curve_on_a_partial_grid_predicts_its_points_back():
-    from roofline.curves import AttentionModel
-    from roofline.profile import AttentionCurve, AttentionPoint
+    from roofline.model.curves import AttentionModel
+    from roofline.schema.profile import AttentionCurve, AttentionPoint
 
     def pt(bh, seq, rate):
         t = 4 * bh * seq * seq * 64 / rate
@@ -193,7 +195,8 @@ def test_empty_module_still_pays_its_call():
 def test_interleaving_grows_with_the_number_of_different_dispatch_kinds():
     # 1 kind repeated: factor 1 (what each dispatch was measured on); the calibration mix's 10
     # kinds and more: the calibrated factor; linear in between.
-    from roofline.curves import INTERLEAVE_MIX_KINDS, DeviceModel
+    from roofline.model.device import DeviceModel
+    from roofline.model.host import INTERLEAVE_MIX_KINDS
     from roofline.profiles import load_profile_file
     from tests.conftest import REPO
 
@@ -224,11 +227,11 @@ def test_interleaving_grows_with_the_number_of_different_dispatch_kinds():
 
 
 def test_interleave_mix_kind_count_matches_the_calibration_mix():
-    from roofline.host_speed import index_call
-    from roofline.capture import capture
+    from roofline.measure.host_speed import index_call
+    from roofline.graph.capture import capture
     from roofline.costs import cost_of
-    from roofline.curves import INTERLEAVE_MIX_KINDS
-    from roofline.predict import dispatch_kind
+    from roofline.model.host import INTERLEAVE_MIX_KINDS
+    from roofline.model.timeline import dispatch_kind
 
     g = capture(index_call("cpu"), ())  # the mix calibration times, and the host-speed index with it
     assert len({dispatch_kind(op, cost_of(op)[0]) for op in g.ops}) == INTERLEAVE_MIX_KINDS
@@ -238,9 +241,9 @@ def test_a_linears_weight_transpose_is_priced_inside_its_call():
     # The addmm representative is a whole F.linear call (t + addmm in C++): the t made inside the same
     # native call as the addmm it feeds pays nothing of its own. On a 3-d input the call's views
     # (input to 2-d and back) still pay, and a t the user wrote as its own call pays as a view.
-    from roofline.capture import capture
+    from roofline.graph.capture import capture
     from roofline.costs import cost_of
-    from roofline.curves import DeviceModel
+    from roofline.model.device import DeviceModel
     from roofline.profiles import load_profile_file
     from tests.conftest import REPO
 
@@ -270,7 +273,7 @@ def test_a_linears_weight_transpose_is_priced_inside_its_call():
 
 def test_each_torch_call_gets_its_own_number_even_in_a_loop():
     # The same line run twice is two calls; a call into Python code (F.relu) has no number.
-    from roofline.capture import capture
+    from roofline.graph.capture import capture
 
     def f(x):
         for _ in range(2):

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from roofline.errors import ProfileError
-from roofline.profile import BandwidthCurve, DeviceProfile, MatmulCurve, MatmulPoint, Stat
+from roofline.schema.profile import BandwidthCurve, DeviceProfile, MatmulCurve, MatmulPoint, Stat
 from roofline.profiles import find_profile, load_profile_file, save_profile
 
 
@@ -158,7 +158,7 @@ def test_profile_without_copy_curve_rejected(cpu_quick_profile_path):
 
 
 def test_attention_rate_must_match_time():
-    from roofline.profile import AttentionCurve, AttentionPoint
+    from roofline.schema.profile import AttentionCurve, AttentionPoint
 
     stat = Stat(median_s=1e-3, iqr_s=0, samples=5)
     # 4 * 8 * 512^2 * 64 = 536870912 FLOP in 1 ms = 5.37e11 FLOP/s

@@ -7,10 +7,11 @@ import torch
 from pydantic import ValidationError
 
 from calibrate.rnn import measure_rnn
-from roofline.analysis import analyze
+from roofline.pipeline import analyze
 from roofline.costs.rnn import GATES, rnn_kind
-from roofline.curves import DeviceModel, RnnModel
-from roofline.profile import RnnCurve, RnnPoint, Stat
+from roofline.model.curves import RnnModel
+from roofline.model.device import DeviceModel
+from roofline.schema.profile import RnnCurve, RnnPoint, Stat
 from roofline.profiles import load_profile_file
 from tests.opcapture import capture_ops
 
@@ -103,7 +104,7 @@ def test_a_point_whose_short_run_was_slower_is_skipped():
 def test_the_rnn_stage_is_put_at_the_profiles_host_speed_by_its_median_index():
     # a stage whose index ran at half the profile's index time was timed on a host twice as fast:
     # at the profile's host speed its layers take twice as long; a host scale moves them again
-    from roofline.host_speed import calibrated_index_s, with_host_scale
+    from roofline.model.host import calibrated_index_s, with_host_scale
 
     profile = load_profile_file(FIXTURE)
     dev = DeviceModel(profile.gpu, "cuda")

@@ -2,8 +2,8 @@
 
 import pytest
 
-from roofline.curves import transfer_s
-from roofline.profile import Stat, TransferCurve, TransferPoint
+from roofline.model.curves import transfer_s
+from roofline.schema.profile import Stat, TransferCurve, TransferPoint
 
 
 def _curve(points_ms: dict[int, float], **kw) -> TransferCurve:

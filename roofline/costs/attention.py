@@ -38,7 +38,7 @@ import math
 import torch
 
 from roofline.costs.registry import OpCost, arguments, register, rw_bytes
-from roofline.ops import CapturedOp, TensorMeta
+from roofline.graph.ops import CapturedOp, TensorMeta
 
 aten = torch.ops.aten
 

@@ -20,7 +20,7 @@ Bytes: input, weight and bias read once; output written once.
 
 Kernels (CUDA eager): 1 for the convolution, plus 1 when ``convolution``/``_convolution``/
 ``convN d`` adds a bias (cuDNN convolves without bias and ATen adds it with a separate kernel,
-which reads and writes the output once more: ``gpu_epilogue_bytes``, priced after the conv).
+which reads and writes the output once more: ``bias_pass_bytes``, priced after the conv).
 Backend entry points that take a bias fuse it (1 kernel). cuDNN may add layout-transform kernels
 for non channels-last inputs; they are not counted.
 """
@@ -32,7 +32,7 @@ import math
 import torch
 
 from roofline.costs.registry import OpCost, arguments, register, rw_bytes
-from roofline.ops import CapturedOp
+from roofline.graph.ops import CapturedOp
 
 aten = torch.ops.aten
 
@@ -110,7 +110,7 @@ def conv_cost(op: CapturedOp) -> OpCost:
     return OpCost(
         flops=flops, bytes_read=read, bytes_written=written, kernels=1 + int(separate_bias), category="conv",
         gemm=conv_gemm(x_shape, w.shape, out_shape, transposed), compute_dtype=x.dtype,
-        gpu_epilogue_bytes=2 * out.nbytes if separate_bias else 0,
+        bias_pass_bytes=2 * out.nbytes if separate_bias else 0,
     )
 
 

@@ -25,7 +25,7 @@ from roofline.costs.registry import (
     OpCost,
     register,
 )
-from roofline.ops import CapturedOp, TensorMeta
+from roofline.graph.ops import CapturedOp, TensorMeta
 
 aten = torch.ops.aten
 

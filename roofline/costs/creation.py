@@ -25,7 +25,7 @@ import math
 import torch
 
 from roofline.costs.registry import arguments, existing_ops, OpCost, register, tensors_in
-from roofline.ops import CapturedOp
+from roofline.graph.ops import CapturedOp
 
 aten = torch.ops.aten
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 import torch
 
 from roofline.costs.registry import VIEW_COST, arguments, existing_ops, OpCost, register, rw_bytes
-from roofline.ops import CapturedOp
+from roofline.graph.ops import CapturedOp
 
 aten = torch.ops.aten
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import torch
 
 from roofline.costs.registry import OpCost, arguments, register
-from roofline.ops import CapturedOp, TensorMeta
+from roofline.graph.ops import CapturedOp, TensorMeta
 
 aten = torch.ops.aten
 

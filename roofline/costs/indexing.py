@@ -37,7 +37,7 @@ from roofline.costs.registry import (
     rw_bytes,
     tensors_in,
 )
-from roofline.ops import CapturedOp, TensorMeta
+from roofline.graph.ops import CapturedOp, TensorMeta
 
 aten = torch.ops.aten
 

@@ -6,9 +6,9 @@ baddbmm, linear, addmv and addbmm is NOT counted (it is O(m*n) against O(m*n*k),
 would break agreement for addmm, which is what linear becomes). Ops flop_counter does not count
 (linear, matmul, mv, dot, addmv, addbmm, addr, _int_mm, _addmm_activation) follow the same rule.
 
-Bytes: each operand read once at its footprint, the output written once. On the CPU, ``addmm``
-with a bias also pays a pass over the result before the GEMM (``cpu_prologue_bytes``): ATen copies
-the broadcast bias into it and the GEMM accumulates onto it.
+Bytes: each operand read once at its footprint, the output written once. ``addmm`` with a bias
+also carries a pass over the result (``bias_pass_bytes``) that a backend without a bias epilogue
+makes before the GEMM: ATen's CPU addmm copies the broadcast bias into it and accumulates onto it.
 
 Kernels (CUDA eager): 1 for a GEMM. ``addmm`` with a 1-D bias and beta == 1 uses cuBLASLt's bias
 epilogue (1 kernel); any other addmm/baddbmm/addmv/addbmm with beta != 0 first copies ``self`` into
@@ -23,18 +23,17 @@ import re
 import torch
 
 from roofline.costs.registry import OpCost, arguments, register, rw_bytes
-from roofline.ops import CapturedOp, TensorMeta
+from roofline.graph.ops import CapturedOp, TensorMeta
 
 aten = torch.ops.aten
 
-# torch 2.10 lets cuBLASLt's bias epilogue take single-row products (pytorch/pytorch#166307). On
-# torch 2.11 an H100 runs one gemv kernel per Linear at batch 1 and no copy
-# (benchmarks/compile_probe.py, gpu_runs/run21); older torch copies the bias in first.
+# torch 2.10 lets cuBLASLt's bias epilogue take single-row products (pytorch/pytorch#166307): a
+# Linear at batch 1 runs one kernel and no copy; older torch copies the bias in first.
 BIAS_EPILOGUE_TAKES_ONE_ROW = tuple(int(v) for v in re.match(r"(\d+)\.(\d+)", torch.__version__).groups()) >= (2, 10)  # 2.10 pre-releases too
 
 
 def _gemm_cost(op: CapturedOp, batch: int, m: int, n: int, k: int, operand: TensorMeta,
-               kernels: int = 1, skip_read: tuple[str, ...] = (), cpu_prologue_bytes: int = 0) -> OpCost:
+               kernels: int = 1, skip_read: tuple[str, ...] = (), bias_pass_bytes: int = 0) -> OpCost:
     read, written = rw_bytes(op, skip_read=skip_read)
     return OpCost(
         flops=2 * batch * m * n * k,
@@ -44,7 +43,7 @@ def _gemm_cost(op: CapturedOp, batch: int, m: int, n: int, k: int, operand: Tens
         category="matmul",
         gemm=(batch, m, n, k),
         compute_dtype=operand.dtype,
-        cpu_prologue_bytes=cpu_prologue_bytes,
+        bias_pass_bytes=bias_pass_bytes,
     )
 
 
@@ -76,11 +75,10 @@ def addmm_cost(op: CapturedOp) -> OpCost:
     beta = _beta(a)
     fused = bias.ndim <= 1 and beta == 1.0 and (m > 1 or BIAS_EPILOGUE_TAKES_ONE_ROW)
     kernels = 1 if (fused or beta == 0.0) else 2
-    # The CPU has no bias epilogue: the bias is broadcast into the (m, n) result, which the GEMM then
-    # reads back (beta=1). On the H100's 16-thread host, F.linear at 512 x 128 x 128 took 47 us
-    # against 28 us for the same product without a bias (benchmarks/cpu_stack_probe.py, run 33).
-    prologue = 0 if beta == 0.0 else 2 * m * n * x.itemsize
-    return _gemm_cost(op, 1, m, n, k, x, kernels=kernels, skip_read=("self",) if beta == 0.0 else (), cpu_prologue_bytes=prologue)
+    # Where the GEMM library has no bias epilogue (ATen on the CPU), the bias is first broadcast into
+    # the (m, n) result, which the GEMM then reads back (beta=1): a write and a read of the result.
+    bias_pass = 0 if beta == 0.0 else 2 * m * n * x.itemsize
+    return _gemm_cost(op, 1, m, n, k, x, kernels=kernels, skip_read=("self",) if beta == 0.0 else (), bias_pass_bytes=bias_pass)
 
 
 @register(aten.bmm, category="matmul")

@@ -22,7 +22,7 @@ from __future__ import annotations
 import torch
 
 from roofline.costs.registry import OpCost, arguments, compute_dtype_of, register, rw_bytes
-from roofline.ops import CapturedOp, TensorMeta
+from roofline.graph.ops import CapturedOp, TensorMeta
 
 aten = torch.ops.aten
 

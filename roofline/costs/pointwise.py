@@ -40,7 +40,7 @@ from roofline.costs.registry import (
     rw_bytes,
     tensors_in,
 )
-from roofline.ops import CapturedOp
+from roofline.graph.ops import CapturedOp
 
 aten = torch.ops.aten
 

@@ -22,7 +22,7 @@ import math
 import torch
 
 from roofline.costs.registry import arguments, compute_dtype_of, existing_ops, OpCost, register, rw_bytes
-from roofline.ops import CapturedOp
+from roofline.graph.ops import CapturedOp
 
 aten = torch.ops.aten
 

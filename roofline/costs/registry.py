@@ -6,7 +6,7 @@ returns an ``OpCost``. Register it for every overload packet it prices::
     @register(aten.mm, aten.addmm, category="matmul")
     def matmul_cost(op: CapturedOp) -> OpCost: ...
 
-Conventions (DESIGN.md): one multiply-add is 2 FLOPs and, where ``torch.utils.flop_counter``
+Conventions (docs/design.md): one multiply-add is 2 FLOPs and, where ``torch.utils.flop_counter``
 counts an op, our count equals its count exactly. Bytes are the compulsory traffic of one kernel:
 each tensor input read once at its own (un-broadcast) size, each output written once; views move
 nothing. An op with no formula is priced by ``fallback_cost`` (its bytes, zero FLOPs) and reported
@@ -16,13 +16,12 @@ as unsupported by the caller; it is never silently dropped.
 from __future__ import annotations
 
 from collections import Counter
-
 from dataclasses import dataclass
-from typing import Callable, Literal
+from typing import Callable, Literal, NamedTuple
 
 import torch
 
-from roofline.ops import CapturedOp, TensorMeta
+from roofline.graph.ops import CapturedOp, TensorMeta
 
 Category = Literal[
     "matmul",  # GEMM-shaped: priced on the calibrated matmul curve at its (batch, m, n, k)
@@ -39,6 +38,28 @@ Category = Literal[
 ]
 
 
+class Gemm(NamedTuple):
+    """The matrix product an op amounts to: ``batch`` independent (m, k) @ (k, n) products."""
+
+    batch: int
+    m: int
+    n: int
+    k: int
+
+
+class Recurrence(NamedTuple):
+    """A fused recurrent layer stack: per (layer, direction) ``steps`` dependent steps, each a
+    (m, k) @ (k, n) gate GEMM (m = batch rows, n = gates x hidden, k = input + hidden), one after
+    another: their size, not their sum, sets the speed."""
+
+    cell: str  # "lstm", "gru", "rnn_tanh" or "rnn_relu"
+    layers: int  # (layer, direction) groups
+    steps: int
+    m: int
+    n: int
+    k: int
+
+
 @dataclass(frozen=True)
 class OpCost:
     """What one op costs, independent of any device."""
@@ -48,29 +69,29 @@ class OpCost:
     bytes_written: int
     kernels: int = 1  # device kernels launched (0 for views and for ops that never reach the device)
     category: Category = "other"
-    # Equivalent GEMM (batch, m, n, k) for categories priced on the matmul curve.
-    gemm: tuple[int, int, int, int] | None = None
+    # The equivalent GEMM of the categories priced on the matmul curve (matmul, conv, attention).
+    gemm: Gemm | None = None
+    # A recurrent layer stack, priced as its sequence of small GEMMs (its ``gemm`` is None).
+    recurrence: Recurrence | None = None
     # dtype whose compute ceiling applies (the matmul operand dtype, or the output dtype).
     compute_dtype: torch.dtype | None = None
-    # True when the ``gemm`` batch counts dependent steps (a recurrence over time): the GEMMs run one
-    # after another, each at its own small size, not as one large batched GEMM.
-    sequential: bool = False
-    # Bytes moved by a separate follow-up kernel on the GPU that runs after the main one (cuDNN
-    # convolutions leave the bias add to an ATen kernel that reads and writes the output again).
-    gpu_epilogue_bytes: int = 0
-    # Bytes moved by a separate pass on the CPU before the main one (ATen's CPU addmm copies its bias
-    # into the result, then runs the GEMM with beta=1, which reads the result back).
-    cpu_prologue_bytes: int = 0
+    # Bytes of a separate pass that puts a bias into the result, for a backend whose main kernel
+    # leaves the bias out: cuDNN convolves without it and ATen adds it afterwards; ATen's CPU addmm
+    # copies it into the result first and the GEMM accumulates onto it. Which backend makes the
+    # pass is the device model's knowledge (``roofline.model.kernels.bias_pass_s``).
+    bias_pass_bytes: int = 0
 
     @property
     def bytes(self) -> int:
         return self.bytes_read + self.bytes_written
 
     def __post_init__(self):
-        for name in ("flops", "bytes_read", "bytes_written", "kernels", "gpu_epilogue_bytes", "cpu_prologue_bytes"):
+        for name in ("flops", "bytes_read", "bytes_written", "kernels", "bias_pass_bytes"):
             value = getattr(self, name)
             if value < 0:
                 raise ValueError(f"OpCost.{name} must be >= 0, got {value}")
+        if self.gemm is not None and not isinstance(self.gemm, Gemm):
+            object.__setattr__(self, "gemm", Gemm(*self.gemm))
 
 
 Formula = Callable[[CapturedOp], OpCost]

@@ -20,8 +20,9 @@ gates (LSTM 4, GRU 3, RNN 1), hidden H, input I, recurrent input Hr (= H, or pro
 Biases are counted here (unlike addmm) because these ops are not counted by flop_counter and there
 is no decomposition to stay consistent with.
 
-Equivalent GEMM: (T, B, G*H, I + Hr): T sequential steps of a B-row GEMM, the honest picture of
-why small-batch RNNs run far below matmul peak. Category "matmul".
+Recurrence (``OpCost.recurrence``): per (layer, direction) T sequential steps of a B-row GEMM
+(B, G*H, I + Hr), the honest picture of why small-batch RNNs run far below matmul peak. Category
+"matmul".
 
 Bytes: input, weights, biases and initial states read once; outputs (sequence, final states,
 workspace) written once.
@@ -37,8 +38,8 @@ import math
 
 import torch
 
-from roofline.costs.registry import OpCost, arguments, register, rw_bytes
-from roofline.ops import CapturedOp, TensorMeta
+from roofline.costs.registry import OpCost, Recurrence, arguments, register, rw_bytes
+from roofline.graph.ops import CapturedOp, TensorMeta
 
 aten = torch.ops.aten
 
@@ -63,7 +64,7 @@ def _stack_cost(op: CapturedOp, kind: str, weights: list[TensorMeta], n_groups: 
     """Sum ``cell_flops`` over the (layer, direction) groups of a flat weight list."""
     per_group = len(weights) // max(1, n_groups)
     g = GATES[kind]
-    flops, gemm = 0, None
+    flops, recurrence = 0, None
     rows, steps, batch = rows_steps_batch
     for i in range(n_groups):
         group = weights[i * per_group:(i + 1) * per_group]
@@ -72,12 +73,12 @@ def _stack_cost(op: CapturedOp, kind: str, weights: list[TensorMeta], n_groups: 
         proj_w = group[-1] if per_group in (3, 5) else None  # w_hr: (P, H)
         proj = proj_w.shape[0] if proj_w is not None else 0
         flops += cell_flops(kind, rows, w_ih.shape[1], hidden, w_hh.shape[1], has_biases, proj)
-        if gemm is None:
-            gemm = (steps, batch, g * hidden, w_ih.shape[1] + w_hh.shape[1])
+        if recurrence is None:
+            recurrence = Recurrence(kind, n_groups, steps, batch, g * hidden, w_ih.shape[1] + w_hh.shape[1])
     read, written = rw_bytes(op)
     return OpCost(flops=flops, bytes_read=read, bytes_written=written,
-                  kernels=n_groups * (1 + 2 * steps), category="matmul", gemm=gemm,
-                  compute_dtype=x.dtype, sequential=True)
+                  kernels=n_groups * (1 + 2 * steps), category="matmul", recurrence=recurrence,
+                  compute_dtype=x.dtype)
 
 
 def _rows_steps_batch(x: TensorMeta, batch_first: bool, batch_sizes) -> tuple[int, int, int]:

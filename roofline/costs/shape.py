@@ -26,7 +26,7 @@ from roofline.costs.registry import (
     register,
     rw_bytes,
 )
-from roofline.ops import CapturedOp
+from roofline.graph.ops import CapturedOp
 
 aten = torch.ops.aten
 

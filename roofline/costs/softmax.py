@@ -18,7 +18,7 @@ from __future__ import annotations
 import torch
 
 from roofline.costs.registry import OpCost, compute_dtype_of, first_tensor, register, rw_bytes
-from roofline.ops import CapturedOp
+from roofline.graph.ops import CapturedOp
 
 aten = torch.ops.aten
 

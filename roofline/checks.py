@@ -1,0 +1,99 @@
+"""Predictions checked against measurements (``--measure``): measured times, per-op errors and
+roofline fractions put into a report, the prediction at the host's speed of the measurement beside
+the one as calibrated, and each measured alternative's gain against its predicted gain."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import torch
+
+from roofline.measure.run import Measurement, roofline_time_s
+from roofline.model.kernels import matmul_dtype_name
+from roofline.pipeline import Analysis, module_rollups
+from roofline.schema.report import GainCheck, Report
+from roofline.units import seconds
+
+
+def attach_measurement(report: Report, measurement: Measurement, analysis: Analysis) -> Report:
+    """Fill ``measured_s``, per-op errors and roofline fractions from a measurement."""
+    dev = analysis.dev
+    report.total.measured_s = measurement.total.median_s
+    report.total.measured_spread_s = measurement.total.iqr_s
+    copy_curve = dev.part.measurements.bandwidth_curve("copy")
+    peak_bw = copy_curve.dram_bytes_per_s(dev.cache_bytes) if copy_curve else 0.0
+    gpu = report.profile.kind == "cuda"
+    for op, measured in zip(report.ops, measurement.op_s):
+        op.measured_s = measured
+        if measured is None or measured <= 0:
+            continue
+        predicted = op.kernel_s if gpu else op.predicted_s
+        if predicted > 0 or op.kernels:
+            op.error = (predicted - measured) / measured
+        if op.kernels:
+            if op.category in ("matmul", "conv", "attention"):
+                dtype = op.inputs[0].dtype if op.inputs else "float32"
+                name = matmul_dtype_name(getattr(torch, dtype, torch.float32), report.allow_tf32)
+                peak_flops = dev.matmul_model(name).peak_flop_per_s
+            else:
+                peak_flops = dev.vector_flop_per_s
+            roof = roofline_time_s(op.flops, op.bytes_read + op.bytes_written, peak_flops, peak_bw)
+            op.roofline_fraction = roof / measured if roof > 0 else None
+    report.modules = module_rollups(report.ops)
+    report.warnings += measurement.notes
+    return report
+
+
+def attach_host_speed(report: Report, analysis: Analysis, scale: float) -> Report:
+    """Put the prediction at the host's speed of the measurement beside the one as calibrated: the
+    same graph and costs predicted with every host cost times the host-speed index's scale. Host
+    speed drifts by tens of percent on a shared machine; this separates that drift from the model's
+    own error."""
+    report.total.host_scale = scale
+    report.total.predicted_at_host_now_s = analysis.at_host_scale(scale).total_s
+    return report
+
+
+def attach_alternatives(
+    report: Report, measured: dict, notes: list[str], eager_beside: dict | None = None, scale_beside: dict | None = None,
+    predict_at: Callable[[float], Analysis] | None = None,
+) -> Report:
+    """Put measured CUDA-graph and torch.compile times beside the predicted ones, with the gains.
+
+    A measured gain is the eager time timed beside the alternative (``eager_beside``, from
+    ``measure.alternatives.measure_alternatives``) less the alternative's; without it, the report's
+    own eager time. With the host scales timed beside each alternative (``scale_beside``) and
+    ``predict_at(scale)`` (the analysis at that host scale), each check also carries the gain
+    predicted at the host's speed of its own measurement."""
+    predicted = report.alternatives.by_name() if report.alternatives else {}
+    report.measured_alternatives_s = dict(measured)
+    checks = []
+    for key, value in measured.items():
+        pred = predicted.get(key)
+        eager_measured = (eager_beside or {}).get(key) or report.total.measured_s
+        if pred is None or not eager_measured:
+            continue
+        pred_gain = report.total.predicted_s - pred
+        meas_gain = eager_measured - value
+        err = (pred_gain - meas_gain) / abs(meas_gain) if meas_gain else None
+        check = GainCheck(alternative=key, predicted_s=pred, measured_s=value, measured_eager_s=eager_measured,
+                          predicted_gain_s=pred_gain, measured_gain_s=meas_gain, gain_error=err)
+        now = ""
+        scale = (scale_beside or {}).get(key)
+        if scale is not None and predict_at is not None:
+            at = predict_at(scale)
+            alt_now = at.alternatives.by_name().get(key)
+            if alt_now is not None:
+                gain_now = at.total_s - alt_now
+                err_now = (gain_now - meas_gain) / abs(meas_gain) if meas_gain else None
+                check = check.model_copy(update=dict(host_scale=scale, predicted_eager_now_s=at.total_s, predicted_now_s=alt_now,
+                                                     predicted_gain_now_s=gain_now, gain_error_now=err_now))
+                now = f"; at the host's speed beside it (x{scale:.2f}) {seconds(gain_now)}" + (f", {100 * err_now:+.0f}%" if err_now is not None else "")
+        checks.append(check)
+        report.advice.append(
+            f"checked: {key.replace('_', ' ')} measured {seconds(value)} against eager {seconds(eager_measured)} "
+            f"(gain {seconds(meas_gain)}; predicted {seconds(pred_gain)}" + (f", {100 * err:+.0f}%" if err is not None else "") + now + ")"
+        )
+    report.gain_checks = checks
+    report.warnings += notes
+    return report

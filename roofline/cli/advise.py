@@ -1,0 +1,164 @@
+"""``roofline advise model.py``: capture, price, predict and advise, optionally check against the
+device (``--measure``), and write the report, its charts and its design-review page."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from roofline.cli.paths import check_json_path, check_output_args
+from roofline.errors import ModelFileError, RooflineError
+
+
+def add_parsers(sub) -> None:
+    adv = sub.add_parser("advise", help="trace a model file, predict per-op time and regime, and advise")
+    adv.add_argument("model_file", help="a .py file defining `model` + `example_inputs`, or `get_model()` + `get_example_inputs()`")
+    adv.add_argument("--profile", help="profile name or path (`roofline profiles` lists them); default: the newest saved one")
+    adv.add_argument("--device", choices=["cuda", "cpu"], help="which part of the profile to predict for (default: its GPU if it has one)")
+    adv.add_argument("--json", metavar="PATH", help="write the report as JSON")
+    adv.add_argument("--top", type=_positive_int, default=15, help="rows in the top-ops table")
+    adv.add_argument("--tf32", action="store_true", help="price float32 matmuls on TF32 tensor cores (torch.backends.cuda.matmul.allow_tf32=True)")
+    adv.add_argument("--calls", type=_positive_int, default=1, help="placement over a loop of this many calls")
+    adv.add_argument("--pinned", action="store_true", help="placement with pinned host memory for the copies")
+    adv.add_argument("--measure", action="store_true", help="also run the model on the profile's device and report measured times and errors")
+    adv.add_argument("--copies", choices=["per-call", "once"], default="per-call", help="placement: inputs/outputs copied on every call, or once for the whole --calls loop")
+    adv.add_argument("--batch-sweep", action=argparse.BooleanOptionalAction, default=None, help="predict time per sample over batch sizes (default: on for models of up to 600 ops)")
+    adv.add_argument("--placement-sweep", action="store_true", help="CPU vs GPU over the sizes of the model file's sweep(), with the crossover")
+    adv.add_argument(
+        "--plot", metavar="PATH",
+        help="draw the charts: PATH.png or PATH.svg (the roofline there, the others beside it as PATH_<chart>), or a directory",
+    )
+    adv.add_argument("--report", metavar="PATH.html", help="write a self-contained HTML design-review page (charts inline, no network needed)")
+    adv.set_defaults(func=_cmd_advise)
+
+
+def _cmd_advise(args) -> int:
+    from roofline.graph.loading import load_model_file
+    from roofline.pipeline import Analysis, Options, resolve_profile
+    from roofline.report.terminal import render
+
+    profile, kind = resolve_profile(args.profile, args.device)  # fail fast on a bad profile
+    check_output_args(args)  # and on an unwritable --plot/--report path
+    if args.json:
+        check_json_path(args.json)
+    measure_device = None
+    if args.measure:
+        from roofline.measure.device import device_for
+
+        measure_device = device_for(profile, kind)  # refuses a profile of another machine
+    loaded = load_model_file(args.model_file, materialize=False)
+    options = Options(
+        device=kind, allow_tf32=args.tf32 or None, calls=args.calls, host_memory="pinned" if args.pinned else "pageable",
+        copies_per_call=args.copies == "per-call", batch_sweep=args.batch_sweep, user_files=(str(loaded.path),),
+    )
+    analysis = Analysis.of(loaded.model, loaded.args, loaded.kwargs, profile, options, name=loaded.name, materialize=loaded.materializer())
+    report = analysis.report()
+    if args.placement_sweep:
+        _placement_sweep(report, loaded, profile, options, measure_device)
+    report.warnings = list(loaded.warnings) + report.warnings
+    if measure_device:
+        _measure(report, analysis, args, measure_device)
+    render(report, top=args.top)
+    if args.json:
+        report.write_json(args.json)
+        print(f"wrote {args.json}")
+    emit_outputs(report, profile, args)
+    return 0
+
+
+def _measure(report, analysis, args, device: str) -> None:
+    """Time the real model on the device and put the measurements beside the predictions."""
+    from roofline.checks import attach_alternatives, attach_host_speed, attach_measurement
+    from roofline.graph.loading import load_model_file
+    from roofline.measure.run import add_per_op, measure
+
+    if args.tf32:
+        import torch
+
+        torch.backends.cuda.matmul.allow_tf32 = True
+    real = load_model_file(args.model_file, materialize=True)
+    overheads = analysis.dev.overheads
+    # every timing before the per-op profile: a profiler session slows later launches (roofline.measure.run)
+    measurement = measure(analysis.graph, real.model, real.args, real.kwargs, device, per_op=False, overheads=overheads)
+    alternatives = None
+    if analysis.kind == "cuda":
+        from roofline.measure.alternatives import measure_alternatives
+
+        alternatives = measure_alternatives(real.model, real.args, real.kwargs, device, overheads=overheads)
+    add_per_op(measurement, analysis.graph, real.model, real.args, real.kwargs, device)
+    attach_measurement(report, measurement, analysis)
+    if measurement.host_speed is not None:
+        attach_host_speed(report, analysis, measurement.host_speed.scale)
+    if alternatives is not None:
+        attach_alternatives(report, *alternatives, predict_at=analysis.at_host_scale)
+
+
+def _placement_sweep(report, loaded, profile, options, measure_device) -> None:
+    """Fill report.placement_sweep from the model file's sweep(); measure each size with --measure."""
+    import torch
+
+    from roofline.advice.placement import crossover
+    from roofline.pipeline import placement_sweep
+
+    sweep = getattr(loaded.module, "sweep", None)
+    if sweep is None:
+        raise ModelFileError(f"--placement-sweep needs {loaded.path.name} to define sweep() yielding (label, model, example_inputs)")
+    with torch.device("meta"):
+        entries = list(sweep())
+    result = placement_sweep(entries, profile, options)
+    if result is None:
+        return
+    if measure_device and measure_device.startswith("cuda"):
+        from roofline.graph.capture import normalize_inputs
+        from roofline.graph.loading import load_model_file
+        from roofline.measure.alternatives import measure_placement
+
+        real = load_model_file(loaded.path, materialize=True)
+        for point, (label, model, inputs) in zip(result.points, real.module.sweep()):
+            if point.cpu_s > 2.0 or point.gpu_s + point.transfer_s > 2.0:
+                continue  # too long to time within a sweep
+            args, kwargs = normalize_inputs(inputs)
+            m = measure_placement(model, args, kwargs, measure_device)
+            point.measured_cpu_s, point.measured_gpu_total_s = m["cpu_s"], m["gpu_with_copies_s"]
+        measured = [(p.size, "cuda" if p.measured_gpu_total_s < p.measured_cpu_s else "cpu") for p in result.points if p.measured_cpu_s is not None]
+        result.measured_crossover = crossover(measured)
+    report.placement_sweep = result
+    if result.crossover is not None:
+        line = f"placement over {result.parameter}: the GPU (copies included) wins from {result.parameter}={result.crossover}"
+    else:
+        line = f"placement over {result.parameter}: the CPU wins at every size of the sweep"
+    if result.measured_crossover is not None:
+        line += f" (measured: from {result.measured_crossover})"
+    report.advice.append(line)
+
+
+def emit_outputs(report, profile, args) -> list[Path]:
+    """After the analysis: write the charts (``--plot``) and the HTML page (``--report``); returns the files written."""
+    written: list[Path] = []
+    plot, page = args.plot, args.report
+    if not plot and not page:
+        return written
+    check_output_args(args)
+    if plot:
+        if plot.lower().endswith((".html", ".htm")):
+            raise RooflineError(f"--plot {plot}: charts are .png or .svg; use --report {plot} for the HTML page")
+        from roofline.report.charts import plot_all
+
+        written += plot_all(report, profile, plot)
+    if page:
+        from roofline.report.html import write_html
+
+        written.append(write_html(report, profile, page))
+    for w in written:
+        print(f"wrote {w}")
+    return written
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number")
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value}: give 1 or more")
+    return value

@@ -1,0 +1,91 @@
+"""``roofline calibrate`` and ``roofline profiles``: measure this machine, and list the profiles."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from roofline.cli.paths import check_writable
+
+
+def add_parsers(sub) -> None:
+    cal = sub.add_parser("calibrate", help="measure this machine's ceilings and save a profile")
+    cal.add_argument("--device", default=None, help="cuda, cuda:N or cpu (default: cuda if present, else cpu)")
+    cal.add_argument("--quick", action="store_true", help="a reduced grid: seconds instead of a minute")
+    cal.add_argument("--output", help="where to write the profile JSON (default: the user profile directory)")
+    cal.add_argument("--name", help="profile name (default: derived from the device name)")
+    cal.add_argument("--no-progress", action="store_true", help="no progress bar")
+    cal.add_argument("--with-compile", action="store_true", help="GPU: also measure torch.compile's host costs (two compilations, about 25 s more) for the torch.compile advice")
+    cal.set_defaults(func=_cmd_calibrate)
+
+    prof = sub.add_parser("profiles", help="list shipped and saved profiles")
+    prof.set_defaults(func=_cmd_profiles)
+
+
+def _cmd_calibrate(args) -> int:
+    from rich.table import Table
+
+    from calibrate.runner import resolve_device, run_calibration, summary_rows
+    from roofline.profiles import save_profile, user_profile_dir
+
+    if args.device is None:
+        import torch
+
+        args.device = "cuda" if torch.cuda.is_available() else "cpu"
+    device = resolve_device(args.device)
+    command = "roofline calibrate " + " ".join(_argv_tail(args))  # recorded in the profile
+    # Check the output location before spending a minute measuring.
+    if args.output:
+        check_writable(args.output)
+    profile = run_calibration(device, quick=args.quick, name=args.name, show_progress=not args.no_progress, command=command, with_compile=args.with_compile)
+    out = Path(args.output) if args.output else user_profile_dir() / f"{profile.name}.json"
+    path = save_profile(profile, out)
+    from roofline.report.terminal import make_console
+
+    console = make_console()
+    table = Table(title=f"roofline profile '{profile.name}' ({profile.calibration.duration_s:.1f} s)")
+    for col in ("part", "quantity", "measured", "theoretical", "ratio"):
+        table.add_column(col, justify="right" if col in ("ratio",) else "left")
+    for row in summary_rows(profile):
+        table.add_row(*row)
+    console.print(table)
+    gpu_src = profile.gpu.peaks.source if profile.gpu else None
+    console.print(f"theoretical figures: {gpu_src + '; ' if gpu_src else ''}CPU {profile.host.peaks.source}", style="dim")
+    for w in profile.calibration.warnings[:10]:
+        console.print(f"warning: {w}", style="yellow")
+    if len(profile.calibration.warnings) > 10:
+        console.print(f"... and {len(profile.calibration.warnings) - 10} more spread warnings (see the profile JSON)", style="yellow")
+    console.print(f"saved {path}")
+    return 0
+
+
+def _argv_tail(args) -> list[str]:
+    out = ["--device", args.device]
+    if args.quick:
+        out.append("--quick")
+    if args.with_compile:
+        out.append("--with-compile")
+    if args.name:
+        out += ["--name", args.name]
+    if args.output:
+        out += ["--output", args.output]
+    return out
+
+
+def _cmd_profiles(args) -> int:
+    from rich.table import Table
+
+    from roofline.profiles import available_profiles, shipped_profile_dir, user_profile_dir
+    from roofline.report.terminal import make_console
+
+    entries = available_profiles()
+    console = make_console()
+    if not entries:
+        console.print(f"no profiles found in {shipped_profile_dir()} or {user_profile_dir()}; run `roofline calibrate`")
+        return 0
+    table = Table(title="roofline profiles")
+    for col in ("name", "source", "device", "created", "quick", "path"):
+        table.add_column(col)
+    for e in entries:
+        table.add_row(e.name, e.source, e.device, e.created_at, "yes" if e.quick else "no", str(e.path))
+    console.print(table)
+    return 0

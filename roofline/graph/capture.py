@@ -1,0 +1,349 @@
+"""Capture a model's forward pass as an ordered list of aten ops, without real memory.
+
+``capture(model, args, kwargs)`` runs one forward under a ``FakeTensorMode`` with a recording
+dispatch mode on top of it: parameters, buffers, tensor attributes and inputs are replaced by fake
+tensors of the same shape, dtype and strides (on the CPU, or on the GPU the prediction is for when
+this machine has it), the model is called through ``torch.func.functional_call``, and every aten op
+that reaches the dispatcher is recorded with its arguments' metadata, as it runs. Fake tensors carry
+metadata only, so a 1.5-billion-parameter model built on the meta device captures in a few hundred
+MB. Because the model really runs, Python loops, shape-dependent branches, keyword inputs and any
+output structure (tuples, dicts, ``ModelOutput`` dataclasses, cache objects) need no special support.
+
+Code that needs tensor *values* (``if x.sum() > 0``, ``.item()``, ``.tolist()``, ``nonzero``) cannot
+run on fake tensors. Given ``materialize`` (a zero-argument callable returning a real ``(model, args,
+kwargs)``), capture then runs the model for real on the CPU (``capture_mode="real"``) and says why
+in ``warnings``; without it, it raises ``CaptureError`` naming the user's line.
+
+Where each op comes from (module path, user's line, native torch call) is recorded by
+``roofline.graph.provenance`` while the op runs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+from typing import Any, Callable, Iterable
+
+import torch
+from torch import nn
+from torch.utils import _pytree as pytree
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils.weak import WeakIdKeyDictionary
+
+from roofline.errors import CaptureError, RooflineError
+from roofline.graph import failures
+from roofline.graph.ops import CapturedGraph, CapturedOp, TensorMeta
+from roofline.graph.provenance import (
+    FrameLocator,
+    ModuleTracker,
+    TorchCalls,
+    call_model,
+    module_names,
+    named_state,
+    preferred_files,
+    quiet_torch_logs,
+    set_eval,
+    unique_bytes,
+)
+from roofline.graph.structure import map_tensors, tensors_in
+
+__all__ = ["capture", "normalize_inputs"]
+
+Materializer = Callable[[], tuple]  # () -> (model, args) or (model, args, kwargs), real CPU tensors
+
+
+def capture(
+    model: Callable[..., Any],
+    example_inputs: Any = (),
+    kwargs: dict | None = None,
+    *,
+    materialize: Materializer | None = None,
+    inference: bool = True,
+    user_files: Iterable[str | os.PathLike] | None = None,
+    device: str = "cpu",
+) -> CapturedGraph:
+    """Capture one forward pass of ``model(*example_inputs, **kwargs)`` as aten ops.
+
+    ``device`` is where the fake tensors live ('cpu' by default, which works on any machine;
+    'cuda' on a GPU machine records the ops a GPU run dispatches, e.g. its attention backend).
+
+    ``model`` is an ``nn.Module`` (parameters real or on the meta device) or any callable.
+    ``example_inputs`` is a tuple of positional inputs (a single tensor or a list is accepted),
+    ``kwargs`` a dict of keyword inputs. ``materialize``, if given, returns real CPU ``(model,
+    args[, kwargs])``; it is called only when the model needs tensor values (data-dependent control
+    flow), or uses a meta-device tensor that is not a parameter or buffer, and then the model runs
+    for real. ``inference=True`` (the default) captures ``model.eval()`` under ``torch.no_grad()``;
+    the modules' training flags are restored afterwards. ``user_files`` names files (e.g. the model
+    file) whose lines are preferred for ``CapturedOp.source``.
+    """
+    if not callable(model):
+        raise CaptureError(f"the model must be an nn.Module or a callable, got {type(model).__name__}; pass the module itself")
+    args, kwargs = normalize_inputs(example_inputs, kwargs)
+    locator = FrameLocator(preferred_files(model, user_files))
+
+    try:
+        return _trace(model, args, kwargs, fake=True, inference=inference, locator=locator, device=device)
+    except _TraceFailed as failed:
+        fake_failure = failed.error
+
+    where = failures.describe_location(fake_failure, locator)
+    data_op = failures.data_dependent_op(fake_failure)
+    if data_op is not None:
+        need = f"{where}: {data_op} {failures.gloss(data_op)}"
+        if materialize is None:
+            raise CaptureError(
+                f"{need}; fake tensors have no values, so this cannot be captured without "
+                f"memory: capture with real CPU tensors (capture(..., materialize=...), "
+                f"e.g. LoadedModel.materializer()), or make the code depend on shapes only"
+            ) from None
+        warning = (
+            f"{need}; captured by running the model once on real CPU tensors "
+            f"(capture_mode 'real'): the ops are those of these inputs' values"
+        )
+        return _capture_real(materialize, warning, inference, locator)
+
+    if materialize is not None and failures.involves_meta(fake_failure):
+        warning = (
+            f"{where}: a tensor on the meta device that is not a parameter, buffer or tensor "
+            f"attribute of a module ({failures.summary(fake_failure)}); captured by running the "
+            f"model once on real CPU tensors (capture_mode 'real')"
+        )
+        return _capture_real(materialize, warning, inference, locator)
+
+    raise CaptureError(f"capture failed at {where}: {failures.summary(fake_failure)}; {failures.hint(fake_failure)}") from None
+
+
+def normalize_inputs(example_inputs: Any, kwargs: dict | None = None) -> tuple[tuple, dict]:
+    """(positional, keyword) inputs: a tuple, a list or a single tensor of positional inputs, or a
+    dict of keyword inputs, and optionally keyword inputs beside them."""
+    if isinstance(example_inputs, dict) and kwargs is None:
+        example_inputs, kwargs = (), example_inputs
+    if isinstance(example_inputs, list):
+        example_inputs = tuple(example_inputs)
+    elif isinstance(example_inputs, torch.Tensor):
+        example_inputs = (example_inputs,)
+    if not isinstance(example_inputs, tuple):
+        raise CaptureError(
+            f"example_inputs must be a tuple of the model's positional inputs or a dict of its keyword inputs, "
+            f"got {type(example_inputs).__name__}; pass (x,) for a single input"
+        )
+    if kwargs is not None and not (isinstance(kwargs, dict) and all(isinstance(k, str) for k in kwargs)):
+        raise CaptureError(f"keyword inputs must be a dict of argument names to values, got {type(kwargs).__name__}")
+    return example_inputs, dict(kwargs or {})
+
+
+def _capture_real(materialize: Materializer, warning: str, inference: bool, locator: FrameLocator) -> CapturedGraph:
+    try:
+        got = materialize()
+        model, args, kwargs = (*got, None) if len(got) == 2 else got
+    except RooflineError:  # e.g. the model file's own ModelFileError: already one line
+        raise
+    except Exception as exc:  # noqa: BLE001
+        raise CaptureError(
+            f"the model needs real tensors ({warning.split(';')[0]}), but materializing it "
+            f"failed: {failures.summary(exc)}; check that the model builds on the CPU"
+        ) from None
+    args, kwargs = normalize_inputs(args, kwargs)
+    if isinstance(model, nn.Module):
+        for name, t in named_state(model):
+            if t.is_meta:
+                raise CaptureError(
+                    f"materialize returned a model whose `{name}` is on the meta device; "
+                    f"build it with real tensors (load the model file with materialize=True)"
+                )
+    try:
+        graph = _trace(model, args, kwargs, fake=False, inference=inference, locator=locator)
+    except _TraceFailed as failed:
+        exc = failed.error
+        raise CaptureError(
+            f"capture with real tensors failed at {failures.describe_location(exc, locator)}: "
+            f"{failures.summary(exc)}; {failures.hint(exc)}"
+        ) from None
+    graph.warnings.insert(0, warning)
+    return graph
+
+
+class _TraceFailed(Exception):
+    """The model raised while running under capture; ``error`` is what it raised."""
+
+    def __init__(self, error: BaseException):
+        super().__init__(str(error))
+        self.error = error
+
+
+def _trace(model, args: tuple, kwargs: dict, *, fake: bool, inference: bool, locator: FrameLocator, device: str = "cpu") -> CapturedGraph:
+    is_module = isinstance(model, nn.Module)
+    named = named_state(model) if is_module else []
+    if fake:
+        from torch._subclasses.fake_tensor import FakeTensorMode
+
+        mode = FakeTensorMode(allow_non_fake_inputs=True)
+
+        def convert(x: torch.Tensor) -> torch.Tensor:
+            with mode:
+                return torch.empty_strided(tuple(x.shape), tuple(x.stride()), dtype=x.dtype, device=device)
+    else:
+        mode = contextlib.nullcontext()
+
+        def convert(x: torch.Tensor) -> torch.Tensor:
+            return x.detach()
+
+    fakes: dict[int, torch.Tensor] = {}  # a tied weight is one tensor under two names
+    state = {name: fakes[id(t)] if id(t) in fakes else fakes.setdefault(id(t), convert(t)) for name, t in named}
+    run_args = map_tensors(args, convert)
+    run_kwargs = map_tensors(kwargs, convert)
+
+    tracker = ModuleTracker(module_names(model) if is_module else {})
+    calls = TorchCalls()
+    recorder = _Recorder(locator, tracker, calls)
+    seen_state = set()
+    for name, t in state.items():
+        if id(t) not in seen_state:
+            seen_state.add(id(t))
+            recorder.name_value(t, f"state.{name}")
+    inputs = list(tensors_in((run_args, run_kwargs)))
+    for i, t in enumerate(inputs):
+        recorder.name_value(t, f"input.{i}")
+
+    grad = torch.no_grad() if inference else contextlib.nullcontext()
+    restore_training = set_eval(model) if (is_module and inference) else (lambda: None)
+    try:
+        with mode, grad, tracker.installed(), quiet_torch_logs(), calls, recorder:
+            try:
+                result = call_model(model, is_module, state, run_args, run_kwargs)
+            except Exception as exc:  # the user's code (or torch on its behalf) failed
+                raise _TraceFailed(exc) from exc
+    finally:
+        restore_training()
+
+    graph = recorder.graph(result)
+    graph.inputs = [TensorMeta.of(t) for t in inputs]
+    graph.parameters_bytes = unique_bytes(t for _, t in named)
+    graph.module_calls = tracker.calls
+    graph.state_tensors = len(seen_state)
+    graph.capture_mode = "fake" if fake else "real"
+    graph.replay = _ReplayPlan(
+        inputs=len(inputs), state=[name for name in state], constants=recorder.constants, real=not fake,
+    )
+    return graph
+
+
+# Ops that ask a tensor about itself and launch nothing (``t.device`` on a fake tensor): not part
+# of the program.
+_QUERIES = {torch.ops.prim.device.default}
+
+
+class _Recorder(TorchDispatchMode):
+    """Records every aten op that reaches the dispatcher, in order, with its arguments' metadata
+    and, for each tensor argument, the value it is: an input, a piece of the model's state, an
+    earlier op's output, or a constant the model made from outside the capture."""
+
+    def __init__(self, locator: FrameLocator, tracker: ModuleTracker, calls: TorchCalls):
+        super().__init__()
+        self.locator, self.tracker, self.calls = locator, tracker, calls
+        # tensor -> (value name, producing op or -1), held weakly: a reference of ours would make
+        # torch's factory bindings detach their result (a shared tensor), an op eager never runs
+        self.values = WeakIdKeyDictionary()
+        self.ops: list[CapturedOp] = []
+        self.constants: dict[str, Any] = {}  # value name -> the tensor (real capture) or its TensorMeta
+
+    def name_value(self, t: torch.Tensor, name: str, producer: int = -1) -> None:
+        self.values[t] = (name, producer)
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        out = func(*args, **kwargs)
+        if func not in _QUERIES:
+            self._record(func, args, kwargs, out)
+        return out
+
+    def _source_of(self, t: torch.Tensor) -> tuple[str, int]:
+        found = self.values.get(t)
+        if found is None:  # a tensor from outside the capture (a global, or one made from data)
+            name = f"const.{len(self.constants)}"
+            self.constants[name] = t if not _is_fake(t) else TensorMeta.of(t)
+            self.name_value(t, name)
+            found = self.values[t]
+        return found
+
+    def _record(self, func, args: tuple, kwargs: dict, out) -> None:
+        index = len(self.ops)
+        sources: list[tuple[str, int]] = []
+
+        def meta(x):
+            if isinstance(x, torch.Tensor):
+                sources.append(self._source_of(x))
+                return _tensor_meta(x)
+            if isinstance(x, (list, tuple)):
+                converted = [meta(y) for y in x]
+                return converted if isinstance(x, list) else tuple(converted)
+            if isinstance(x, dict):
+                return {k: meta(v) for k, v in x.items()}
+            return _concrete(x)
+
+        margs = tuple(meta(a) for a in args)
+        mkwargs = {k: meta(v) for k, v in kwargs.items()}
+        outputs = [t for t in pytree.tree_leaves(out) if isinstance(t, torch.Tensor)]
+        module, module_type = self.tracker.stack[-1] if self.tracker.stack else ("", "")
+        try:
+            source = self.locator.find(sys._getframe(2))
+        except Exception:  # noqa: BLE001 - provenance is best effort, never fatal
+            source = None
+        self.ops.append(
+            CapturedOp(
+                index=index, target=func, args=margs, kwargs=mkwargs, outputs=tuple(_tensor_meta(t) for t in outputs),
+                module=module, module_type=module_type, source=source, torch_call=self.calls.current,
+                input_ops=tuple(sorted({p for _, p in sources if p >= 0})), input_sources=tuple(sources),
+            )
+        )
+        for k, t in enumerate(outputs):
+            self.name_value(t, f"op.{index}.{k}", index)
+
+    def graph(self, result) -> CapturedGraph:
+        """The recorded ops as a ``CapturedGraph``: consumers filled in, and the ops whose values
+        the model returned marked as outputs."""
+        users: list[set[int]] = [set() for _ in self.ops]
+        for op in self.ops:
+            for j in op.input_ops:
+                users[j].add(op.index)
+        for op, u in zip(self.ops, users):
+            op.users = tuple(sorted(u))
+        outputs = []
+        for t in tensors_in(result):
+            outputs.append(_tensor_meta(t))
+            found = self.values.get(t)
+            if found is not None and found[1] >= 0:
+                self.ops[found[1]].is_output = True
+        return CapturedGraph(ops=self.ops, outputs=outputs)
+
+
+class _ReplayPlan:
+    """What ``roofline.graph.replay`` needs besides the ops: how many inputs, the state's names in
+    the order the capture named them, and the constants (real tensors, or metadata only)."""
+
+    def __init__(self, inputs: int, state: list[str], constants: dict[str, Any], real: bool):
+        self.inputs, self.state, self.constants, self.real = inputs, state, constants, real
+
+
+def _is_fake(t: torch.Tensor) -> bool:
+    from torch._subclasses.fake_tensor import FakeTensor
+
+    return isinstance(t, FakeTensor)
+
+
+def _concrete(x):
+    if isinstance(x, torch.SymInt):
+        return int(x)
+    if isinstance(x, torch.SymFloat):
+        return float(x)
+    if isinstance(x, torch.SymBool):
+        return bool(x)
+    return x
+
+
+def _tensor_meta(t: torch.Tensor) -> TensorMeta:
+    try:
+        return TensorMeta.of(t)
+    except (RuntimeError, NotImplementedError):  # sparse and other layouts without strides
+        return TensorMeta.contiguous(tuple(t.shape), t.dtype, t.device.type)

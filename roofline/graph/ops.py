@@ -1,0 +1,153 @@
+"""The captured program: an ordered list of aten ops with tensor metadata.
+
+Capture (``roofline.graph.capture``) produces a ``CapturedGraph``; the cost registry
+(``roofline.costs``) prices each ``CapturedOp``; prediction and advice read both. Tensors are
+represented by ``TensorMeta`` only, so nothing here holds device memory.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import torch
+
+
+@dataclass(frozen=True)
+class TensorMeta:
+    """Shape, dtype, strides and device of one tensor; no data."""
+
+    shape: tuple[int, ...]
+    dtype: torch.dtype
+    stride: tuple[int, ...]
+    device: str = "cpu"
+    storage_offset: int = 0
+
+    @classmethod
+    def of(cls, t: torch.Tensor) -> "TensorMeta":
+        return cls(
+            shape=tuple(int(s) for s in t.shape),
+            dtype=t.dtype,
+            stride=tuple(int(s) for s in t.stride()),
+            device=str(t.device.type),
+            storage_offset=int(t.storage_offset()) if t.layout == torch.strided else 0,
+        )
+
+    @classmethod
+    def contiguous(cls, shape, dtype=torch.float32, device: str = "cpu") -> "TensorMeta":
+        """A dense row-major tensor; handy in tests and in formulas that build outputs."""
+        shape = tuple(int(s) for s in shape)
+        stride, acc = [], 1
+        for s in reversed(shape):
+            stride.append(acc)
+            acc *= max(s, 1)
+        return cls(shape=shape, dtype=dtype, stride=tuple(reversed(stride)), device=device)
+
+    @property
+    def numel(self) -> int:
+        n = 1
+        for s in self.shape:
+            n *= s
+        return n
+
+    @property
+    def itemsize(self) -> int:
+        return self.dtype.itemsize
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the logical tensor (numel x itemsize)."""
+        return self.numel * self.itemsize
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+
+@dataclass
+class CapturedOp:
+    """One aten op call, in execution order.
+
+    ``args``/``kwargs`` are the call's arguments with every tensor replaced by its ``TensorMeta``
+    (lists of tensors become lists of ``TensorMeta``); scalars, shapes and dtypes stay as they were.
+    ``outputs`` are the op's tensor outputs, flattened. ``input_ops`` are the indices of the ops
+    whose outputs this op reads (graph inputs and parameters are not ops), and ``users`` are the
+    indices of ops that read this op's outputs; ``is_output`` marks ops whose result leaves the graph.
+    """
+
+    index: int
+    target: Any  # torch._ops.OpOverload (or a callable for non-aten nodes)
+    args: tuple
+    kwargs: dict
+    outputs: tuple[TensorMeta, ...]
+    module: str = ""  # dotted path of the innermost nn.Module, "" for top level
+    module_type: str = ""  # class name of that module
+    source: str | None = None  # "file.py:123" of the user's line, when known
+    input_ops: tuple[int, ...] = ()
+    users: tuple[int, ...] = ()
+    is_output: bool = False
+    # For each entry of tensor_inputs(): (the value it reads, the op that produced it or -1 for a
+    # graph input, parameter or constant). Lets fusion count a tensor read twice by a group once,
+    # and replay find each argument.
+    input_sources: tuple[tuple[str, int], ...] = ()
+    # The native (C++) torch call (``F.linear``, ``torch.matmul``) this op ran inside, shared by every
+    # op of that call; None for a call into Python code, or when unknown. See capture._TorchCalls.
+    torch_call: int | None = None
+
+    @property
+    def name(self) -> str:
+        """Canonical op name, e.g. ``aten.mm.default``."""
+        return op_name(self.target)
+
+    @property
+    def packet(self) -> str:
+        """Overload packet name, e.g. ``aten.mm``."""
+        name = self.name
+        return name.rsplit(".", 1)[0] if name.count(".") >= 2 else name
+
+    def tensor_inputs(self) -> list[TensorMeta]:
+        """Every tensor argument, flattened, in argument order (positional then keyword)."""
+        found: list[TensorMeta] = []
+
+        def walk(x):
+            if isinstance(x, TensorMeta):
+                found.append(x)
+            elif isinstance(x, (list, tuple)):
+                for y in x:
+                    walk(y)
+            elif isinstance(x, dict):
+                for y in x.values():
+                    walk(y)
+
+        walk(self.args)
+        walk(self.kwargs)
+        return found
+
+
+def op_name(target: Any) -> str:
+    """``aten.mm.default`` for an OpOverload, the qualified name for anything else."""
+    if isinstance(target, torch._ops.OpOverload):
+        ns = target.namespace
+        return f"{ns}.{target._opname}.{target._overloadname}"
+    if isinstance(target, torch._ops.OpOverloadPacket):
+        return f"{target._qualified_op_name.replace('::', '.')}"
+    return getattr(target, "__qualname__", None) or str(target)
+
+
+@dataclass
+class CapturedGraph:
+    """The whole captured forward pass."""
+
+    ops: list[CapturedOp]
+    inputs: list[TensorMeta] = field(default_factory=list)  # user inputs, flattened
+    parameters_bytes: int = 0  # bytes of parameters and buffers (resident weights)
+    outputs: list[TensorMeta] = field(default_factory=list)
+    module_calls: int = 0  # nn.Module __call__s during one forward (each costs host time)
+    state_tensors: int = 0  # parameter, buffer and tensor-attribute tensors: graph inputs under torch.compile
+    capture_mode: str = "fake"  # "fake" (no memory) or "real" (fallback that ran the model)
+    warnings: list[str] = field(default_factory=list)
+    replay: Any = None  # what roofline.graph.replay needs to run the ops again on real tensors
+
+    def with_ops(self, ops: list[CapturedOp]) -> "CapturedGraph":
+        """The same program with other ops (fused, or changed for an alternative)."""
+        return replace(self, ops=ops, warnings=list(self.warnings))

@@ -1,0 +1,243 @@
+"""Where each captured op comes from: the user's line, the nn.Module it ran in, and the native
+torch call that ran it.
+
+- ``FrameLocator`` finds the innermost frame of the user's code (preferring the model file) out to
+  the model call (``call_model``), the boundary between the caller and the model;
+- ``ModuleTracker`` counts nn.Module calls and keeps a stack of the modules being run, through
+  global forward hooks installed only while capturing;
+- ``TorchCalls`` numbers the torch calls the model's Python code makes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+import logging
+import os
+import sysconfig
+from typing import Callable, Iterable
+
+import torch
+from torch import nn
+from torch.overrides import TorchFunctionMode
+
+# Pseudo-filenames of interactive code, which is the user's.
+_INTERACTIVE = ("<stdin>", "<string>", "<console>", "<ipython-input")
+
+
+def call_model(model, is_module: bool, state: dict, args: tuple, kwargs: dict):
+    """The boundary of the user's code: frames inside this call are the model's, outside not."""
+    if is_module:
+        return torch.func.functional_call(model, state, args, kwargs, strict=False)
+    return model(*args, **kwargs)
+
+
+CALL_MODEL_CODE = call_model.__code__
+
+
+def named_state(model: nn.Module) -> list[tuple[str, torch.Tensor]]:
+    """Parameters, buffers and plain tensor attributes of every submodule (tied ones once)."""
+    named: list[tuple[str, torch.Tensor]] = []
+    seen_names = set()
+    for name, t in list(model.named_parameters()) + list(model.named_buffers()):
+        named.append((name, t))
+        seen_names.add(name)
+    # Plain tensor attributes (``self.mask = torch.tril(...)``, not registered as buffers) are
+    # meta tensors when the file was loaded on meta; swap them for fakes as well.
+    for mod_name, mod in model.named_modules():
+        for attr, value in vars(mod).items():
+            if isinstance(value, torch.Tensor) and not isinstance(value, nn.Parameter):
+                full = f"{mod_name}.{attr}" if mod_name else attr
+                if full not in seen_names:
+                    named.append((full, value))
+                    seen_names.add(full)
+    return named
+
+
+def unique_bytes(tensors: Iterable[torch.Tensor]) -> int:
+    seen, total = set(), 0
+    for t in tensors:
+        if id(t) in seen:
+            continue
+        seen.add(id(t))
+        total += t.numel() * t.element_size()
+    return total
+
+
+def set_eval(model: nn.Module) -> Callable[[], None]:
+    flags = [(m, m.training) for m in model.modules()]
+    model.eval()
+
+    def restore():
+        for m, training in flags:
+            m.training = training
+
+    return restore
+
+
+def module_names(model: nn.Module) -> dict[int, str]:
+    names: dict[int, str] = {}
+    for name, mod in model.named_modules(remove_duplicate=False):
+        names.setdefault(id(mod), name)
+    return names
+
+
+class ModuleTracker:
+    """Counts nn.Module calls and keeps the stack of modules being run: (dotted path, class name)."""
+
+    def __init__(self, names: dict[int, str]):
+        self.names = names
+        self.calls = 0
+        self.stack: list[tuple[str, str]] = []
+
+    def _pre(self, module, args):
+        self.calls += 1
+        path = self.names.get(id(module))
+        if path is None:  # a proxy or a module created during forward
+            path = self.stack[-1][0] if self.stack else ""
+        self.stack.append((path, type(module).__name__))
+
+    def _post(self, module, args, output):
+        if self.stack:
+            self.stack.pop()
+
+    @contextlib.contextmanager
+    def installed(self):
+        from torch.nn.modules.module import (
+            register_module_forward_hook,
+            register_module_forward_pre_hook,
+        )
+
+        pre = register_module_forward_pre_hook(self._pre)
+        post = register_module_forward_hook(self._post)
+        try:
+            yield self
+        finally:
+            pre.remove()
+            post.remove()
+
+
+class TorchCalls(TorchFunctionMode):
+    """Numbers the torch calls the model's Python code makes (``F.linear``, ``x.view``, ``x + y``).
+
+    The host pays Python's argument parsing and the dispatcher's entry once per such call, then the
+    aten ops a native (C++) call runs inside it follow in C++: ``F.linear`` runs ``t`` and
+    ``addmm``, ``torch.matmul`` on 3-d inputs ``view``, ``mm`` and ``_unsafe_view``. Every aten op
+    made inside one native call gets its number, so that prediction can tell an op the call runs
+    in C++ from a call of its own (``roofline.model.timeline.dispatch_payers``).
+    A call into a Python function (``F.relu``, ``F.multi_head_attention_forward``) is not numbered:
+    its torch calls run in Python, each with its own Python cost, and this mode cannot see them
+    (a mode is off while its handler runs), so their ops stay priced one by one.
+    """
+
+    def __init__(self):
+        super().__init__()
+        self.count = 0
+        self.current: int | None = None
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        outer = self.current
+        if outer is None:
+            self.count += 1
+            self.current = None if inspect.isfunction(func) else self.count
+        try:
+            return func(*args, **(kwargs or {}))
+        finally:
+            self.current = outer
+
+
+@contextlib.contextmanager
+def quiet_torch_logs():
+    """Failures become one-line CaptureErrors; torch's own error logs would only repeat them."""
+    loggers = [logging.getLogger(name) for name in _NOISY_LOGGERS]
+    levels = [lg.level for lg in loggers]
+    for lg in loggers:
+        lg.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        for lg, level in zip(loggers, levels):
+            lg.setLevel(level)
+
+
+_NOISY_LOGGERS = ("torch._subclasses.fake_tensor", "torch.fx.experimental.proxy_tensor")
+
+
+class FrameLocator:
+    """Finds the innermost frame of user code, preferring named files (e.g. the model file)."""
+
+    def __init__(self, preferred: set[str]):
+        self.preferred = preferred
+        torch_dir = os.path.dirname(os.path.abspath(torch.__file__)) + os.sep
+        ours = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep  # the roofline package
+        self.excluded = (torch_dir, ours)
+        paths = sysconfig.get_paths()
+        self.stdlib = tuple(
+            {os.path.abspath(paths[k]) + os.sep for k in ("stdlib", "platstdlib") if k in paths}
+        )
+        self._tier: dict[str, int] = {}
+
+    def tier(self, filename: str) -> int:
+        """0: preferred file, 1: user code, 2: third-party library, 3: not user code."""
+        t = self._tier.get(filename)
+        if t is None:
+            t = self._classify(filename)
+            self._tier[filename] = t
+        return t
+
+    def _classify(self, filename: str) -> int:
+        if not filename:
+            return 3
+        if filename.startswith("<"):
+            return 1 if filename.startswith(_INTERACTIVE) else 3
+        full = os.path.abspath(filename)
+        if full.startswith(self.excluded):  # torch itself (e.g. nn.Sequential) and roofline
+            return 3
+        if full in self.preferred:
+            return 0
+        library = any(part in full for part in ("site-packages", "dist-packages"))
+        if library:
+            return 2
+        if full.startswith(self.stdlib):
+            return 3
+        return 1
+
+    def best(self, frames: Iterable[tuple[str, int]]) -> tuple[str, int] | None:
+        """``frames`` innermost first; the best (filename, line)."""
+        best: dict[int, tuple[str, int]] = {}
+        for filename, line in frames:
+            t = self.tier(filename)
+            if t < 3 and t not in best:
+                best[t] = (filename, line)
+                if t == 0:
+                    break
+        for t in (0, 1, 2):
+            if t in best:
+                return best[t]
+        return None
+
+    def find(self, frame) -> str | None:
+        """``file.py:LINE`` of the best frame from ``frame`` out to the model call."""
+        frames = []
+        f = frame
+        while f is not None and f.f_code is not CALL_MODEL_CODE:
+            frames.append((f.f_code.co_filename, f.f_lineno))
+            f = f.f_back
+        if f is None:  # not inside the model call: nothing of the user's to point at
+            return None
+        hit = self.best(frames)
+        return f"{os.path.basename(hit[0])}:{hit[1]}" if hit else None
+
+
+def preferred_files(model, user_files) -> set[str]:
+    files = set()
+    for f in user_files or ():
+        files.add(os.path.abspath(os.fspath(f)))
+    try:
+        obj = type(model) if isinstance(model, nn.Module) else model
+        src = inspect.getsourcefile(obj)
+        if src:
+            files.add(os.path.abspath(src))
+    except (TypeError, OSError):
+        pass
+    return files

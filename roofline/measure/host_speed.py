@@ -1,0 +1,91 @@
+"""How fast the host runs now, against calibration: one figure, timed call for call beside the model.
+
+Eager host costs (Python, the dispatcher, the driver's launch path) drift on a shared host by tens
+of percent within seconds, and a model's host-bound time moves with them while its prediction
+stands. The index here is calibration's own mix (``roofline.hostmix``): every representative op
+called once in turn, host issue only. The profile records its time implicitly
+(``roofline.model.host.calibrated_index_s``). Timed in rounds alternating with the model, both see
+the same host phase, and
+
+    host scale = index time now / index time at calibration
+
+multiplies every host cost of the prediction (``Analysis.at_host_scale``); device-side costs stay.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from roofline.hostmix import mix_of, representative_ops
+from roofline.model.host import calibrated_index_s
+from roofline.schema.profile import Overheads
+from roofline.timing import Slot, Timing, summarize, sync, time_rounds
+
+INDEX_CALLS = 10  # passes of the mix per index sample, as calibration timed the mix
+MODEL_BLOCK_S = 2e-3  # model calls timed per round: about as long as one index sample
+PAIRED_BUDGET_S = 1.0
+MIN_ROUNDS = 7
+
+
+@dataclass
+class HostSpeed:
+    """The index timed beside a model, and what it says about the host."""
+
+    index_now_s: float
+    index_calibrated_s: float
+    blocks: int
+
+    @property
+    def scale(self) -> float:
+        return self.index_now_s / self.index_calibrated_s if self.index_calibrated_s > 0 else 1.0
+
+
+def index_call(device: str):
+    """One pass of the index: calibration's mix, every representative op called once in turn."""
+    return mix_of(representative_ops(device))
+
+
+def index_slot(mix, samples: int = 1) -> Slot:
+    """The index as a slot of ``roofline.timing.time_rounds``: ``INDEX_CALLS`` passes per sample."""
+    return Slot(mix, calls=INDEX_CALLS, samples=samples)
+
+
+def index_sample_s(mix) -> float:
+    """Host time of one pass of the mix: one untimed pass (the first after other code runs slow),
+    then ``INDEX_CALLS`` passes timed together."""
+    return float(time_rounds({"index": index_slot(mix)}, rounds=1)["index"][0][0])
+
+
+def host_speed_beside(call, device: str, overheads: Overheads, *, budget_s: float = PAIRED_BUDGET_S, label: str = "forward") -> tuple[Timing, HostSpeed]:
+    """(Timing of the model, HostSpeed): ``call`` (which synchronizes) and the index timed in
+    alternating rounds until ``budget_s`` is spent (at least ``MIN_ROUNDS``): per round one index
+    sample, then the model's calls for ``MODEL_BLOCK_S`` (at least one), each after one untimed call
+    (a model call right after the index, or the index right after the model, runs up to 1.5x slow,
+    and the model's time that prediction is for is the back-to-back one). Runs under
+    ``torch.no_grad()``, the grad mode of calibration."""
+    import torch
+
+    mix = index_call(device)
+    with torch.no_grad():
+        for _ in range(3 * INDEX_CALLS):
+            mix()
+        sync(device)
+        got = time_rounds(
+            {"index": index_slot(mix), "model": Slot(call, seconds=MODEL_BLOCK_S)},
+            rounds=MIN_ROUNDS, budget_s=budget_s, device=device,
+        )
+    index_s = np.concatenate(got["index"])
+    speed = HostSpeed(index_now_s=statistics.median(index_s.tolist()), index_calibrated_s=calibrated_index_s(overheads), blocks=len(got["model"]))
+    return summarize(np.concatenate(got["model"]), label), speed
+
+
+def warm_up(call, seconds: float = 0.25, at_least: int = 3) -> None:
+    """Call ``call`` at least ``at_least`` times and for at least ``seconds``."""
+    start, n = time.perf_counter(), 0
+    while n < at_least or time.perf_counter() - start < seconds:
+        call()
+        n += 1

@@ -1,0 +1,285 @@
+"""Calibrated curves as functions: achieved time or rate at any op's own size.
+
+Peaks alone overestimate small ops by orders of magnitude (a 256^3 matmul runs far below the chip's
+peak, a 1 MB copy far below its bandwidth), so prediction reads every ceiling at the op's size:
+
+- matmul: the measured time on the (m, n, k) grid, interpolated linearly in log(time) over
+  log(m), log(n), log(k); beyond the grid the rate at the nearest edge is kept (time scales with
+  FLOPs), which the peak probes show is where large GEMMs sit;
+- bandwidth and pointwise: rate over working-set size, interpolated in log-log, flat beyond the ends;
+- convolution: the implicit GEMM's matmul-curve time times the ratio measured at the nearest
+  calibrated convolutions of the same filter size;
+- host<->device copies: the measured times interpolated linearly in bytes between calibrated
+  sizes (a pageable copy into fresh memory jumps where the allocator starts handing out new
+  pages), the smallest point's time below them, the largest point's rate beyond;
+- fused RNN layer: a fixed cost per call plus, per step, the gate GEMM's matmul-curve time times
+  the step-to-GEMM ratio measured at the nearest calibrated layers of the same cell type.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+import statistics
+
+import numpy as np
+
+from roofline.costs.conv import conv_gemm
+from roofline.costs.rnn import GATES
+from roofline.model.host import calibrated_index_s
+from roofline.schema.profile import (
+    BandwidthCurve,
+    ConvCurve,
+    MatmulCurve,
+    Overheads,
+    PointwiseCurve,
+    RnnCurve,
+    TransferCurve,
+)
+
+# fp16 and bf16 run the same kernels at the same speed: a curve of either stands for the other
+_TWIN = {"float16": "bfloat16", "bfloat16": "float16"}
+
+
+def _work_time(t: float, overhead_s: float) -> float:
+    """A measured time less the per-call overhead it includes (CPU wall times include dispatch)."""
+    return max(t - overhead_s, 0.1 * t)
+
+
+def _monotone(log_t: np.ndarray) -> np.ndarray:
+    """Clip the grid so that no shape takes longer than a shape that is larger in every dimension.
+
+    More work never takes less time; a grid point that does (one slow sample on a busy host, say
+    8 ms for a 1x512x512 product next to 0.1 ms for 1x1024x1024) would otherwise poison every
+    prediction interpolated near it. A suffix minimum along each axis keeps every genuine point and
+    removes such spikes. The bandwidth and op-family curves (one axis, in increasing size; times or
+    log times alike) are clipped the same way."""
+    out = log_t.copy()
+    for axis in range(out.ndim):
+        flipped = np.flip(out, axis=axis)
+        out = np.flip(np.minimum.accumulate(flipped, axis=axis), axis=axis)
+    return out
+
+
+def _cell(axis: list[float], x: float) -> tuple[int, float]:
+    """(i, w): x lies between axis[i] and axis[i + 1], at fraction w of the way (x within the axis)."""
+    if len(axis) == 1:
+        return 0, 0.0
+    i = min(max(bisect.bisect_right(axis, x) - 1, 0), len(axis) - 2)
+    return i, (x - axis[i]) / (axis[i + 1] - axis[i])
+
+
+def _trilinear(axis: list[float], values: list, x: float, y: float, z: float) -> float:
+    """Multilinear interpolation of ``values`` on the cube ``axis`` x ``axis`` x ``axis`` at a point
+    inside it (what ``scipy.interpolate.RegularGridInterpolator(method='linear')`` computes)."""
+    (i, wx), (j, wy), (k, wz) = _cell(axis, x), _cell(axis, y), _cell(axis, z)
+    total = 0.0
+    for di, fx in ((0, 1.0 - wx), (1, wx)):
+        for dj, fy in ((0, 1.0 - wy), (1, wy)):
+            for dk, fz in ((0, 1.0 - wz), (1, wz)):
+                weight = fx * fy * fz
+                if weight:
+                    last = len(axis) - 1
+                    total += weight * values[min(i + di, last)][min(j + dj, last)][min(k + dk, last)]
+    return total
+
+
+class MatmulModel:
+    """Time of an (m, n, k) product of one dtype, from the calibrated grid.
+
+    ``overhead_s`` is subtracted from each measured time: on the CPU the timings are wall times that
+    include the per-op dispatch, which prediction adds back separately.
+    """
+
+    def __init__(self, curve: MatmulCurve, overhead_s: float = 0.0):
+        self.curve = curve
+        grid = sorted(set(curve.grid))
+        self.grid = np.array(grid, dtype=np.float64)
+        index = {v: i for i, v in enumerate(grid)}
+        log_t = np.empty((len(grid),) * 3)
+        for p in curve.points:
+            log_t[index[p.m], index[p.n], index[p.k]] = math.log(_work_time(p.time.median_s, overhead_s))
+        self._log_t = _monotone(log_t).tolist()
+        self._log_grid = [math.log(v) for v in grid]
+        self.peak_flop_per_s = curve.peak_flop_per_s
+
+    def time_s(self, m: int, n: int, k: int) -> float:
+        lo, hi = self.grid[0], self.grid[-1]
+        mc, nc, kc = (float(min(max(x, lo), hi)) for x in (m, n, k))
+        t = math.exp(_trilinear(self._log_grid, self._log_t, math.log(mc), math.log(nc), math.log(kc)))
+        # Outside the grid, keep the edge's rate: time scales with the FLOPs ratio.
+        scale = (max(m, 1) * max(n, 1) * max(k, 1)) / (mc * nc * kc)
+        t *= scale
+        # Never faster than the best rate ever measured for this dtype.
+        return max(t, 2.0 * m * n * k / self.peak_flop_per_s)
+
+
+def _loglog(xs, ys):
+    """Piecewise-linear interpolation in log-log space, flat beyond both ends."""
+    lx, ly = np.log(np.asarray(xs, dtype=np.float64)), np.log(np.asarray(ys, dtype=np.float64))
+
+    def f(x: float) -> float:
+        return float(np.exp(np.interp(math.log(max(x, 1.0)), lx, ly)))
+
+    return f
+
+
+class BandwidthModel:
+    """Achieved bytes/s for a pass over ``working_set`` bytes, by access pattern."""
+
+    def __init__(self, curves: list[BandwidthCurve], overhead_s: float = 0.0):
+        self._f = {}
+        for c in curves:
+            points = sorted(c.points, key=lambda p: p.working_set_bytes)
+            times = _monotone(np.array([_work_time(p.time.median_s, overhead_s) for p in points]))
+            self._f[c.kind] = _loglog([p.working_set_bytes for p in points], [p.bytes / t for p, t in zip(points, times)])
+
+    def bytes_per_s(self, working_set: int, kind: str = "copy") -> float:
+        f = self._f.get(kind) or self._f["copy"]
+        return f(working_set)
+
+
+class PointwiseModel:
+    """Throughput of one op family's calibrated kernel (sin, unary, add, mul_broadcast, layer_norm, softmax) over size."""
+
+    def __init__(self, curve: PointwiseCurve | None, overhead_s: float = 0.0):
+        self.curve = curve
+        if curve:
+            times = _monotone(np.array([_work_time(p.time.median_s, overhead_s) for p in curve.points]))
+            self._bytes = _loglog([p.bytes for p in curve.points], [p.bytes / t for p, t in zip(curve.points, times)])
+        else:
+            self._bytes = None
+
+    def bytes_per_s(self, nbytes: int) -> float | None:
+        """Bytes moved per second by a kernel of this family that moves ``nbytes``."""
+        return self._bytes(nbytes) if self._bytes else None
+
+
+class AttentionModel:
+    """Dense-equivalent FLOP/s of fused attention over (sequence length, tokens in flight).
+
+    Points need not form a full grid (at long sequences the smallest token count is one sequence):
+    per calibrated sequence length the rate is interpolated over its own token counts in log-log
+    (flat beyond them), then between the two nearest sequence lengths in log space."""
+
+    def __init__(self, curve):
+        self.curve = curve
+        by_seq: dict[int, list[tuple[float, float]]] = {}
+        for p in curve.points:
+            by_seq.setdefault(p.seq, []).append((math.log(p.batch_heads * p.seq), math.log(p.flop_per_s)))
+        self._seqs = sorted(by_seq)
+        self._rows = {s: sorted(by_seq[s]) for s in self._seqs}
+        self.peak = max(p.flop_per_s for p in curve.points)
+
+    def _at_seq(self, seq: int, log_tokens: float) -> float:
+        row = self._rows[seq]
+        return float(np.interp(log_tokens, [t for t, _ in row], [r for _, r in row]))
+
+    def flop_per_s(self, seq: int, tokens: int) -> float:
+        lt = math.log(max(tokens, 1))
+        seqs = self._seqs
+        if seq <= seqs[0]:
+            return math.exp(self._at_seq(seqs[0], lt))
+        if seq >= seqs[-1]:
+            return math.exp(self._at_seq(seqs[-1], lt))
+        hi = next(i for i, s in enumerate(seqs) if s >= seq)
+        lo_s, hi_s = seqs[hi - 1], seqs[hi]
+        w = (math.log(seq) - math.log(lo_s)) / (math.log(hi_s) - math.log(lo_s))
+        return math.exp((1 - w) * self._at_seq(lo_s, lt) + w * self._at_seq(hi_s, lt))
+
+
+def _nearest_log_mean(shapes_log: np.ndarray, values_log: np.ndarray, m: int, n: int, k: int, nearest: int = 3) -> np.ndarray:
+    """Geometric mean of calibrated values at the ``nearest`` points closest to (m, n, k) in log
+    space, weighted by inverse squared distance. ``shapes_log``: rows of log(m), log(n), log(k);
+    ``values_log``: the log of one or more values per row (one column each)."""
+    d2 = ((shapes_log - np.log([m, n, k])) ** 2).sum(axis=1)
+    pick = np.argsort(d2)[:nearest]
+    w = 1.0 / (d2[pick] + 1e-3)
+    return np.exp((w[:, None] * values_log[pick]).sum(axis=0) / w.sum())
+
+
+class ConvModel:
+    """How much slower (>1) or faster (<1) than its implicit GEMM on the matmul curve a 2-D
+    convolution runs, from calibrated convolutions of one dtype.
+
+    Each calibrated point gives a ratio (measured time / matmul-curve time of the same implicit
+    GEMM). A convolution takes the geometric mean of the ratios of the (up to) three points nearest
+    in log(m), log(n), log(k), weighted by inverse squared distance, among points with its filter
+    size (all points when none has it)."""
+
+    def __init__(self, curve: ConvCurve, matmul: MatmulModel, overhead_s: float = 0.0):
+        self.curve = curve
+        rows = []
+        for p in curve.points:
+            x_shape = (p.batch, p.in_channels, p.size, p.size)
+            w_shape = (p.out_channels, p.in_channels, p.kernel, p.kernel)
+            out_shape = (p.batch, p.out_channels, p.out_size, p.out_size)
+            _, m, n, k = conv_gemm(x_shape, w_shape, out_shape, transposed=False)
+            ratio = _work_time(p.time.median_s, overhead_s) / matmul.time_s(m, n, k)
+            rows.append((p.kernel * p.kernel, math.log(m), math.log(n), math.log(k), math.log(ratio)))
+        self._rows = np.array(rows, dtype=np.float64)
+
+    def ratio(self, m: int, n: int, k: int, taps: int) -> float:
+        rows = self._rows
+        same = rows[rows[:, 0] == taps]
+        if len(same):
+            rows = same
+        return float(_nearest_log_mean(rows[:, 1:4], rows[:, 4:5], m, n, k)[0])
+
+
+def _rnn_host_factor(curves: list[RnnCurve], overheads: Overheads) -> float:
+    """What puts the calibrated RNN layers at the host speed these overheads stand for (as
+    calibrated, or times a measured host scale): the host-speed index those overheads imply over
+    the median index timed beside the RNN stage. cuDNN launches every step from the host. The
+    stage's median, not each point's own index: a point's own index is one short sample, noisier
+    than the layer it stands beside (``benchmarks/calibration_sweep.py --compare`` prints how two
+    calibrations' layers agree). 1.0 for profiles without the index."""
+    stage = [p.host_index_s for c in curves for p in c.points if p.host_index_s]
+    if not stage or not overheads.dispatch_by_op_s:
+        return 1.0
+    return calibrated_index_s(overheads) / statistics.median(stage)
+
+
+class RnnModel:
+    """Time of one fused RNN layer (one direction) from calibrated layers of one dtype.
+
+    Each calibrated point gives a fixed cost per call and a ratio (time per step / matmul-curve
+    time of the step's gate GEMM, batch x gates*hidden x (input + hidden)). A layer takes the
+    geometric means of both over the (up to) three points nearest in log(m), log(n), log(k),
+    weighted by inverse squared distance, among points of its cell type (all points when none is).
+    cuDNN launches every step from the host, so every point's times are first multiplied by
+    ``host_factor`` (``_rnn_host_factor``: the calibration's RNN stage put at the profile's host speed)."""
+
+    def __init__(self, curve: RnnCurve, matmul: MatmulModel, overhead_s: float = 0.0, host_factor: float = 1.0):
+        self.matmul = matmul
+        rows = []
+        # a point whose shorter run was not faster (a first-call outlier that survived calibration's
+        # re-measure) says nothing about the step; all points are kept only if every one is like that
+        usable = [p for p in curve.points if p.time_long.median_s > p.time_short.median_s] or curve.points
+        host = host_factor  # the stage at the profile's host speed (_rnn_host_factor)
+        for p in usable:
+            m, n, k = p.batch, GATES[p.kind] * p.hidden, p.input_size + p.hidden
+            ratio = host * p.step_s / matmul.time_s(m, n, k)
+            fixed = max(host * p.fixed_s - overhead_s, 1e-9)
+            rows.append((p.kind, (math.log(m), math.log(n), math.log(k), math.log(ratio), math.log(fixed))))
+        # per cell type, and all points together for a type that was not calibrated
+        self._tables = {kind: np.array([r for c, r in rows if c == kind]) for kind in {c for c, _ in rows}}
+        self._all = np.array([r for _, r in rows])
+
+    def time_s(self, kind: str, steps: int, m: int, n: int, k: int) -> float:
+        """One layer of ``steps`` steps whose gate GEMM is (m, n, k)."""
+        table = self._tables.get(kind, self._all)
+        ratio, fixed = _nearest_log_mean(table[:, 0:3], table[:, 3:5], m, n, k)
+        return float(fixed + steps * ratio * self.matmul.time_s(m, n, k))
+
+
+def transfer_s(curve: TransferCurve, nbytes: int) -> float:
+    """Time of one host<->device copy of ``nbytes``, read off the calibrated points."""
+    points = sorted(curve.points, key=lambda p: p.bytes)
+    sizes = [p.bytes for p in points]
+    times = [p.time.median_s for p in points]
+    if nbytes <= sizes[0]:
+        return times[0]
+    if nbytes >= sizes[-1]:
+        return times[-1] * nbytes / sizes[-1]
+    return float(np.interp(nbytes, sizes, times))

@@ -1,0 +1,160 @@
+"""One part of a profile (its GPU or its host CPU) as prediction reads it: every calibrated curve
+turned into a function of an op's size, the host costs, and the float32 math modes the run uses."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import cached_property
+
+from roofline.model.curves import (
+    _TWIN,
+    AttentionModel,
+    BandwidthModel,
+    ConvModel,
+    MatmulModel,
+    PointwiseModel,
+    RnnModel,
+    _rnn_host_factor,
+)
+from roofline.model.host import dispatch_s, interleave_for
+from roofline.schema.profile import CpuPart, GpuPart, Overheads
+
+
+@dataclass(frozen=True)
+class MathModes:
+    """Which float32 math the priced run uses on a GPU: TF32 tensor cores for matmuls
+    (``torch.backends.cuda.matmul.allow_tf32``, off by default) and for cuDNN convolutions
+    (``torch.backends.cudnn.allow_tf32``, on by default)."""
+
+    matmul_tf32: bool = False
+    conv_tf32: bool = True
+
+    @classmethod
+    def from_torch(cls, matmul_tf32: bool | None = None, conv_tf32: bool | None = None) -> "MathModes":
+        """The modes torch would run with now; an argument that is not None overrides its flag."""
+        import torch
+
+        return cls(
+            matmul_tf32=bool(torch.backends.cuda.matmul.allow_tf32) if matmul_tf32 is None else matmul_tf32,
+            conv_tf32=bool(torch.backends.cudnn.allow_tf32) if conv_tf32 is None else conv_tf32,
+        )
+
+
+class DeviceModel:
+    """Everything prediction needs from one part (GPU or CPU) of a profile."""
+
+    def __init__(self, part: GpuPart | CpuPart, kind: str, modes: MathModes = MathModes(), overheads: Overheads | None = None):
+        self.part = part
+        self.kind = kind  # "cuda" or "cpu"
+        self.modes = modes
+        m = part.measurements
+        self.overheads = overheads or m.overheads
+        # CPU timings are wall times of whole calls, which include one dispatch; GPU timings are
+        # device time only.
+        included = self.overheads.dispatch_s.median_s if kind == "cpu" else 0.0
+        self._included = included
+        self.matmul = {c.dtype: MatmulModel(c, included) for c in m.matmul}
+        self.bandwidth = BandwidthModel(m.bandwidth, included)
+        self.family = {(c.op, c.dtype): PointwiseModel(c, included) for c in m.pointwise}
+        self._family_names = {op for op, _ in self.family}
+        self.attention = {(c.dtype, c.head_dim, c.causal): AttentionModel(c) for c in m.attention}
+        self.conv = {
+            (c.dtype, c.tf32): ConvModel(c, self.matmul_model("tf32" if c.tf32 else c.dtype), included) for c in m.conv
+        }
+        self.rnn = self._rnn_models(self.overheads)
+
+    def _rnn_models(self, overheads: Overheads) -> dict[str, RnnModel]:
+        m = self.part.measurements
+        host = _rnn_host_factor(m.rnn, overheads)
+        return {c.dtype: RnnModel(c, self.matmul_model(c.dtype), self._included, host) for c in m.rnn}
+
+    def with_overheads(self, overheads: Overheads) -> "DeviceModel":
+        """The same device with other host costs (a host running at another speed). On a GPU the
+        curves are shared and the fused RNN layers (launched step by step from the host) follow the
+        host; on the CPU the curves, whose wall times include one dispatch, are read again."""
+        if self.kind == "cpu":
+            return DeviceModel(self.part, self.kind, self.modes, overheads)
+        twin = object.__new__(DeviceModel)
+        twin.__dict__.update({k: v for k, v in self.__dict__.items() if k not in ("kernel_floor_s",)})
+        twin.overheads = overheads
+        twin.rnn = self._rnn_models(overheads)
+        return twin
+
+    def with_modes(self, modes: MathModes) -> "DeviceModel":
+        """The same device priced with other float32 math modes."""
+        twin = object.__new__(DeviceModel)
+        twin.__dict__.update(self.__dict__)
+        twin.modes = modes
+        return twin
+
+    @property
+    def name(self) -> str:
+        ident = self.part.identity
+        return ident.name if hasattr(ident, "name") else ident.model
+
+    @cached_property
+    def vector_flop_per_s(self) -> float:
+        """Ceiling for non-matmul arithmetic: the datasheet fp32 rate, else the measured fp32 matmul peak."""
+        theo = self.part.peaks.flop_per_s.get("float32")
+        measured = self.matmul["float32"].peak_flop_per_s if "float32" in self.matmul else None
+        return theo or measured or 1e12
+
+    def matmul_model(self, dtype_name: str) -> MatmulModel:
+        """The curve for a dtype, falling back to the nearest measured one (bf16<->fp16, tf32->fp32)."""
+        for candidate in (dtype_name, {**_TWIN, "tf32": "float32"}.get(dtype_name), "float32"):
+            if candidate in self.matmul:
+                return self.matmul[candidate]
+        return next(iter(self.matmul.values()))
+
+    def has_family(self, family: str) -> bool:
+        """Whether the profile calibrated this op family in any dtype (older profiles lack some)."""
+        return family in self._family_names
+
+    def family_bytes_per_s(self, family: str | None, nbytes: int, dtype_name: str = "float32") -> float | None:
+        """Calibrated bytes/s of an op family's kernel at this size and dtype (fp16 and bf16 stand
+        for each other; float32 for any dtype without a curve), or None if not calibrated."""
+        for dtype in (dtype_name, _TWIN.get(dtype_name), "float32"):
+            model = self.family.get((family, dtype))
+            if model:
+                return model.bytes_per_s(max(nbytes, 1))
+        return None
+
+    def attention_model(self, dtype_name: str, head_dim: int, causal: bool) -> AttentionModel | None:
+        """The attention curve for this dtype and mask at the nearest calibrated head size."""
+        alike = {dtype_name, _TWIN.get(dtype_name, dtype_name)}
+        options = [k for k in self.attention if k[0] in alike and k[2] == causal] or [k for k in self.attention if k[0] in alike]
+        if not options:
+            return None
+        best = min(options, key=lambda k: (abs(math.log(k[1] / max(head_dim, 1))), k[2] != causal))
+        return self.attention[best]
+
+    def conv_model(self, dtype_name: str, tf32: bool) -> ConvModel | None:
+        """The convolution ratios for this dtype (fp16 and bf16 stand for each other), or None."""
+        if dtype_name == "float32":
+            return self.conv.get(("float32", tf32))
+        return self.conv.get((dtype_name, False)) or self.conv.get((_TWIN.get(dtype_name), False))
+
+    def rnn_model(self, dtype_name: str) -> RnnModel | None:
+        """The fused-RNN layer times for this dtype (fp16 and bf16 stand for each other), or None."""
+        return self.rnn.get(dtype_name) or self.rnn.get(_TWIN.get(dtype_name))
+
+    @cached_property
+    def kernel_floor_s(self) -> float:
+        """The least time one kernel occupies the device (GPU: a kernel inside a CUDA graph)."""
+        k = self.overheads.kernel_min_s
+        return k.median_s if k else 0.0
+
+    def interleave_for(self, distinct_kinds: int | None) -> float:
+        """The interleaving factor for a sequence of this many different dispatch kinds."""
+        return interleave_for(self.overheads.interleave_factor, distinct_kinds)
+
+    def dispatch_s(self, kind: str, distinct_kinds: int | None = None) -> float:
+        """Host time to dispatch one op of this kind here (``roofline.model.host.dispatch_s``)."""
+        return dispatch_s(self.overheads, kind, distinct_kinds)
+
+    @cached_property
+    def cache_bytes(self) -> int | None:
+        """The last-level cache: the GPU's L2, the CPU's L3."""
+        ident = self.part.identity
+        return getattr(ident, "l2_cache_bytes", None) or getattr(ident, "l3_cache_bytes", None)

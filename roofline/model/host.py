@@ -1,0 +1,85 @@
+"""The host's side of the model of time: what dispatching one op costs, and moving host costs to
+another host speed.
+
+Each dispatch cost in a profile is measured on one representative op repeated alone
+(``roofline.hostmix``); real code interleaves different kinds of op, which costs the host more per
+op (its code and branch predictors no longer stay hot). The profile's interleaving factor is the
+ratio for calibration's whole mix of ``INTERLEAVE_MIX_KINDS`` kinds; a sequence of fewer kinds gets
+a factor interpolated between 1 and that. Kinds, not aten ops: many elementwise ops share one
+TensorIterator path, and a chain of them costs about what one of them repeated costs.
+
+A host that runs slower or faster than at calibration (a shared machine's host speed drifts by tens
+of percent within seconds) is modelled by multiplying every host cost by one scale
+(``scaled_overheads``); device-side costs stay.
+"""
+
+from __future__ import annotations
+
+from roofline.hostmix import mix_alone_sum_s
+from roofline.schema.profile import DeviceProfile, Overheads, Stat
+
+# Different dispatch kinds (``roofline.model.timeline.dispatch_kind``) in the representative mix, as
+# captured (tests/test_predict.py checks it against the mix).
+INTERLEAVE_MIX_KINDS = 10
+
+# Host-side fields of Overheads: what a slower host makes slower. kernel_min_s and graph_kernel_s
+# are device time and the interleaving factor is a ratio, so they stay.
+HOST_FIELDS = ("dispatch_s", "module_call_s", "synchronize_s", "graph_launch_s", "compiled_call_s", "compiled_kernel_s", "compiled_input_s", "op_small_s")
+
+
+def interleave_for(factor: float, distinct_kinds: int | None) -> float:
+    """The interleaving factor for a sequence of ops of ``distinct_kinds`` different dispatch kinds
+    (None: the calibrated ``factor``): 1 for one kind, ``factor`` for the mix's
+    ``INTERLEAVE_MIX_KINDS``, linear in the number of kinds between."""
+    if distinct_kinds is None:
+        return factor
+    share = min(max(distinct_kinds - 1, 0) / (INTERLEAVE_MIX_KINDS - 1), 1.0)
+    return 1.0 + (factor - 1.0) * share
+
+
+def dispatch_s(overheads: Overheads, kind: str, distinct_kinds: int | None = None) -> float:
+    """Host time to dispatch one op of a representative kind ('add', 'view', 'addmm', ...; the plain
+    dispatch cost for a kind not calibrated) in a sequence that interleaves ``distinct_kinds`` kinds."""
+    stat = overheads.dispatch_by_op_s.get(kind) or overheads.dispatch_s
+    return stat.median_s * interleave_for(overheads.interleave_factor, distinct_kinds)
+
+
+def eager_chain_kernel_s(overheads: Overheads) -> float:
+    """Eager host cost per kernel of a GEMM + ReLU chain, as prediction prices it: the mean of the
+    addmm and relu dispatch in a sequence of 2 kinds. torch.compile's host costs are calibrated as
+    ratios to the chain's measured eager cost and stored times this, so that compiled and eager
+    code are priced on one scale and move together with the host's speed."""
+    return (dispatch_s(overheads, "addmm", 2) + dispatch_s(overheads, "relu", 2)) / 2
+
+
+def calibrated_index_s(overheads: Overheads) -> float:
+    """The host-speed index (one pass of the representative mix) as the profile recorded it: the
+    interleaving factor (calibration's ratio of the mix to its ops alone) x the ops' dispatch costs."""
+    return overheads.interleave_factor * mix_alone_sum_s({name: stat.median_s for name, stat in overheads.dispatch_by_op_s.items()})
+
+
+def scaled_stat(stat: Stat | None, by: float) -> Stat | None:
+    """A host cost measured at one host speed, moved to another ``by`` times slower."""
+    return None if stat is None else stat.model_copy(update=dict(median_s=stat.median_s * by, iqr_s=stat.iqr_s * by))
+
+
+def scaled_overheads(overheads: Overheads, scale: float) -> Overheads:
+    """A copy of ``overheads`` with every host cost multiplied by ``scale``."""
+    update = {k: scaled_stat(getattr(overheads, k), scale) for k in HOST_FIELDS}
+    update["dispatch_by_op_s"] = {name: scaled_stat(stat, scale) for name, stat in overheads.dispatch_by_op_s.items()}
+    return overheads.model_copy(update=update)
+
+
+def with_host_scale(profile: DeviceProfile, kind: str, scale: float) -> DeviceProfile:
+    """A shallow copy of ``profile`` whose ``kind`` part ('cuda' or 'cpu') has its host costs times ``scale``."""
+    key = "host" if kind == "cpu" else "gpu"
+    part = profile.part(kind)
+    measurements = part.measurements.model_copy(update=dict(overheads=scaled_overheads(part.measurements.overheads, scale)))
+    return profile.model_copy(update={key: part.model_copy(update=dict(measurements=measurements))})
+
+
+def with_host_scales(profile: DeviceProfile, scales: dict[str, float]) -> DeviceProfile:
+    """``with_host_scale`` for each part named in ``scales`` ('cuda', 'cpu'); the others as they are."""
+    for kind, scale in scales.items():
+        profile = with_host_scale(profile, kind, scale)
+    return profile

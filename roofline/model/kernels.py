@@ -1,0 +1,176 @@
+"""Kernel time of one op on one device: ``max(F / P, B / W, floor)``, each ceiling read from the
+calibrated curves at the op's own size and family, plus the passes a backend makes besides its
+main kernel.
+
+- F / P: a GEMM-shaped op (matmul, convolution, attention) on the matmul curve of its dtype at its
+  equivalent GEMM; a convolution times the calibrated conv-to-GEMM ratio at the nearest calibrated
+  convolutions; fused attention on the calibrated SDPA curve; a fused RNN stack from calibrated
+  layers; anything else at the vector FLOP rate.
+- B / W: bytes over the bandwidth the op family's own calibrated kernel reaches at this size (sin,
+  unary, add, add with a broadcast operand, layer_norm, softmax), else the plain copy, read or write
+  curve.
+- floor: the device's least time per kernel (a kernel inside a CUDA graph).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from roofline.costs import OpCost
+from roofline.costs.conv import is_transposed
+from roofline.costs.registry import arguments
+from roofline.graph.ops import CapturedOp
+from roofline.model.device import DeviceModel
+
+DTYPE_NAMES = {torch.float32: "float32", torch.bfloat16: "bfloat16", torch.float16: "float16"}
+
+# (device kind, op category) whose backend makes a separate pass for a bias (``OpCost.bias_pass_bytes``):
+# cuDNN convolves without the bias and ATen adds it after; ATen's CPU addmm copies it in before.
+BIAS_PASS = {("cuda", "conv"), ("cpu", "matmul")}
+
+
+def matmul_dtype_name(dtype: torch.dtype | None, allow_tf32: bool) -> str:
+    """The matmul curve that prices a product of this operand dtype."""
+    name = DTYPE_NAMES.get(dtype, "float32")
+    return "tf32" if name == "float32" and allow_tf32 else name
+
+
+def _bandwidth_kind(cost: OpCost) -> str:
+    if cost.bytes_read == 0:
+        return "write"
+    if cost.bytes_written * 8 < cost.bytes_read:
+        return "read"
+    return "copy"
+
+
+def kernel_terms(op: CapturedOp, cost: OpCost, dev: DeviceModel) -> tuple[float, float, float]:
+    """(compute_s, memory_s, floor_s) of one op on one device; zeros for ops that launch no kernel."""
+    if cost.kernels == 0:
+        return 0.0, 0.0, 0.0
+    attention = _attention_time(op, cost, dev) if cost.category == "attention" else None
+    if attention is not None:
+        compute = attention
+    elif cost.recurrence is not None:
+        rec = cost.recurrence
+        layer = _rnn_layer_s(cost, dev)
+        if layer is not None:
+            return rec.layers * layer, 0.0, 0.0  # calibrated whole layers: their bytes and launches are in it
+        # per (layer, direction), one small GEMM per time step, one after another
+        curve = dev.matmul_model(matmul_dtype_name(cost.compute_dtype, dev.modes.matmul_tf32))
+        steps = max(rec.steps, 1)
+        compute = rec.layers * steps * curve.time_s(rec.m, rec.n, rec.k) if rec.m and rec.n and rec.k else 0.0
+        compute += max(cost.flops - 2 * steps * rec.m * rec.n * rec.k, 0) / dev.vector_flop_per_s
+    elif cost.gemm is not None and cost.category in ("matmul", "conv", "attention"):
+        batch, m, n, k = cost.gemm
+        tf32 = dev.modes.matmul_tf32 or (cost.category == "conv" and dev.kind == "cuda" and dev.modes.conv_tf32)
+        curve = dev.matmul_model(matmul_dtype_name(cost.compute_dtype, tf32))
+        compute = curve.time_s(max(batch, 1) * m, n, k) if m and n and k else 0.0
+        if cost.category == "conv" and compute:
+            compute *= _conv_ratio(op, cost, dev, tf32)
+        # FLOPs beyond the GEMM's own (bias, scaling) at the vector rate.
+        compute += max(cost.flops - 2 * max(batch, 1) * m * n * k, 0) / dev.vector_flop_per_s
+    else:
+        compute = cost.flops / dev.vector_flop_per_s
+    nbytes = cost.bytes_read + cost.bytes_written
+    memory = 0.0
+    if nbytes:
+        rate = dev.family_bytes_per_s(_family(op, cost, dev), nbytes, DTYPE_NAMES.get(_out_dtype(op, cost), "float32"))
+        memory = nbytes / (rate or dev.bandwidth.bytes_per_s(max(nbytes, 1), _bandwidth_kind(cost)))
+    floor = dev.kernel_floor_s * cost.kernels
+    return compute, memory, floor
+
+
+def bias_pass_s(cost: OpCost, dev: DeviceModel) -> float:
+    """Time of the separate bias pass this device's backend makes for this op (``BIAS_PASS``),
+    priced on the binary add's curve, as a copy where there is none."""
+    nbytes = cost.bias_pass_bytes if (dev.kind, cost.category) in BIAS_PASS else 0
+    if not nbytes:
+        return 0.0
+    rate = dev.family_bytes_per_s("add", nbytes) or dev.bandwidth.bytes_per_s(nbytes, "copy")
+    return nbytes / rate
+
+
+def kernel_s(op: CapturedOp, cost: OpCost, dev: DeviceModel) -> tuple[float, float, float, float]:
+    """(kernel_s, compute_s, memory_s, floor_s): the op's predicted device time and its terms."""
+    compute, memory, floor = kernel_terms(op, cost, dev)
+    kernel = max(compute, memory, floor) + bias_pass_s(cost, dev) if cost.kernels else 0.0
+    return kernel, compute, memory, floor
+
+
+def _rnn_layer_s(cost: OpCost, dev: DeviceModel) -> float | None:
+    """One (layer, direction) of a fused LSTM/GRU from the calibrated RNN layers; None when the
+    profile has none for this dtype or the op is another cell type."""
+    rec = cost.recurrence
+    model = dev.rnn_model(DTYPE_NAMES.get(cost.compute_dtype, "float32"))
+    if model is None or rec.cell not in ("lstm", "gru") or not (rec.m and rec.n and rec.k):
+        return None
+    return model.time_s(rec.cell, max(rec.steps, 1), rec.m, rec.n, rec.k)
+
+
+def _conv_ratio(op: CapturedOp, cost: OpCost, dev: DeviceModel, tf32: bool) -> float:
+    """Calibrated conv-to-GEMM time ratio for an ungrouped 2-D convolution (1.0 otherwise: grouped,
+    depthwise, transposed, 1-D and 3-D convolutions stay on the GEMM curve)."""
+    batch, m, n, k = cost.gemm
+    inputs = op.tensor_inputs()
+    if batch != 1 or len(inputs) < 2 or inputs[0].ndim != 4 or inputs[1].ndim != 4:
+        return 1.0
+    if is_transposed(op):
+        return 1.0
+    model = dev.conv_model(DTYPE_NAMES.get(cost.compute_dtype, "float32"), tf32)
+    if model is None:
+        return 1.0
+    w = inputs[1]
+    return model.ratio(m, n, k, w.shape[2] * w.shape[3])
+
+
+def _out_dtype(op: CapturedOp, cost: OpCost) -> torch.dtype | None:
+    """The dtype an op's kernel streams: its first output's, else its compute dtype."""
+    return op.outputs[0].dtype if op.outputs else cost.compute_dtype
+
+
+def _broadcasts(op: CapturedOp) -> bool:
+    """A binary op with an operand broadcast up to the output (neither a scalar nor full size)."""
+    if not op.outputs:
+        return False
+    n = op.outputs[0].numel
+    return any(1 < t.numel < n for t in op.tensor_inputs())
+
+
+def _family(op: CapturedOp, cost: OpCost, dev: DeviceModel) -> str | None:
+    """Which calibrated op-family curve prices this op's memory traffic, if any."""
+    if cost.category == "transcendental":
+        return "sin"
+    if cost.category == "pointwise":
+        if _broadcasts(op):
+            return "mul_broadcast"
+        # One operand in, one result out (neg, relu, x * 0.5, y * y): the unary curve where the
+        # profile has one. The binary add's curve moves 1.5x the bytes per element, and so leaves
+        # the cache at a smaller tensor.
+        if cost.bytes_read * 2 < cost.bytes_written * 3 and dev.has_family("unary"):
+            return "unary"
+        return "add"
+    if cost.category == "norm":
+        return "layer_norm"
+    if cost.category == "reduction" and "softmax" in op.packet:
+        return "softmax"
+    return None
+
+
+def _attention_time(op: CapturedOp, cost: OpCost, dev: DeviceModel) -> float | None:
+    """Fused attention priced on the calibrated SDPA curve: dense FLOPs over the rate measured at
+    this sequence length and number of tokens in flight; None when the profile has no curve."""
+    if not dev.attention or not op.tensor_inputs():
+        return None
+    q = op.tensor_inputs()[0]
+    if q.ndim < 2:
+        return None
+    try:
+        causal = bool(arguments(op).get("is_causal", False))
+    except Exception:
+        causal = False
+    seq, head_dim = q.shape[-2], q.shape[-1]
+    tokens = q.numel // max(head_dim, 1)
+    model = dev.attention_model(DTYPE_NAMES.get(q.dtype, "float32"), head_dim, causal)
+    if model is None:
+        return None
+    return cost.flops / model.flop_per_s(seq, tokens)

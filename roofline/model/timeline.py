@@ -1,0 +1,221 @@
+"""The eager timeline: per-op host and kernel times, the two-queue schedule, regimes.
+
+GPU, eager: two queues. The host issues op i at ``h_i = h_(i-1) + o_i``; the device starts it at
+``s_i = max(h_i, e_(i-1))`` and ends at ``e_i = s_i + t_i``; the run ends at ``max(h_N, e_N)`` plus
+one synchronize. An op whose start was set by the host, and whose wait for the host is longer than
+its own kernel, is overhead-bound (so a lone large matmul, which the idle device must also wait to
+receive, is still compute-bound); otherwise it is compute- or memory-bound by the larger term of
+its kernel time (``roofline.model.kernels``); a kernel at the floor is overhead-bound too: its time
+is the fixed cost of a launch, not work.
+
+CPU: one queue, ``t_i = max(F / P_cpu, B / W_cpu) + o_cpu``.
+
+Host time per op ``o_i``: the calibrated dispatch cost of its kind (``dispatch_kind``) in a sequence
+of as many different kinds as the model interleaves (``roofline.model.host``), plus the nn.Module
+calls it enters.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+from roofline.costs import OpCost
+from roofline.graph.ops import CapturedGraph, CapturedOp
+from roofline.model.device import DeviceModel
+from roofline.model.kernels import kernel_s
+
+REGIMES = ("compute", "memory", "overhead", "none")
+
+# (kernel_s, compute_s, memory_s, floor_s) of one op: ``roofline.model.kernels.kernel_s``
+KernelTerms = tuple[float, float, float, float]
+
+
+@dataclass
+class OpTiming:
+    """Predicted times of one op, seconds. ``predicted_s`` is what the op adds to the run's end."""
+
+    kernel_s: float
+    host_s: float
+    compute_s: float
+    memory_s: float
+    issue_s: float  # h_i: when the host has issued it
+    start_s: float  # s_i
+    end_s: float  # e_i
+    predicted_s: float
+    regime: str
+    bound_by: str  # "compute", "memory", "floor", "host" or "none": which term set the time
+
+
+@dataclass
+class Timeline:
+    ops: list[OpTiming]
+    total_s: float  # end of the run, synchronize included
+    host_s: float  # h_N: total host issue time
+    device_busy_s: float  # sum of kernel times
+    sync_s: float
+    device: str
+
+    def regime_s(self, every: bool = True) -> dict[str, float]:
+        """Predicted time by regime: every regime (``every``), or those of some op."""
+        out = dict.fromkeys(REGIMES, 0.0) if every else {}
+        for t in self.ops:
+            out[t.regime] = out.get(t.regime, 0.0) + t.predicted_s
+        return out
+
+
+def dispatch_kind(op: CapturedOp, cost: OpCost) -> str:
+    """Which calibrated representative op (``roofline.hostmix``) stands for this op's host dispatch cost."""
+    packet = op.packet
+    if cost.category == "view":
+        return "view"
+    if cost.category == "conv":
+        return "conv2d"
+    if cost.category in ("matmul", "attention"):
+        return "addmm"
+    if cost.category == "norm" and "batch_norm" in packet:
+        return "batch_norm"
+    if "softmax" in packet:
+        return "softmax"
+    if cost.category == "norm":
+        return "layer_norm"
+    if cost.category == "reduction":
+        return "sum"
+    if packet.endswith(("cat", "stack")):
+        return "cat"
+    if cost.category in ("pointwise", "transcendental") and _has_python_scalar(op):
+        return "mul_scalar"
+    return "add"
+
+
+def _has_python_scalar(op: CapturedOp) -> bool:
+    """A Tensor overload called with a Python number (``x * 0.5``): the number is wrapped into a
+    tensor on every call, which costs the host about as much again as the op."""
+    overload = getattr(op.target, "_overloadname", "")
+    return overload == "Tensor" and any(isinstance(a, (int, float)) and not isinstance(a, bool) for a in op.args[1:2])
+
+
+def dispatch_payers(ops: Sequence[CapturedOp], kinds: Sequence[str]) -> list[bool]:
+    """Which ops pay a host dispatch of their own: all but ``F.linear``'s weight transpose.
+
+    The addmm representative is timed as a whole ``F.linear`` call, which runs ``t`` and ``addmm``
+    in C++, so a ``t`` made inside the same native torch call (``CapturedOp.torch_call``) as the
+    matmul it feeds is already in that figure. The other ops a native call runs inside it still pay:
+    a Linear on a 3-d input (view, t, addmm, view) costs the host more than a 2-d ``F.linear`` and
+    its views' dispatch, so they keep their price. Ops without a call number (ops run inside Python
+    code) each pay."""
+    matmuls_by_call: dict[int, set[int]] = {}
+    for i, (op, kind) in enumerate(zip(ops, kinds)):
+        if op.torch_call is not None and kind == "addmm":
+            matmuls_by_call.setdefault(op.torch_call, set()).add(i)
+
+    def in_linear(op: CapturedOp) -> bool:
+        feeds = matmuls_by_call.get(op.torch_call, set())
+        return op.name == "aten.t.default" and bool(op.users) and set(op.users) <= feeds
+
+    return [not in_linear(op) for op in ops]
+
+
+def modules_entered(prev: str, cur: str) -> int:
+    """nn.Module calls begun between two consecutive ops: path components of ``cur`` not shared with ``prev``."""
+    if cur == prev:
+        return 0
+    a, b = prev.split(".") if prev else [], cur.split(".") if cur else []
+    common = 0
+    for x, y in zip(a, b):
+        if x != y:
+            break
+        common += 1
+    return len(b) - common
+
+
+def price_kernels(ops: Sequence[CapturedOp], costs: Sequence[OpCost], dev: DeviceModel) -> list[KernelTerms]:
+    """Every op's kernel time and terms on ``dev``: the device side of the timeline, which host
+    costs do not change (a prediction at another host speed reuses it)."""
+    return [kernel_s(op, cost, dev) for op, cost in zip(ops, costs)]
+
+
+def predict_timeline(
+    graph: CapturedGraph,
+    costs: Sequence[OpCost],
+    dev: DeviceModel,
+    *,
+    is_module: bool = True,
+    host_cost: Callable[[CapturedOp, OpCost], float] | None = None,
+    start_host_s: float = 0.0,
+    kernels: Sequence[KernelTerms] | None = None,
+) -> Timeline:
+    """Run the model of time over the captured ops, on ``dev`` (a GPU or the CPU).
+
+    ``host_cost(op, cost)``, when given, replaces eager dispatch and module-call costs (compiled
+    code launches kernels from generated Python, not through nn.Module and the dispatcher);
+    ``start_host_s`` is host time spent before the first op (e.g. a compiled function's guards);
+    ``kernels``, when given, are the ops' ``price_kernels`` on ``dev``, already computed.
+    """
+    ov = dev.overheads
+    module_s = 0.0 if host_cost is not None else ov.module_call_s.median_s
+    gpu = dev.kind == "cuda"
+    if kernels is None:
+        kernels = price_kernels(graph.ops, costs, dev)
+    # The root module's call is billed to the first op; after that, each op pays for the modules it enters.
+    entered = [
+        modules_entered(graph.ops[i - 1].module, op.module) if i else int(is_module) + modules_entered("", op.module)
+        for i, op in enumerate(graph.ops)
+    ]
+    kinds = [dispatch_kind(op, cost) for op, cost in zip(graph.ops, costs)]
+    pays = dispatch_payers(graph.ops, kinds)
+    # How many different dispatch kinds the host interleaves: the interleaving factor grows with it.
+    distinct_kinds = len({kind for kind, paid in zip(kinds, pays) if paid})
+    dispatch = {kind: dev.dispatch_s(kind, distinct_kinds) for kind in set(kinds)}
+    # Module calls that launched no op of their own (Dropout in eval, Identity) still cost host time.
+    unattributed = max(graph.module_calls - sum(entered), 0)
+
+    h = unattributed * module_s + start_host_s
+    e = 0.0
+    out: list[OpTiming] = []
+    busy = 0.0
+    for op, cost, n_mod, kind, paid, (kernel, compute, memory, floor) in zip(graph.ops, costs, entered, kinds, pays, kernels):
+        if host_cost is not None:
+            host = host_cost(op, cost)
+        else:
+            host = (dispatch[kind] if paid else 0.0) + n_mod * module_s
+        if kernel == 0.0:
+            term = "none"
+        elif floor >= max(compute, memory):
+            term = "floor"
+        else:
+            term = "compute" if compute >= memory else "memory"
+        if gpu:
+            issue = h + host
+            start = max(issue, e)
+            end = start + kernel
+            gap = start - e  # device idle, waiting for the host to issue this op
+            predicted = end - e if end > e else 0.0
+            h, e = issue, max(end, e)
+            if kernel == 0.0:
+                regime, bound = ("overhead", "host") if gap > 0 else ("none", "none")
+            elif gap > kernel:
+                # More of what this op adds to the run is waiting for the host than device work.
+                regime, bound = "overhead", "host"
+            else:
+                regime, bound = ({"floor": "overhead"}.get(term, term)), term
+        else:
+            issue = h + host
+            start = issue
+            end = start + kernel
+            predicted = host + kernel
+            h = e = end
+            if kernel == 0.0:
+                regime, bound = ("overhead", "host") if host > 0 else ("none", "none")
+            elif host >= kernel:
+                regime, bound = "overhead", "host"
+            else:
+                regime, bound = term, term
+        busy += kernel
+        out.append(OpTiming(kernel, host, compute, memory, issue, start, end, predicted, regime, bound))
+    sync = ov.synchronize_s.median_s if (gpu and ov.synchronize_s) else 0.0
+    end_of_run = max(h, e) + sync
+    # The tail where the host is still issuing after the device finished is overhead of the last op.
+    if gpu and out and h > e:
+        out[-1].predicted_s += h - e
+    return Timeline(ops=out, total_s=end_of_run, host_s=h, device_busy_s=busy, sync_s=sync, device=dev.kind)

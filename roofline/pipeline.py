@@ -1,0 +1,382 @@
+"""One analysis: capture once, price once, predict on each device part once, advise, report.
+
+``Analysis`` holds a model's captured graph and its costs, and predicts from them on demand (each
+prediction computed once and kept): the eager timeline on the profile's GPU and CPU, fusion, the
+compiled and graphed alternatives, placement, copies on streams, and other batch sizes. A
+prediction at another host speed (``at_host_scale``) or a check against a measurement reuses the
+same graph and costs. ``analyze`` is the Python API; ``roofline advise`` builds an ``Analysis`` from
+a loaded model file.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any, Callable, Literal
+
+import torch
+
+from roofline.advice.batch import batch_sweep, describe_batch_sweep
+from roofline.advice.compiled import compiled_total_s, cuda_graph_total_s
+from roofline.advice.fusion import fuse_program, fusion_groups, fusion_report
+from roofline.advice.placement import crossover, placement, size_of
+from roofline.advice.streams import stream_pipeline
+from roofline.advice.text import advice_lines
+from roofline.costs import OpCost, cost_of
+from roofline.errors import CaptureError, ProfileError
+from roofline.graph.capture import capture, normalize_inputs
+from roofline.graph.ops import CapturedGraph
+from roofline.graph.rebatch import Rebatcher, leading_batch, with_batch
+from roofline.model.device import DeviceModel, MathModes
+from roofline.model.host import scaled_overheads
+from roofline.model.timeline import KernelTerms, Timeline, predict_timeline, price_kernels
+from roofline.profiles import default_profile, find_profile
+from roofline.schema.profile import DeviceProfile
+from roofline.schema.report import (
+    Alternatives,
+    ModuleRollup,
+    OpReport,
+    PlacementPoint,
+    PlacementSweep,
+    ProfileRef,
+    Report,
+    TensorInfo,
+    Totals,
+)
+
+BATCH_SWEEP_MAX_OPS = 600  # beyond this, a batch sweep is opt-in
+
+
+@dataclass(frozen=True)
+class Options:
+    """What a user can choose about an analysis (``roofline advise``'s flags, ``analyze``'s keywords).
+
+    ``device``: the profile part to predict for ('cuda' or 'cpu'; None: its GPU if it has one).
+    ``allow_tf32`` / ``conv_tf32``: float32 matmuls / cuDNN convolutions on TF32 tensor cores (None:
+    torch's flags now). ``calls``, ``host_memory``, ``copies_per_call``: the loop placement is for.
+    ``batch_sweep``: predict other batch sizes (None: for models of up to ``BATCH_SWEEP_MAX_OPS``
+    ops). ``capture_device``: where to trace (None: the predicted GPU when this machine has one,
+    else the CPU). ``user_files``: files whose lines name each op's source.
+    """
+
+    device: str | None = None
+    allow_tf32: bool | None = None
+    conv_tf32: bool | None = None
+    calls: int = 1
+    host_memory: Literal["pageable", "pinned"] = "pageable"
+    copies_per_call: bool = True
+    batch_sweep: bool | None = None
+    capture_device: str | None = None
+    user_files: tuple[str, ...] = field(default_factory=tuple)
+
+    def modes(self) -> MathModes:
+        return MathModes.from_torch(self.allow_tf32, self.conv_tf32)
+
+
+def resolve_profile(profile: DeviceProfile | str | Path | None, device: str | None) -> tuple[DeviceProfile, str]:
+    """(profile, 'cuda'|'cpu'): the profile to use and which of its parts to predict for."""
+    if isinstance(profile, DeviceProfile):
+        p = profile
+    elif profile is not None:
+        p = find_profile(str(profile))
+    else:
+        want = device or ("cuda" if torch.cuda.is_available() else "cpu")
+        p = default_profile(want)
+        if p is None:
+            raise ProfileError(
+                f"no saved profile for {want}; run `roofline calibrate{' --device cpu --quick' if want == 'cpu' else ''}` "
+                "first, or pass --profile NAME|PATH (`roofline profiles` lists the shipped ones)"
+            )
+    kind = device or ("cuda" if p.gpu is not None else "cpu")
+    if kind.startswith("cuda"):
+        kind = "cuda"
+    if kind not in ("cuda", "cpu"):
+        raise ProfileError(f"unknown device '{device}'; use 'cuda' (the profile's GPU part) or 'cpu' (its host CPU part)")
+    if kind == "cuda" and p.gpu is None:
+        raise ProfileError(f"profile '{p.name}' has no GPU part; use --device cpu or a GPU profile")
+    return p, kind
+
+
+def capture_for(model, args: tuple, kwargs: dict, kind: str, options: Options, materialize=None) -> CapturedGraph:
+    """Capture on the device predicted for when this machine has it (a GPU prediction then sees the
+    GPU's own kernels: cuDNN RNNs, its attention backend), else on the CPU."""
+    device = options.capture_device or ("cuda" if kind == "cuda" and torch.cuda.is_available() else "cpu")
+    try:
+        graph = capture(model, args, kwargs, materialize=materialize, user_files=options.user_files, device=device)
+    except CaptureError as e:
+        if device == "cpu":
+            raise
+        # Some CUDA-only kernels (cuDNN RNNs) have no fake-tensor support: price the CPU trace.
+        graph = capture(model, args, kwargs, materialize=materialize, user_files=options.user_files, device="cpu")
+        graph.warnings.append(f"captured on the CPU because capture on {device} failed ({str(e)[:160]}); per-op replay may not be possible")
+    cpu_path = sorted({op.name for op in graph.ops if "for_cpu" in op.name or "mkldnn" in op.name})
+    if kind == "cuda" and cpu_path:
+        graph.warnings.append(
+            f"traced on the CPU, so {', '.join(cpu_path)} stand in for the GPU's own kernels and are priced as those; "
+            "run on a machine with the GPU for its exact op sequence"
+        )
+    return graph
+
+
+class Analysis:
+    """One model on one profile: its graph captured and priced once, each prediction computed once."""
+
+    def __init__(
+        self, graph: CapturedGraph, profile: DeviceProfile, kind: str, options: Options = Options(), *, name: str = "model",
+        is_module: bool = True, capture_at: Callable[[int], CapturedGraph | None] | None = None, batch: int | None = None,
+        devices: dict[str, DeviceModel | None] | None = None, costs: tuple[list[OpCost], list[bool]] | None = None,
+    ):
+        self.graph, self.profile, self.kind, self.options = graph, profile, kind, options
+        self.name, self.is_module = name, is_module
+        self._capture_at, self._batch = capture_at, batch
+        if costs is None:
+            priced = [cost_of(op) for op in graph.ops]
+            costs = [c for c, _ in priced], [ok for _, ok in priced]
+        self.costs, self.supported = costs
+        self._devices: dict[str, DeviceModel | None] = dict(devices or {})
+        self._kernels: dict[str, list[KernelTerms]] = {}
+        self._timelines: dict[str, Timeline] = {}
+
+    @classmethod
+    def of(cls, model, args: Any = (), kwargs: dict | None = None, profile: DeviceProfile | str | Path | None = None,
+           options: Options = Options(), *, name: str | None = None, materialize=None,
+           devices: dict[str, DeviceModel | None] | None = None) -> "Analysis":
+        """Capture ``model(*args, **kwargs)`` and analyze it on ``profile`` (``devices``: device
+        models of this profile already built, to share between analyses)."""
+        prof, kind = resolve_profile(profile, options.device)
+        args, kwargs = normalize_inputs(args, kwargs)
+        graph = capture_for(model, args, kwargs, kind, options, materialize)
+        b0 = leading_batch(args, kwargs)
+
+        def capture_at(b: int) -> CapturedGraph | None:
+            try:
+                a, k = with_batch(args, kwargs, b)
+                return capture_for(model, a, k, kind, Options(capture_device=options.capture_device))
+            except Exception:  # a model whose shapes do not follow its batch (hard-coded reshapes)
+                return None
+
+        label = name or getattr(model, "__name__", None) or type(model).__name__
+        return cls(graph, prof, kind, options, name=label, is_module=isinstance(model, torch.nn.Module), capture_at=capture_at, batch=b0, devices=devices)
+
+    # ---- device models and timelines ---------------------------------------------------------
+
+    def device(self, kind: str | None = None) -> DeviceModel | None:
+        """The profile's GPU ('cuda') or CPU ('cpu') part as prediction reads it; None if absent."""
+        kind = kind or self.kind
+        if kind not in self._devices:
+            part = self.profile.gpu if kind == "cuda" else self.profile.host
+            self._devices[kind] = DeviceModel(part, kind, self.options.modes()) if part is not None else None
+        return self._devices[kind]
+
+    @property
+    def dev(self) -> DeviceModel:
+        """The device predicted for."""
+        return self.device(self.kind)
+
+    def kernels(self, kind: str | None = None) -> list[KernelTerms]:
+        kind = kind or self.kind
+        if kind not in self._kernels:
+            self._kernels[kind] = price_kernels(self.graph.ops, self.costs, self.device(kind))
+        return self._kernels[kind]
+
+    def timeline(self, kind: str | None = None) -> Timeline | None:
+        """The eager timeline on the GPU or the CPU part (None where the profile has no such part)."""
+        kind = kind or self.kind
+        if kind not in self._timelines:
+            dev = self.device(kind)
+            if dev is None:
+                return None
+            self._timelines[kind] = predict_timeline(self.graph, self.costs, dev, is_module=self.is_module, kernels=self.kernels(kind))
+        return self._timelines[kind]
+
+    @property
+    def total_s(self) -> float:
+        return self.timeline().total_s
+
+    def at_host_scale(self, scale: float) -> "Analysis":
+        """The same graph and costs predicted with every host cost of the predicted part times ``scale``."""
+        return self.at_host_scales({self.kind: scale})
+
+    def at_host_scales(self, scales: dict[str, float]) -> "Analysis":
+        """The same graph and costs predicted with the host costs of each part named in ``scales``
+        ('cuda': the host's launch path to the GPU; 'cpu': the host CPU's own ops) times its scale."""
+        devices = dict(self._devices)
+        for kind, scale in scales.items():
+            dev = self.device(kind)
+            if dev is not None:
+                devices[kind] = dev.with_overheads(scaled_overheads(dev.overheads, scale))
+        twin = Analysis(
+            self.graph, self.profile, self.kind, self.options, name=self.name, is_module=self.is_module,
+            devices=devices, costs=(self.costs, self.supported),
+        )
+        for kind, kernels in self._kernels.items():
+            if kind == "cuda" or kind not in scales:  # device time does not depend on the host's speed
+                twin._kernels[kind] = kernels
+        return twin
+
+    # ---- advice ------------------------------------------------------------------------------
+
+    @cached_property
+    def fusion(self):
+        """(fusion groups with their gains, total with every group fused) on the predicted part."""
+        return fusion_report(self.graph, self.costs, self.dev, self.timeline(), self.kernels(), is_module=self.is_module)
+
+    @cached_property
+    def fused_total_s(self) -> float:
+        """The forward with every fusion group as one kernel."""
+        if "fusion" in self.__dict__:
+            return self.fusion[1]
+        groups = fusion_groups(self.graph, self.costs)
+        if not groups:
+            return self.total_s
+        every = fuse_program(self.graph, self.costs, groups)
+        return predict_timeline(every.graph, every.costs, self.dev, is_module=self.is_module, kernels=every.kernels(self.kernels(), self.dev)).total_s
+
+    @cached_property
+    def alternatives(self) -> Alternatives:
+        dev, kernels = self.dev, self.kernels()
+        compiled = compiled_total_s(self.graph, self.costs, dev, kernels)
+        both = compiled_total_s(self.graph, self.costs, dev, kernels, cuda_graphs=True) if compiled is not None else None
+        return Alternatives(
+            eager_s=self.total_s, fused_s=self.fused_total_s, cuda_graphs_s=cuda_graph_total_s(self.costs, self.timeline(), dev),
+            torch_compile_s=compiled, torch_compile_reduce_overhead_s=both,
+        )
+
+    @cached_property
+    def placement(self):
+        opts = self.options
+        return placement(
+            self.graph, self.timeline("cuda"), self.timeline("cpu"), self.device("cuda"),
+            host_memory=opts.host_memory, calls=opts.calls, copies_per_call=opts.copies_per_call,
+        )
+
+    @cached_property
+    def streams(self):
+        gpu, tl = self.device("cuda"), self.timeline("cuda")
+        if gpu is None or tl is None:
+            return None
+        in_b, out_b = sum(t.nbytes for t in self.graph.inputs), sum(t.nbytes for t in self.graph.outputs)
+        return stream_pipeline(gpu, tl.total_s, in_b, out_b, batches=max(self.options.calls, 16))
+
+    def at_batch(self, b: int) -> Timeline | None:
+        """The eager timeline of the model at batch ``b`` on the predicted part (None if it cannot be had)."""
+        graph = self._rebatcher.at(b) if self._rebatcher else None
+        if graph is None:
+            return None
+        if graph is self.graph:
+            return self.timeline()
+        costs = [cost_of(op)[0] for op in graph.ops]
+        return predict_timeline(graph, costs, self.dev, is_module=self.is_module)
+
+    @cached_property
+    def _rebatcher(self) -> Rebatcher | None:
+        if self._capture_at is None or self._batch is None or self._batch < 1:
+            return None
+        return Rebatcher(self._capture_at, self._batch, self.graph)
+
+    @cached_property
+    def batch_sweep(self):
+        wanted = self.options.batch_sweep
+        if wanted is None:
+            wanted = len(self.graph.ops) <= BATCH_SWEEP_MAX_OPS
+        if not wanted or self._batch is None or self._batch < 1 or self._capture_at is None:
+            return None
+        return batch_sweep(self._batch, self.at_batch, self.kind)
+
+    # ---- the report --------------------------------------------------------------------------
+
+    def report(self) -> Report:
+        tl = self.timeline()
+        ops = []
+        for op, cost, ok, t in zip(self.graph.ops, self.costs, self.supported, tl.ops):
+            ops.append(
+                OpReport(
+                    index=op.index, target=op.name, module=op.module, module_type=op.module_type, source=op.source,
+                    category=cost.category, inputs=_tensor_infos(op.tensor_inputs()), outputs=_tensor_infos(op.outputs),
+                    flops=cost.flops, bytes_read=cost.bytes_read, bytes_written=cost.bytes_written, kernels=cost.kernels,
+                    kernel_s=t.kernel_s, host_s=t.host_s, compute_s=t.compute_s, memory_s=t.memory_s,
+                    predicted_s=t.predicted_s, start_s=t.start_s, regime=t.regime, bound_by=t.bound_by, supported=ok,
+                )
+            )
+        flops = sum(c.flops for c in self.costs)
+        nbytes = sum(c.bytes_read + c.bytes_written for c in self.costs)
+        total_s = tl.total_s
+        totals = Totals(
+            predicted_s=total_s, flops=flops, bytes=nbytes, kernels=sum(c.kernels for c in self.costs), ops=len(ops),
+            host_s=tl.host_s, device_busy_s=tl.device_busy_s,
+            achieved_flop_per_s=flops / total_s if total_s else 0.0, achieved_bytes_per_s=nbytes / total_s if total_s else 0.0,
+            regime_s=tl.regime_s(),
+        )
+        unsupported = Counter(op.name for op, ok in zip(self.graph.ops, self.supported) if not ok)
+        fusion, _ = self.fusion
+        sweep = self.batch_sweep
+        report = Report(
+            model=self.name,
+            profile=ProfileRef(name=self.profile.name, device=self.dev.name, kind=self.kind, source=self.profile.source_file),
+            capture_mode=self.graph.capture_mode, allow_tf32=self.dev.modes.matmul_tf32, conv_tf32=self.dev.modes.conv_tf32, ops=ops, total=totals,
+            modules=module_rollups(ops), placement=self.placement, fusion=fusion, unsupported_ops=dict(unsupported),
+            warnings=list(self.graph.warnings), alternatives=self.alternatives, streams=self.streams, batch_sweep=sweep,
+        )
+        report.advice = advice_lines(report, copies_per_call=self.options.copies_per_call)
+        if sweep is not None:
+            report.advice.append(describe_batch_sweep(sweep, self._batch))
+        return report
+
+
+def _tensor_infos(metas) -> list[TensorInfo]:
+    return [TensorInfo(shape=list(t.shape), dtype=str(t.dtype).replace("torch.", "")) for t in metas]
+
+
+def module_rollups(ops: list[OpReport]) -> list[ModuleRollup]:
+    """Time by top-level child module (``layers.3`` for ``layers.3.attn.q``), largest first."""
+    acc: dict[str, dict] = defaultdict(lambda: dict(ops=0, predicted_s=0.0, flops=0, bytes=0, regime_s=Counter(), measured=None, type=""))
+    for op in ops:
+        parts = op.module.split(".") if op.module else []
+        key = ".".join(parts[:2]) if len(parts) >= 2 and parts[1].isdigit() else (parts[0] if parts else "(top level)")
+        a = acc[key]
+        a["ops"] += 1
+        a["predicted_s"] += op.predicted_s
+        a["flops"] += op.flops
+        a["bytes"] += op.bytes_read + op.bytes_written
+        a["regime_s"][op.regime] += op.predicted_s
+        if op.measured_s is not None:
+            a["measured"] = (a["measured"] or 0.0) + op.measured_s
+        if not a["type"] and op.module_type and op.module.count(".") <= key.count("."):
+            a["type"] = op.module_type
+    rows = [
+        ModuleRollup(module=k, module_type=v["type"], ops=v["ops"], predicted_s=v["predicted_s"], flops=v["flops"], bytes=v["bytes"], regime_s=dict(v["regime_s"]), measured_s=v["measured"])
+        for k, v in acc.items()
+    ]
+    return sorted(rows, key=lambda r: -r.predicted_s)
+
+
+def analyze(model, example_inputs: Any = (), profile: DeviceProfile | str | Path | None = None, *, kwargs: dict | None = None,
+            name: str | None = None, materialize=None, **options) -> Report:
+    """Capture, price and predict ``model(*example_inputs, **kwargs)`` on a profile's GPU or CPU.
+
+    ``example_inputs`` is a tuple of positional inputs, or a dict of keyword inputs; ``profile`` a
+    ``DeviceProfile``, a profile name or path, or None for the newest saved one. Other keywords are
+    ``Options`` fields (``device``, ``allow_tf32``, ``calls``, ``host_memory``, ``batch_sweep``, ...).
+    """
+    if "user_files" in options:
+        options["user_files"] = tuple(str(f) for f in options["user_files"] or ())
+    return Analysis.of(model, example_inputs, kwargs, profile, Options(**options), name=name, materialize=materialize).report()
+
+
+def placement_sweep(entries, profile: DeviceProfile, options: Options) -> PlacementSweep | None:
+    """CPU vs GPU plus copies for each ``(label, model, inputs)`` of a model file's ``sweep()``."""
+    if profile.gpu is None:
+        return None
+    points = []
+    each = Options(device="cuda", allow_tf32=options.allow_tf32, conv_tf32=options.conv_tf32, host_memory=options.host_memory, batch_sweep=False, capture_device="cpu")
+    devices = {"cuda": DeviceModel(profile.gpu, "cuda", each.modes()), "cpu": DeviceModel(profile.host, "cpu", each.modes())}
+    for label, model, inputs in entries:
+        one = Analysis.of(model, inputs, None, profile, each, devices=devices)
+        place = one.placement
+        points.append(PlacementPoint(size=size_of(label), label=label, cpu_s=place.cpu_s, gpu_s=place.gpu_s, transfer_s=place.transfer_s, recommended=place.recommended))
+    parameter = "size"
+    if points and "=" in points[0].label:
+        parameter = points[0].label.split("=", 1)[0].strip()
+    return PlacementSweep(parameter=parameter, points=points, crossover=crossover([(p.size, p.recommended) for p in points]))

@@ -1,0 +1,136 @@
+"""Terminal output of a ``Report``: the ops that take the most time, a roll-up by module, the
+share of each regime, totals, advice and unsupported ops."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+
+from roofline.schema.report import Report
+from roofline.units import count, seconds
+
+REGIME_STYLE = {"compute": "green", "memory": "cyan", "overhead": "magenta", "none": "dim"}
+
+
+def make_console() -> Console:
+    """A console as wide as the terminal; 160 columns when writing to a pipe or file."""
+    import sys
+
+    return Console() if sys.stdout.isatty() else Console(width=160)
+
+
+def fmt_s(x: float | None) -> str:
+    return seconds(x)
+
+
+def fmt_n(x: float, unit: str = "") -> str:
+    return count(x, unit)
+
+
+def _shapes(op) -> str:
+    dims = ["x".join(map(str, t.shape)) or "()" for t in op.inputs[:3]]
+    return ", ".join(dims) + (" ..." if len(op.inputs) > 3 else "")
+
+
+def _err(pred: float, meas: float | None) -> str:
+    if not meas:
+        return "-"
+    return f"{100 * (pred - meas) / meas:+.0f}%"
+
+
+def render(report: Report, console: Console | None = None, top: int = 15) -> None:
+    console = console or make_console()
+    t = report.total
+    measured = t.measured_s is not None
+    console.print(
+        f"[bold]{report.model}[/bold] on [bold]{report.profile.device}[/bold] "
+        f"(profile '{report.profile.name}', {report.profile.kind}; capture: {report.capture_mode}"
+        f"{'; float32 matmuls as TF32' if report.allow_tf32 else ''})"
+    )
+    line = f"predicted {fmt_s(t.predicted_s)}"
+    if measured:
+        line += f", measured {fmt_s(t.measured_s)} ({_err(t.predicted_s, t.measured_s)})"
+        if t.predicted_at_host_now_s is not None:
+            line += (
+                f"; at the host's speed during the measurement (host x{t.host_scale:.2f} against calibration): "
+                f"predicted {fmt_s(t.predicted_at_host_now_s)} ({_err(t.predicted_at_host_now_s, t.measured_s)})"
+            )
+    console.print(
+        f"{line} | {fmt_n(t.flops, 'FLOP')}, {fmt_n(t.bytes, 'B')}, {t.kernels} kernels, {t.ops} ops | "
+        f"achieved {fmt_n(t.achieved_flop_per_s, 'FLOP/s')}, {fmt_n(t.achieved_bytes_per_s, 'B/s')} | "
+        f"host {fmt_s(t.host_s)}, device busy {fmt_s(t.device_busy_s)}"
+    )
+    shares = " | ".join(
+        f"[{REGIME_STYLE[r]}]{r} {100 * s / t.predicted_s:.0f}%[/]" for r, s in t.regime_s.items() if t.predicted_s and s > 0
+    )
+    console.print(f"time by regime: {shares}")
+
+    table = Table(title=f"top {min(top, len(report.ops))} ops by predicted time", title_justify="left")
+    cols = ["#", "op", "module", "inputs", "FLOP", "bytes", "kernel", "host", "predicted", "regime"]
+    if measured:
+        cols += ["measured", "error", "of roof"]
+        gpu = report.profile.kind == "cuda"
+        table.caption = "measured: kernel device time per op (error against 'kernel')" if gpu else "measured: wall time per op (error against 'predicted')"
+    for c in cols:
+        table.add_column(c, justify="right" if c in ("#", "FLOP", "bytes", "kernel", "host", "predicted", "measured", "error", "of roof") else "left", overflow="fold")
+    for op in sorted(report.ops, key=lambda o: -(o.measured_s or o.predicted_s) if measured else -o.predicted_s)[:top]:
+        row = [
+            str(op.index), op.target.replace("aten.", "").replace(".default", "") + ("" if op.supported else " (no formula)"),
+            op.module or "-", _shapes(op), fmt_n(op.flops), fmt_n(op.bytes_read + op.bytes_written, "B"),
+            fmt_s(op.kernel_s), fmt_s(op.host_s), fmt_s(op.predicted_s), f"[{REGIME_STYLE[op.regime]}]{op.regime}[/]",
+        ]
+        if measured:
+            frac = f"{100 * op.roofline_fraction:.0f}%" if op.roofline_fraction is not None else "-"
+            err = f"{100 * op.error:+.0f}%" if op.error is not None else "-"
+            row += [fmt_s(op.measured_s), err, frac]
+        table.add_row(*row)
+    console.print(table)
+
+    mods = Table(title="by module", title_justify="left")
+    for c in ("module", "type", "ops", "predicted", "share", "compute", "memory", "overhead") + (("measured",) if measured else ()):
+        mods.add_column(c, justify="left" if c in ("module", "type") else "right")
+    for m in report.modules[:10]:
+        share = 100 * m.predicted_s / t.predicted_s if t.predicted_s else 0
+        row = [m.module, m.module_type, str(m.ops), fmt_s(m.predicted_s), f"{share:.0f}%"] + [fmt_s(m.regime_s.get(r, 0.0)) for r in ("compute", "memory", "overhead")]
+        if measured:
+            row.append(fmt_s(m.measured_s))
+        mods.add_row(*row)
+    if len(report.modules) > 10:
+        mods.caption = f"... {len(report.modules) - 10} more modules in the JSON report"
+    console.print(mods)
+
+    if report.fusion:
+        console.print("[bold]fusion groups[/bold] (largest predicted gain first):")
+        for f in report.fusion[:5]:
+            console.print(f"  ops {f.ops[0]}..{f.ops[-1]} ({len(f.ops)} ops, {f.kind}, {f.module or 'top level'}): saves {fmt_s(f.predicted_gain_s)}, {fmt_n(f.bytes_saved, 'B')}, {f.kernels_saved} kernels")
+    if report.alternatives is not None:
+        measured = report.measured_alternatives_s
+        cells = []
+        for k, v in report.alternatives.by_name().items():
+            m = measured.get(k) if k != "eager" else report.total.measured_s
+            cells.append(f"{k.replace('_', ' ')} {fmt_s(v)}" + (f" (measured {fmt_s(m)})" if m else ""))
+        console.print("[bold]predicted alternatives[/bold]: " + " | ".join(cells))
+    if report.batch_sweep:
+        bs = report.batch_sweep
+        console.print(
+            "[bold]batch sweep[/bold] (time per sample): "
+            + "  ".join(f"{p.batch}: {fmt_s(p.per_sample_s)} [{REGIME_STYLE[p.regime]}]{p.regime[0]}[/]" for p in bs.points)
+        )
+    if report.placement_sweep:
+        ps = report.placement_sweep
+        table = Table(title=f"CPU vs GPU over {ps.parameter}", title_justify="left")
+        for c in (ps.parameter, "CPU", "GPU", "copies", "GPU + copies", "choice", "measured CPU", "measured GPU + copies"):
+            table.add_column(c, justify="right")
+        for p in ps.points:
+            table.add_row(
+                str(p.size), fmt_s(p.cpu_s), fmt_s(p.gpu_s), fmt_s(p.transfer_s), fmt_s(p.gpu_s + p.transfer_s), p.recommended,
+                fmt_s(p.measured_cpu_s), fmt_s(p.measured_gpu_total_s),
+            )
+        console.print(table)
+    console.print("[bold]advice[/bold]:")
+    for a in report.advice:
+        console.print(f"  - {a}")
+    if report.unsupported_ops:
+        console.print("[yellow]unsupported ops (priced by bytes only): " + ", ".join(f"{k} x{v}" for k, v in sorted(report.unsupported_ops.items())) + "[/]")
+    for w in report.warnings:
+        console.print(f"[yellow]warning: {w}[/]")

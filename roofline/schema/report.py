@@ -1,0 +1,249 @@
+"""The report: what ``roofline advise`` prints, writes with ``--json``, and ``roofline.analyze`` returns.
+
+One pydantic schema with a ``schema_version``; other tools read the JSON (docs/design.md, "JSON
+report"). Every field is typed. Times are seconds, sizes bytes, rates per second; ``measured_s``
+fields stay null unless measured.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+REPORT_SCHEMA_VERSION = 2
+
+Regime = Literal["compute", "memory", "overhead", "none"]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ProfileRef(_Model):
+    name: str = Field(description="Profile name.")
+    device: str = Field(description="The device predicted for (GPU name, or CPU model).")
+    kind: Literal["cuda", "cpu"] = Field(description="Which part of the profile the prediction used.")
+    source: str | None = Field(default=None, description="File the profile was read from.")
+
+
+class TensorInfo(_Model):
+    shape: list[int]
+    dtype: str
+
+
+class OpReport(_Model):
+    index: int = Field(description="Position in execution order.")
+    target: str = Field(description="The aten op, e.g. aten.mm.default.")
+    module: str = Field(description="Dotted path of the nn.Module that issued it; '' at top level.")
+    module_type: str = Field(default="", description="Class name of that module.")
+    source: str | None = Field(default=None, description="file:line of the user's code, when known.")
+    category: str = Field(description="Cost family: matmul, conv, attention, pointwise, transcendental, reduction, norm, data_movement, creation, view, other.")
+    inputs: list[TensorInfo] = Field(default_factory=list, description="Tensor inputs (shape, dtype).")
+    outputs: list[TensorInfo] = Field(default_factory=list, description="Tensor outputs (shape, dtype).")
+    flops: int = Field(ge=0, description="Floating-point operations (a multiply-add is 2).")
+    bytes_read: int = Field(ge=0, description="Compulsory bytes read by the kernel.")
+    bytes_written: int = Field(ge=0, description="Compulsory bytes written by the kernel.")
+    kernels: int = Field(ge=0, description="Device kernels launched.")
+    kernel_s: float = Field(ge=0, description="Predicted device time of its kernels, seconds.")
+    host_s: float = Field(ge=0, description="Predicted host time to issue it (dispatch + module calls), seconds.")
+    compute_s: float = Field(ge=0, description="FLOPs over the calibrated compute rate at this size, seconds.")
+    memory_s: float = Field(ge=0, description="Bytes over the calibrated bandwidth at this size, seconds.")
+    predicted_s: float = Field(ge=0, description="What this op adds to the run's end on the timeline, seconds.")
+    start_s: float = Field(ge=0, description="Predicted start on the device timeline, seconds from the first issue.")
+    regime: Regime = Field(description="compute, memory or overhead bound; none for ops that take no time.")
+    bound_by: str = Field(description="The term that set the time: compute, memory, floor, host or none.")
+    supported: bool = Field(description="False when no formula prices this op (bytes only, FLOPs 0).")
+    measured_s: float | None = Field(
+        default=None, description="Measured with --measure: device time of its kernels on a GPU, wall time on the CPU; else null."
+    )
+    error: float | None = Field(
+        default=None, description="(predicted - measured) / measured, predicted being kernel_s on a GPU and predicted_s on the CPU."
+    )
+    roofline_fraction: float | None = Field(default=None, description="Measured: roofline-bound time over measured time (1 = at the roof).")
+
+
+class Totals(_Model):
+    predicted_s: float = Field(ge=0, description="Eager forward, inputs on the device, one synchronized call after warm-up, seconds.")
+    measured_s: float | None = Field(default=None, description="Measured with --measure, else null.")
+    flops: int = Field(ge=0)
+    bytes: int = Field(ge=0, description="bytes_read + bytes_written over all ops.")
+    kernels: int = Field(ge=0)
+    ops: int = Field(ge=0, description="aten ops captured.")
+    host_s: float = Field(ge=0, description="Total host issue time, seconds.")
+    device_busy_s: float = Field(ge=0, description="Sum of kernel times, seconds.")
+    achieved_flop_per_s: float = Field(ge=0, description="flops / predicted_s.")
+    achieved_bytes_per_s: float = Field(ge=0, description="bytes / predicted_s.")
+    regime_s: dict[str, float] = Field(description="Predicted time by regime, seconds.")
+    measured_spread_s: float | None = Field(default=None, description="IQR of the measured total, seconds.")
+    host_scale: float | None = Field(
+        default=None, gt=0,
+        description="Measured with --measure: the host-speed index (calibration's mix of representative ops, timed in blocks alternating "
+        "with the model) now, over its time at calibration. Above 1: the host ran slower than when the profile was made.",
+    )
+    predicted_at_host_now_s: float | None = Field(
+        default=None, ge=0,
+        description="The prediction with every host cost times host_scale: what the model of time says for the host as it ran "
+        "while the model was measured, seconds.",
+    )
+
+
+class ModuleRollup(_Model):
+    module: str
+    module_type: str = ""
+    ops: int
+    predicted_s: float
+    flops: int
+    bytes: int
+    regime_s: dict[str, float]
+    measured_s: float | None = None
+
+
+class Placement(_Model):
+    recommended: Literal["cpu", "cuda"] = Field(description="Where this model runs faster, copies included.")
+    cpu_s: float = Field(ge=0, description="Predicted time of one call on the CPU alone, seconds.")
+    gpu_s: float = Field(ge=0, description="Predicted time of one call on the GPU, inputs already there, seconds.")
+    transfer_s: float = Field(ge=0, description="Copies one call implies: inputs in and outputs out (and weights if not resident), seconds.")
+    host_memory: Literal["pinned", "pageable"] = Field(default="pageable")
+    weights_resident: bool = Field(default=True, description="Whether weights are assumed already on the GPU.")
+    calls: int = Field(default=1, ge=1, description="Calls in the loop the comparison is for.")
+    reason: str = Field(description="One sentence: why.")
+
+
+class FusionGroup(_Model):
+    ops: list[int] = Field(description="Op indices fused into one kernel.")
+    kind: str = Field(description="pointwise chain, reduction epilogue, matmul epilogue, ...")
+    module: str = Field(default="")
+    predicted_gain_s: float = Field(ge=0, description="Predicted time saved per call, seconds.")
+    bytes_saved: int = Field(ge=0, default=0)
+    kernels_saved: int = Field(ge=0, default=0)
+
+
+class BatchPoint(_Model):
+    batch: int = Field(ge=1, description="Batch size (the leading dimension of every input).")
+    predicted_s: float = Field(ge=0, description="Predicted forward time at this batch size, seconds.")
+    per_sample_s: float = Field(ge=0, description="predicted_s / batch.")
+    regime: Regime = Field(description="The regime with the largest share of the time.")
+    regime_s: dict[str, float] = Field(default_factory=dict, description="Predicted time by regime, seconds.")
+    measured_s: float | None = Field(default=None, description="Measured with --measure, else null.")
+
+
+class BatchSweep(_Model):
+    """Time per sample over batch size (seed 001's doubling test, made quantitative)."""
+
+    device: Literal["cuda", "cpu"]
+    points: list[BatchPoint]
+    leaves_overhead_at: int | None = Field(default=None, description="Smallest batch whose dominant regime is no longer overhead.")
+    compute_bound_at: int | None = Field(default=None, description="Smallest batch whose dominant regime is compute.")
+    doubling_ratio: float | None = Field(default=None, description="time(2B)/time(B) at the model's own batch: ~1 overhead-bound, ~2 throughput-bound.")
+
+
+class PlacementPoint(_Model):
+    size: int = Field(description="Problem size (the swept parameter).")
+    label: str
+    cpu_s: float = Field(ge=0)
+    gpu_s: float = Field(ge=0, description="GPU compute only, inputs already there.")
+    transfer_s: float = Field(ge=0, description="Copies in and out.")
+    recommended: Literal["cpu", "cuda"]
+    measured_cpu_s: float | None = None
+    measured_gpu_total_s: float | None = Field(default=None, description="Measured GPU time including copies.")
+
+
+class PlacementSweep(_Model):
+    """CPU against GPU plus copies over problem size; where the GPU starts to win."""
+
+    parameter: str = Field(description="What was swept, e.g. 'dim' or 'numel'.")
+    points: list[PlacementPoint]
+    crossover: int | None = Field(default=None, description="Smallest size from which the GPU (copies included) wins, if any.")
+    measured_crossover: int | None = None
+
+
+class Alternatives(_Model):
+    """The same forward predicted under other ways of running it (GPU only, except ``fused_s``)."""
+
+    eager_s: float = Field(ge=0, description="Eager PyTorch: the report's total.")
+    fused_s: float = Field(ge=0, description="Every fusion group run as one kernel, eagerly.")
+    cuda_graphs_s: float | None = Field(default=None, description="The whole forward captured in a CUDA graph and replayed.")
+    torch_compile_s: float | None = Field(default=None, description="torch.compile (Inductor's fusion, its generated code's launches).")
+    torch_compile_reduce_overhead_s: float | None = Field(
+        default=None, description='torch.compile(mode="reduce-overhead"): Inductor\'s fusion replayed as a CUDA graph.'
+    )
+
+    def by_name(self) -> dict[str, float]:
+        """{'eager': ..., 'cuda_graphs': ..., 'torch_compile': ..., 'torch_compile_reduce_overhead': ...}
+        for those predicted: the names ``--measure`` uses for the measured alternatives."""
+        out = {"eager": self.eager_s}
+        for name in ALTERNATIVES:
+            value = getattr(self, f"{name}_s")
+            if value is not None:
+                out[name] = value
+        return out
+
+
+ALTERNATIVES = ("cuda_graphs", "torch_compile", "torch_compile_reduce_overhead")
+
+
+class StreamPipeline(_Model):
+    """A stream of independent batches: copy in, compute, copy out (seed 004)."""
+
+    batches: int = Field(ge=1)
+    h2d_pageable_s: float = Field(ge=0)
+    h2d_pinned_s: float = Field(ge=0)
+    compute_s: float = Field(ge=0)
+    d2h_pageable_s: float = Field(ge=0)
+    d2h_pinned_s: float = Field(ge=0)
+    sequential_pageable_s: float = Field(ge=0, description="One stream, pageable memory: batches x (in + compute + out).")
+    sequential_pinned_s: float = Field(ge=0, description="One stream, pinned memory.")
+    streams_pinned_s: float = Field(ge=0, description="Pinned memory, copies and compute on separate streams: sum + (batches - 1) x the slowest stage.")
+    pinned_gain: float | None = None
+    streams_gain: float | None = None
+
+
+class GainCheck(_Model):
+    """A measured alternative (``--measure``) against its predicted gain over eager."""
+
+    alternative: str = Field(description="cuda_graphs, torch_compile or torch_compile_reduce_overhead.")
+    predicted_s: float
+    measured_s: float
+    measured_eager_s: float = Field(description="Eager, timed in rounds alternating with the alternative.")
+    predicted_gain_s: float
+    measured_gain_s: float
+    gain_error: float | None = Field(default=None, description="(predicted gain - measured gain) / |measured gain|.")
+    host_scale: float | None = Field(default=None, description="The host-speed index's scale timed beside this alternative.")
+    predicted_eager_now_s: float | None = None
+    predicted_now_s: float | None = None
+    predicted_gain_now_s: float | None = Field(default=None, description="The gain predicted at the host's speed beside the alternative.")
+    gain_error_now: float | None = None
+
+
+class Report(_Model):
+    schema_version: Literal[2] = REPORT_SCHEMA_VERSION
+    model: str = Field(description="Model name (the model file's stem, or the callable's name).")
+    profile: ProfileRef
+    capture_mode: str = Field(description="fake (no memory allocated) or real (a fallback that ran the model on the CPU).")
+    allow_tf32: bool = Field(default=False, description="Whether float32 matmuls were priced on TF32 tensor cores.")
+    conv_tf32: bool = Field(default=True, description="Whether float32 cuDNN convolutions were priced on TF32 tensor cores.")
+    ops: list[OpReport]
+    total: Totals
+    modules: list[ModuleRollup] = Field(default_factory=list)
+    placement: Placement
+    fusion: list[FusionGroup] = Field(default_factory=list)
+    advice: list[str] = Field(default_factory=list, description="Recommendations in plain words.")
+    unsupported_ops: dict[str, int] = Field(default_factory=dict, description="aten ops without a formula: count. They still cost their bytes.")
+    warnings: list[str] = Field(default_factory=list)
+    batch_sweep: BatchSweep | None = Field(default=None, description="Time per sample over batch size, when computed.")
+    placement_sweep: PlacementSweep | None = Field(default=None, description="CPU vs GPU over problem size, when the model file has a sweep().")
+    alternatives: Alternatives | None = Field(default=None, description="The forward predicted fused, graphed and compiled.")
+    streams: StreamPipeline | None = Field(default=None, description="GPU: a stream of batches with copies, sequential against overlapped.")
+    measured_alternatives_s: dict[str, float] = Field(default_factory=dict, description="--measure on a GPU: measured time of each alternative.")
+    gain_checks: list[GainCheck] = Field(default_factory=list, description="--measure on a GPU: each alternative's gain, predicted against measured.")
+
+    def write_json(self, path) -> None:
+        from pathlib import Path
+
+        from roofline.errors import RooflineError
+
+        try:
+            Path(path).write_text(self.model_dump_json(indent=1) + "\n")
+        except OSError as e:
+            raise RooflineError(f"cannot write the JSON report to {path}: {e.strerror or e}; choose another --json path")
