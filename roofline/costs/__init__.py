@@ -10,3 +10,7 @@ from roofline.costs.registry import (  # noqa: F401
     register,
     registered_ops,
 )
+
+# Every family module registers its formulas when imported: importing the package (which any import
+# of a module inside it does first) fills the registry. A family that fails to import fails here.
+from roofline.costs import families  # noqa: E402, F401

@@ -139,7 +139,6 @@ def register(*targets, category: Category | None = None):
 
 def formula_for(op: CapturedOp) -> Formula | None:
     """The registered formula for this op's overload packet, or None."""
-    _load_families()
     if isinstance(op.target, str):  # "aten.mm" or "aten.mm.default"
         return _FORMULAS.get(op.target) or _FORMULAS.get(op.packet)
     if not isinstance(op.target, (torch._ops.OpOverload, torch._ops.OpOverloadPacket)):
@@ -148,7 +147,6 @@ def formula_for(op: CapturedOp) -> Formula | None:
 
 
 def registered_ops() -> list[str]:
-    _load_families()
     return sorted(_FORMULAS)
 
 
@@ -169,21 +167,6 @@ def cost_of(op: CapturedOp) -> tuple[OpCost, bool]:
     if formula is None:
         return fallback_cost(op), False
     return formula(op), True
-
-
-_loaded = False
-
-
-def _load_families() -> None:
-    """Import every family module once so that their ``@register`` calls run."""
-    global _loaded
-    if _loaded:
-        return
-    # Set the flag only after a successful import: a family that fails to import must raise on
-    # every call, not leave a half-filled registry that silently prices ops by fallback.
-    from roofline.costs import families  # noqa: F401  (imports each family module)
-
-    _loaded = True
 
 
 # ---- helpers shared by the family modules -------------------------------------------------------
