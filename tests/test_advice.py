@@ -205,3 +205,15 @@ def test_a_value_read_twice_by_a_group_is_read_once():
     assert [len(grp.ops) for grp in groups] == [3]
     fused = fused_cost(g, costs, groups[0].ops)
     assert (fused.bytes_read, fused.bytes_written) == (4 << 20, 4 << 20)
+
+
+def test_fusing_an_epilogue_saves_its_dispatch_and_leaves_the_next_linear_alone(h100):
+    # host-bound Linear + ReLU stack: fusing a ReLU into its GEMM removes the ReLU's dispatch; the
+    # next Linear's weight transpose still runs inside its F.linear call and pays nothing of its own
+    model = torch.nn.Sequential(*[m for _ in range(3) for m in (torch.nn.Linear(128, 128), torch.nn.ReLU())]).eval()
+    r = analyze(model, (torch.randn(1, 128),), profile=h100, batch_sweep=False)
+    assert [f.kind for f in r.fusion] == ["matmul epilogue"] * 3
+    relu_dispatch = h100.gpu.measurements.overheads.dispatch_by_op_s["relu"].median_s
+    # the last group's gain is smaller: the device's tail after the host's last issue is in the way
+    assert all(0.5 * relu_dispatch < f.predicted_gain_s < 2 * relu_dispatch for f in r.fusion[:2])
+    assert r.fusion[2].predicted_gain_s > 0

@@ -105,9 +105,10 @@ def dispatch_payers(ops: Sequence[CapturedOp], kinds: Sequence[str]) -> list[boo
     its views' dispatch, so they keep their price. Ops without a call number (ops run inside Python
     code) each pay."""
     matmuls_by_call: dict[int, set[int]] = {}
-    for i, (op, kind) in enumerate(zip(ops, kinds)):
+    for op, kind in zip(ops, kinds):
         if op.torch_call is not None and kind == "addmm":
-            matmuls_by_call.setdefault(op.torch_call, set()).add(i)
+            # by the op's own index, which ``users`` hold: a changed program (fused) keeps them
+            matmuls_by_call.setdefault(op.torch_call, set()).add(op.index)
 
     def in_linear(op: CapturedOp) -> bool:
         feeds = matmuls_by_call.get(op.torch_call, set())
