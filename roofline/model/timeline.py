@@ -17,6 +17,7 @@ calls it enters.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
@@ -220,3 +221,117 @@ def predict_timeline(
     if gpu and out and h > e:
         out[-1].predicted_s += h - e
     return Timeline(ops=out, total_s=end_of_run, host_s=h, device_busy_s=busy, sync_s=sync, device=dev.kind)
+
+
+# A stretch of the eager timeline as one map of the (host issue, device end) state:
+# (h, e) -> (h + a, max(h + b, e + c)). One op with host cost o and kernel k is (o, o + k, k) on a
+# GPU (two queues) and (o + k, o + k, -inf) on the CPU (one queue); maps compose, so the timeline
+# of a program changed in one place is the unchanged prefix's map, the changed ops, and the
+# unchanged suffix's map.
+Step = tuple[float, float, float]
+IDENTITY: Step = (0.0, -math.inf, 0.0)
+
+
+def _op_step(host: float, kernel: float, gpu: bool) -> Step:
+    return (host, host + kernel, kernel) if gpu else (host + kernel, host + kernel, -math.inf)
+
+
+def _then(p: Step, q: Step) -> Step:
+    """``p`` followed by ``q``."""
+    return (p[0] + q[0], max(p[0] + q[1], p[1] + q[2]), p[2] + q[2])
+
+
+def _apply(m: Step, h: float, e: float) -> tuple[float, float]:
+    return h + m[0], max(h + m[1], e + m[2])
+
+
+class Schedule:
+    """A program's eager timeline kept as composable pieces, so that the same program with a group
+    of ops replaced by one (a fused kernel) is predicted by recomputing only that stretch: what
+    fusion advice needs for every group of a model of thousands of ops.
+
+    ``total_with(members, cost)`` is the run's end with ``members`` (op indices, in order) replaced
+    by one op at the last member's place that costs ``cost``, exactly as ``predict_timeline`` would
+    predict that program; None when the change alters the number of different dispatch kinds the
+    program interleaves (every host cost then changes: predict it whole)."""
+
+    def __init__(self, graph: CapturedGraph, costs: Sequence[OpCost], dev: DeviceModel, kernels: Sequence[KernelTerms], *, is_module: bool = True):
+        self.graph, self.costs, self.dev, self.kernels, self.is_module = graph, costs, dev, kernels, is_module
+        ops = graph.ops
+        self.gpu = dev.kind == "cuda"
+        self.module_s = dev.overheads.module_call_s.median_s
+        self.sync_s = dev.overheads.synchronize_s.median_s if (self.gpu and dev.overheads.synchronize_s) else 0.0
+        self.kinds = [dispatch_kind(op, cost) for op, cost in zip(ops, costs)]
+        self.pays = dispatch_payers(ops, self.kinds)
+        self.entered = [modules_entered(ops[i - 1].module, op.module) if i else int(is_module) + modules_entered("", op.module) for i, op in enumerate(ops)]
+        self.paid_kinds: dict[str, int] = {}
+        for kind, paid in zip(self.kinds, self.pays):
+            if paid:
+                self.paid_kinds[kind] = self.paid_kinds.get(kind, 0) + 1
+        self.dispatch = {kind: dev.dispatch_s(kind, len(self.paid_kinds)) for kind in set(self.kinds)}
+        steps = [_op_step(self._host(i, self.kinds[i], self.pays[i], self.entered[i]), kernels[i][0], self.gpu) for i in range(len(ops))]
+        self.prefix = [IDENTITY]
+        for step in steps:
+            self.prefix.append(_then(self.prefix[-1], step))
+        self.suffix = [IDENTITY] * (len(ops) + 1)
+        for i in range(len(ops) - 1, -1, -1):
+            self.suffix[i] = _then(steps[i], self.suffix[i + 1])
+        self.matmuls_by_call: dict[int, set[int]] = {}
+        for op, kind in zip(ops, self.kinds):
+            if op.torch_call is not None and kind == "addmm":
+                self.matmuls_by_call.setdefault(op.torch_call, set()).add(op.index)
+        # the weight transposes that feed each op: their dispatch depends on that op staying
+        self.transposes_of: dict[int, list[int]] = {}
+        for j, op in enumerate(ops):
+            if op.name == "aten.t.default":
+                for u in op.users:
+                    self.transposes_of.setdefault(u, []).append(j)
+
+    def _host(self, i: int, kind: str, paid: bool, entered: int) -> float:
+        return (self.dispatch[kind] if paid else 0.0) + entered * self.module_s
+
+    def _h0(self, entered_sum: int) -> float:
+        return max(self.graph.module_calls - entered_sum, 0) * self.module_s
+
+    def total_s(self) -> float:
+        h, e = _apply(self.prefix[-1], self._h0(sum(self.entered)), 0.0)
+        return max(h, e) + self.sync_s
+
+    def total_with(self, members: Sequence[int], cost: OpCost) -> float | None:
+        ops, last = self.graph.ops, members[-1]
+        removed = set(members[:-1])
+        # a weight transpose whose matmul the change removes (or replaces) starts paying its dispatch
+        fused_kind = dispatch_kind(ops[last], cost)
+        calls = {c: s - set(members) for c, s in self.matmuls_by_call.items()}
+        if ops[last].torch_call is not None and fused_kind == "addmm":
+            calls.setdefault(ops[last].torch_call, set()).add(ops[last].index)
+        start = min([members[0], *(j for m in members for j in self.transposes_of.get(m, ()))])
+        window = [j for j in range(start, last + 1) if j not in removed]
+        kinds = {j: (fused_kind if j == last else self.kinds[j]) for j in window}
+        pays = {}
+        for j in window:
+            op = ops[j]
+            in_linear = op.name == "aten.t.default" and bool(op.users) and set(op.users) <= calls.get(op.torch_call, set())
+            pays[j] = not in_linear
+        paid = dict(self.paid_kinds)
+        for j in range(start, last + 1):
+            if self.pays[j]:
+                paid[self.kinds[j]] -= 1
+        for j in window:
+            if pays[j]:
+                paid[kinds[j]] = paid.get(kinds[j], 0) + 1
+        if sum(1 for n in paid.values() if n > 0) != len(self.paid_kinds) or any(k not in self.dispatch for k in kinds.values()):
+            return None
+        prev = ops[start - 1].module if start else None
+        entered_sum = sum(self.entered) - sum(self.entered[start:last + 1])
+        state = None
+        for j in window:
+            entered = modules_entered(prev, ops[j].module) if prev is not None else int(self.is_module) + modules_entered("", ops[j].module)
+            entered_sum += entered
+            prev = ops[j].module
+            kernel = kernel_s(ops[j], cost, self.dev)[0] if j == last else self.kernels[j][0]
+            step = _op_step(self._host(j, kinds[j], pays[j], entered), kernel, self.gpu)
+            state = step if state is None else _then(state, step)
+        whole = _then(_then(self.prefix[start], state), self.suffix[last + 1])
+        h, e = _apply(whole, self._h0(entered_sum), 0.0)
+        return max(h, e) + self.sync_s
