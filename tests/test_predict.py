@@ -6,7 +6,8 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from roofline.costs import OpCost
+from roofline.costs import OpCost, cost_of
+from roofline.graph.capture import capture
 from roofline.model.device import MathModes
 from roofline.model.curves import BandwidthModel, MatmulModel
 from roofline.graph.ops import CapturedGraph, CapturedOp, TensorMeta
@@ -285,3 +286,41 @@ def test_each_torch_call_gets_its_own_number_even_in_a_loop():
     assert [op.name for op in g.ops] == ["aten.sin.default", "aten.sin.default", "aten.relu.default"]
     assert calls[0] is not None and calls[1] is not None and calls[0] != calls[1]
     assert calls[2] is None
+
+
+@pytest.mark.parametrize("kind", ["cuda", "cpu"])
+def test_a_group_fused_in_place_is_predicted_as_the_whole_program_would_be(kind):
+    # Schedule.total_with recomputes only a fused group's stretch of the timeline; it must agree
+    # with predicting the whole fused program, group by group
+    from roofline.advice.fusion import fuse_program, fused_cost, fusion_groups
+    from roofline.model.device import DeviceModel
+    from roofline.model.timeline import Schedule, price_kernels
+    from roofline.profiles import load_profile_file
+    from tests.conftest import REPO
+
+    class Block(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.ln, self.up, self.down = torch.nn.LayerNorm(64), torch.nn.Linear(64, 256), torch.nn.Linear(256, 64)
+
+        def forward(self, x):
+            return x + self.down(torch.nn.functional.gelu(self.up(self.ln(x))) * 0.5).sin()
+
+    profile = load_profile_file(REPO / "tests" / "fixtures" / "h100_profile.json")
+    model = torch.nn.Sequential(Block(), Block()).eval()
+    g = capture(model, (torch.randn(4, 16, 64),))
+    costs = [cost_of(op)[0] for op in g.ops]
+    dev = DeviceModel(profile.part(kind), kind)
+    kernels = price_kernels(g.ops, costs, dev)
+    schedule = Schedule(g, costs, dev, kernels)
+    assert schedule.total_s() == pytest.approx(predict_timeline(g, costs, dev, kernels=kernels).total_s, rel=1e-12)
+    groups = fusion_groups(g, costs)
+    checked = 0
+    for group in groups:
+        fast = schedule.total_with(group.ops, fused_cost(g, costs, group.ops))
+        prog = fuse_program(g, costs, [group])
+        full = predict_timeline(prog.graph, prog.costs, dev, kernels=prog.kernels(kernels, dev)).total_s
+        if fast is not None:
+            assert fast == pytest.approx(full, rel=1e-12)
+            checked += 1
+    assert checked >= 2
