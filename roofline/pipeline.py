@@ -29,6 +29,7 @@ from roofline.errors import CaptureError, ProfileError
 from roofline.graph.capture import capture, normalize_inputs
 from roofline.graph.ops import CapturedGraph
 from roofline.graph.rebatch import Rebatcher, leading_batch, with_batch
+from roofline.graph.structure import tensors_in
 from roofline.model.device import DeviceModel, MathModes
 from roofline.model.host import scaled_overheads
 from roofline.model.timeline import KernelTerms, Timeline, predict_timeline, price_kernels
@@ -99,10 +100,28 @@ def resolve_profile(profile: DeviceProfile | str | Path | None, device: str | No
     return p, kind
 
 
-def capture_for(model, args: tuple, kwargs: dict, kind: str, options: Options, materialize=None) -> CapturedGraph:
+# A module this small (parameters and buffers, and inputs) runs on real CPU tensors in
+# milliseconds: it is captured that way, without fake tensors, whose first use costs torch the
+# import of its compiler stack (about half a second).
+SMALL_STATE_BYTES = 1 << 20
+SMALL_INPUT_BYTES = 64 << 10
+
+
+def _small(model, args: tuple, kwargs: dict) -> bool:
+    if not isinstance(model, torch.nn.Module):
+        return False
+    state = sum(t.numel() * t.element_size() for t in [*model.parameters(), *model.buffers()])
+    inputs = sum(t.numel() * t.element_size() for t in tensors_in((args, kwargs)))
+    return state <= SMALL_STATE_BYTES and inputs <= SMALL_INPUT_BYTES
+
+
+def capture_for(model, args: tuple, kwargs: dict, kind: str, options: Options, materialize=None, real: bool = False) -> CapturedGraph:
     """Capture on the device predicted for when this machine has it (a GPU prediction then sees the
-    GPU's own kernels: cuDNN RNNs, its attention backend), else on the CPU."""
+    GPU's own kernels: cuDNN RNNs, its attention backend), else on the CPU; ``real``: the model and
+    inputs are real CPU tensors, run as they are."""
     device = options.capture_device or ("cuda" if kind == "cuda" and torch.cuda.is_available() else "cpu")
+    if real and device == "cpu":
+        return capture(model, args, kwargs, user_files=options.user_files, real=True)
     try:
         graph = capture(model, args, kwargs, materialize=materialize, user_files=options.user_files, device=device)
     except CaptureError as e:
@@ -147,13 +166,17 @@ class Analysis:
         models of this profile already built, to share between analyses)."""
         prof, kind = resolve_profile(profile, options.device)
         args, kwargs = normalize_inputs(args, kwargs)
-        graph = capture_for(model, args, kwargs, kind, options, materialize)
+        real = materialize is not None and _small(model, args, kwargs)
+        if real:  # the same model built with real tensors, and its real example inputs
+            model, args, kwargs = (*materialize(), {})[:3]
+            args, kwargs = normalize_inputs(args, kwargs)
+        graph = capture_for(model, args, kwargs, kind, options, materialize, real=real)
         b0 = leading_batch(args, kwargs)
 
         def capture_at(b: int) -> CapturedGraph | None:
             try:
-                a, k = with_batch(args, kwargs, b)
-                return capture_for(model, a, k, kind, Options(capture_device=options.capture_device))
+                a, k = with_batch(args, kwargs, b, real=real)
+                return capture_for(model, a, k, kind, Options(capture_device=options.capture_device), real=real)
             except Exception:  # a model whose shapes do not follow its batch (hard-coded reshapes)
                 return None
 

@@ -62,8 +62,12 @@ def capture(
     inference: bool = True,
     user_files: Iterable[str | os.PathLike] | None = None,
     device: str = "cpu",
+    real: bool = False,
 ) -> CapturedGraph:
     """Capture one forward pass of ``model(*example_inputs, **kwargs)`` as aten ops.
+
+    ``real=True`` runs the model on the real CPU tensors it is given instead of fake ones: for a
+    model small enough to run in milliseconds, which then needs none of the fake-tensor machinery.
 
     ``device`` is where the fake tensors live ('cpu' by default, which works on any machine;
     'cuda' on a GPU machine records the ops a GPU run dispatches, e.g. its attention backend).
@@ -81,6 +85,18 @@ def capture(
         raise CaptureError(f"the model must be an nn.Module or a callable, got {type(model).__name__}; pass the module itself")
     args, kwargs = normalize_inputs(example_inputs, kwargs)
     locator = FrameLocator(preferred_files(model, user_files))
+    if real:
+        try:
+            graph = _trace(model, args, kwargs, fake=False, inference=inference, locator=locator)
+        except _TraceFailed as failed:
+            exc = failed.error
+            raise CaptureError(f"capture failed at {failures.describe_location(exc, locator)}: {failures.summary(exc)}; {failures.hint(exc)}") from None
+        value_ops = sorted({op.name for op in graph.ops if _reads_values(op.target)})
+        if value_ops:
+            graph.warnings.append(
+                f"{', '.join(value_ops)} read tensor values: the ops are those of the example inputs' values (captured on real CPU tensors)"
+            )
+        return graph
 
     try:
         return _trace(model, args, kwargs, fake=True, inference=inference, locator=locator, device=device)
@@ -239,6 +255,12 @@ class _Recorder(TorchDispatchMode):
     and, for each tensor argument, the value it is: an input, a piece of the model's state, an
     earlier op's output, or a constant the model made from outside the capture."""
 
+    @classmethod
+    def _should_skip_dynamo(cls) -> bool:
+        # torch wraps a mode's handler so that torch.compile never traces it, at the cost of a
+        # wrapper call on every op; no compile runs while a model is captured
+        return False
+
     def __init__(self, locator: FrameLocator, tracker: ModuleTracker, calls: TorchCalls):
         super().__init__()
         self.locator, self.tracker, self.calls = locator, tracker, calls
@@ -255,7 +277,8 @@ class _Recorder(TorchDispatchMode):
         kwargs = kwargs or {}
         out = func(*args, **kwargs)
         if func not in _QUERIES:
-            self._record(func, args, kwargs, out)
+            with torch._C.DisableTorchFunction():  # our own reads of the tensors are not the model's calls
+                self._record(func, args, kwargs, out)
         return out
 
     def _source_of(self, t: torch.Tensor) -> tuple[str, int]:
@@ -324,6 +347,12 @@ class _ReplayPlan:
 
     def __init__(self, inputs: int, state: list[str], constants: dict[str, Any], real: bool):
         self.inputs, self.state, self.constants, self.real = inputs, state, constants, real
+
+
+def _reads_values(target) -> bool:
+    """An op whose result depends on tensor values, not only on shapes (``.item()``, ``nonzero``)."""
+    tags = getattr(target, "tags", ())
+    return torch.Tag.data_dependent_output in tags or torch.Tag.dynamic_output_shape in tags
 
 
 def _is_fake(t: torch.Tensor) -> bool:

@@ -32,12 +32,15 @@ def leading_batch(args: tuple, kwargs: dict | None = None) -> int | None:
     return dims.pop() if len(dims) == 1 else None
 
 
-def with_batch(args: tuple, kwargs: dict | None, batch: int) -> tuple[tuple, dict]:
-    """Meta tensors shaped like the inputs with the leading dimension replaced."""
+def with_batch(args: tuple, kwargs: dict | None, batch: int, real: bool = False) -> tuple[tuple, dict]:
+    """The inputs with the leading dimension replaced: meta tensors of that shape, or (``real``)
+    the real inputs' rows repeated or cut to that many."""
 
     def resize(t: torch.Tensor) -> torch.Tensor:
         if t.ndim == 0:
             return t
+        if real:
+            return t.index_select(0, torch.arange(batch) % t.shape[0])
         return torch.empty((batch, *t.shape[1:]), dtype=t.dtype, device="meta")
 
     return map_tensors(args, resize), map_tensors(kwargs or {}, resize)

@@ -220,7 +220,7 @@ class Report(_Model):
     schema_version: Literal[2] = REPORT_SCHEMA_VERSION
     model: str = Field(description="Model name (the model file's stem, or the callable's name).")
     profile: ProfileRef
-    capture_mode: str = Field(description="fake (no memory allocated) or real (a fallback that ran the model on the CPU).")
+    capture_mode: str = Field(description="fake (fake tensors: no memory allocated) or real (ran on real CPU tensors: a model small enough to run in milliseconds, or one whose control flow needs tensor values).")
     allow_tf32: bool = Field(default=False, description="Whether float32 matmuls were priced on TF32 tensor cores.")
     conv_tf32: bool = Field(default=True, description="Whether float32 cuDNN convolutions were priced on TF32 tensor cores.")
     ops: list[OpReport]
