@@ -313,9 +313,11 @@ class Analysis:
     def report(self) -> Report:
         tl = self.timeline()
         ops = []
+        # built without validation, one per op (thousands in a large model): the values come from
+        # the model of time, not from outside; a report read back from JSON is validated whole
         for op, cost, ok, t in zip(self.graph.ops, self.costs, self.supported, tl.ops):
             ops.append(
-                OpReport(
+                OpReport.model_construct(
                     index=op.index, target=op.name, module=op.module, module_type=op.module_type, source=op.source,
                     category=cost.category, inputs=_tensor_infos(op.tensor_inputs()), outputs=_tensor_infos(op.outputs),
                     flops=cost.flops, bytes_read=cost.bytes_read, bytes_written=cost.bytes_written, kernels=cost.kernels,
@@ -349,7 +351,7 @@ class Analysis:
 
 
 def _tensor_infos(metas) -> list[TensorInfo]:
-    return [TensorInfo(shape=list(t.shape), dtype=str(t.dtype).replace("torch.", "")) for t in metas]
+    return [TensorInfo.model_construct(shape=list(t.shape), dtype=str(t.dtype).replace("torch.", "")) for t in metas]
 
 
 def module_rollups(ops: list[OpReport]) -> list[ModuleRollup]:
