@@ -1,7 +1,7 @@
 """A tiny MLP: 8 x (Linear(128, 128) + ReLU) at batch 1, float32, inference.
 
-The DESIGN.md reference figure: on an H100 host this runs in 202 us eager against 31 us as a
-CUDA graph. It is the small end of seed 003's Linear + ReLU stack (``seed003_linear_relu.py``
+A reference figure measured on an H100 host: this runs in 202 us eager against 31 us as a CUDA
+graph. It is the small end of seed 003's Linear + ReLU stack (``seed003_linear_relu.py``
 is the same network with in-place ReLUs and its sweep); here the ReLU is not in place, so the
 capture sees ``aten.relu``.
 

@@ -97,3 +97,19 @@ def test_unsupported_op_is_listed_not_zero(tmp_path):
     op = next(o for o in r["ops"] if o["target"] == "aten.nextafter.default")
     # two float32 inputs of 1024 read (8192 B), one output written (4096 B), no FLOPs claimed
     assert op["bytes_read"] == 8192 and op["bytes_written"] == 4096 and op["flops"] == 0 and not op["supported"]
+
+
+def test_an_advise_run_imports_no_calibration_and_no_scipy():
+    # the prediction path stands on roofline alone: calibrate/ is an instrument beside it
+    code = (
+        "import sys\n"
+        "from roofline.cli import main\n"
+        f"main(['advise', {str(REPO / 'examples' / 'mlp_tiny.py')!r}, '--profile', 'nvidia-h100-80gb-hbm3', '--json', '/dev/null'])\n"
+        "print('LOADED', sorted(m for m in sys.modules if m == 'calibrate' or m.startswith(('calibrate.', 'scipy'))))\n"
+    )
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip().splitlines()[-1] == "LOADED []"
