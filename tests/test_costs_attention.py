@@ -87,22 +87,41 @@ def test_efficient_attention_forward_packed_varlen():
     assert cost_of(op)[0].flops == 1920000
 
 
+def _gemm_part_flops(c) -> int:
+    return sum(p.flops for _, p in c.parts if p.category in ("matmul", "attention"))
+
+
 def test_native_multi_head_attention_fast_path():
-    # nn.MultiheadAttention(8, 2), eval + no_grad, B=2, L=S=5, E=8: one fused op
-    # projections q, k, v, out: 4 * 2*B*L*E*E = 4 * 1280 = 5120; attention 4*B*L*S*E = 1600
-    # softmax 5 * B*heads*L*S = 500 -> 7220
+    # nn.MultiheadAttention(8, 2), eval + no_grad, B=2, L=S=5, E=8: one fused op run as its kernels:
+    # the QKV projection 2*10*8*24 = 3840, Q @ K^T and P @ V 2 * 2*4*5*5*4 = 1600 (the weights are
+    # returned: bmm, softmax, bmm, their mean over heads), the output projection 2*10*8*8 = 1280
     m = nn.MultiheadAttention(8, 2, batch_first=True).eval()
     x = torch.randn(2, 5, 8)
     _, c = priced("aten._native_multi_head_attention", lambda t: m(t, t, t), x)
-    assert c.flops == 7220 and c.category == "attention"
+    names = [op.name for op, _ in c.parts]
+    assert names == ["aten.mm.default", "aten.add.Tensor", "aten.bmm.default", "aten._softmax.default", "aten.bmm.default",
+                     "aten.mean.dim", "aten.clone.default", "aten.addmm.default"]
+    assert _gemm_part_flops(c) == 3840 + 1600 + 1280 and c.category == "attention"
+    assert c.flops == sum(p.flops for _, p in c.parts) and c.kernels == sum(p.kernels for _, p in c.parts)
+    # without the weights: one fused attention kernel instead of bmm, softmax, bmm and the mean
+    _, fused = priced("aten._native_multi_head_attention", lambda t: m(t, t, t, need_weights=False), x)
+    assert "aten.scaled_dot_product_attention.default" in [op.name for op, _ in fused.parts]
+    assert _gemm_part_flops(fused) == 3840 + 1600 + 1280
 
 
 def test_transformer_encoder_layer_fast_path():
-    # E=8, heads 2, F=16, B=2, L=5: attention 6720 GEMM + 500 softmax; FFN 2 * 2*10*8*16 = 5120
-    # relu 1 * 10*16 = 160; 2 layer norms 2*7*80 = 1120; residuals 2*80 = 160 -> 13780
+    # E=8, heads 2, F=16, B=2, L=5: self-attention GEMMs 3840 + 1600 + 1280, FFN 2 * 2*10*8*16 = 5120,
+    # plus 2 residual adds, 2 layer norms and the ReLU as kernels of their own
     layer = nn.TransformerEncoderLayer(8, 2, 16, batch_first=True).eval()
     _, c = priced("aten._transformer_encoder_layer_fwd", layer, torch.randn(2, 5, 8))
-    assert c.flops == 6720 + 500 + 5120 + 160 + 1120 + 160
+    assert _gemm_part_flops(c) == 3840 + 1600 + 1280 + 5120
+    names = [op.name for op, _ in c.parts]
+    assert names.count("aten.native_layer_norm.default") == 2 and names.count("aten.relu.default") == 1
+    assert names.index("aten.native_layer_norm.default") > names.index("aten.scaled_dot_product_attention.default")
+    first = nn.TransformerEncoderLayer(8, 2, 16, batch_first=True, norm_first=True, activation="gelu").eval()
+    _, c = priced("aten._transformer_encoder_layer_fwd", first, torch.randn(2, 5, 8))
+    names = [op.name for op, _ in c.parts]
+    assert names[0] == "aten.native_layer_norm.default" and "aten.gelu.default" in names
 
 
 def test_math_path_decomposes_into_priced_ops():

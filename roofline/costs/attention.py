@@ -28,7 +28,8 @@ never reaches memory in a fused kernel.
 
 Kernels (CUDA eager): 1 for each fused backend. The math fallback
 ``_scaled_dot_product_attention_math`` (normally decomposed before capture) is ~5 kernels
-(scale, bmm, softmax, bmm, plus the mask).
+(scale, bmm, softmax, bmm, plus the mask). The transformer layers' native fast paths run several
+kernels; each is priced as its own op (``OpCost.parts``).
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ import math
 
 import torch
 
-from roofline.costs.registry import OpCost, arguments, register, rw_bytes
+from roofline.costs.registry import OpCost, arguments, composite, part, register, rw_bytes
 from roofline.graph.ops import CapturedOp, TensorMeta
 
 aten = torch.ops.aten
@@ -113,66 +114,98 @@ def efficient_attention_forward_cost(op: CapturedOp) -> OpCost:
     return _attention_cost(op, *dims, q)
 
 
-def _mha_flops(b: int, l: int, s: int, e: int, heads: int) -> tuple[int, int]:
-    """(GEMM FLOPs, softmax FLOPs) of one nn.MultiheadAttention forward.
-
-    Q projection 2*B*L*E*E, K and V projections 2*B*S*E*E each, attention 4*B*L*S*E (all heads),
-    output projection 2*B*L*E*E; softmax 5 FLOPs per score (B*heads*L*S scores).
-    """
-    gemm = 2 * b * l * e * e + 2 * (2 * b * s * e * e) + attention_flops(b, l, s, e, e) + 2 * b * l * e * e
-    return gemm, _SOFTMAX_FLOPS_PER_ELEMENT * b * heads * l * s
-
-
 def _bls(t: TensorMeta) -> tuple[int, int]:
     """(batch, seq) of a (B, L, E) or unbatched (L, E) tensor."""
     return (t.shape[0], t.shape[1]) if t.ndim == 3 else (1, t.shape[0])
 
 
+def _t(shape, dtype) -> TensorMeta:
+    return TensorMeta.contiguous(tuple(shape), dtype)
+
+
+def _linear(rows: int, k: int, n: int, dtype, bias: bool) -> tuple[CapturedOp, OpCost]:
+    """One (rows, k) @ (k, n) GEMM of a fused layer, with its bias in the GEMM where it has one."""
+    x, w = _t((rows, k), dtype), TensorMeta(shape=(k, n), dtype=dtype, stride=(1, k))
+    if bias:
+        return part(aten.addmm.default, (_t((n,), dtype), x, w), (_t((rows, n), dtype),))
+    return part(aten.mm.default, (x, w), (_t((rows, n), dtype),))
+
+
+def _attention_parts(b: int, l: int, s: int, e: int, heads: int, dtype, *, separate_kv: bool, need_weights: bool, average: bool) -> list:
+    """The kernels of nn.MultiheadAttention's native fast path, in order.
+
+    In projections without bias (one GEMM to 3E for self-attention, three otherwise), one pass that
+    adds the bias, scales q and splits the heads, the attention (fused, or bmm + softmax + bmm when
+    the weights are returned, with their mean over heads when averaged), one pass that merges the
+    heads, and the output projection with its bias."""
+    dh = e // heads
+    if separate_kv:
+        parts = [_linear(b * l, e, e, dtype, False), _linear(b * s, e, e, dtype, False), _linear(b * s, e, e, dtype, False)]
+        qkv_rows = b * (l + 2 * s)
+    else:
+        parts = [_linear(b * l, e, 3 * e, dtype, False)]
+        qkv_rows = 3 * b * l
+    parts.append(part(aten.add.Tensor, (_t((qkv_rows, e), dtype), _t((e,), dtype)), (_t((qkv_rows, e), dtype),)))
+    q, k, v = _t((b, heads, l, dh), dtype), _t((b, heads, s, dh), dtype), _t((b, heads, s, dh), dtype)
+    if need_weights:
+        scores = _t((b * heads, l, s), dtype)
+        parts.append(part(aten.bmm.default, (_t((b * heads, l, dh), dtype), _t((b * heads, dh, s), dtype)), (scores,)))
+        parts.append(part(aten._softmax.default, (scores, -1, False), (scores,)))
+        parts.append(part(aten.bmm.default, (scores, _t((b * heads, s, dh), dtype)), (_t((b * heads, l, dh), dtype),)))
+        if average:
+            parts.append(part(aten.mean.dim, (_t((b, heads, l, s), dtype), [1]), (_t((b, l, s), dtype),)))
+    else:
+        parts.append(part(aten.scaled_dot_product_attention.default, (q, k, v), (_t((b, heads, l, dh), dtype),)))
+    parts.append(part(aten.clone.default, (_t((b, heads, l, dh), dtype),), (_t((b, l, heads, dh), dtype),)))
+    parts.append(_linear(b * l, e, e, dtype, True))
+    return parts
+
+
 @register(aten._native_multi_head_attention, category="attention")
 def native_mha_cost(op: CapturedOp) -> OpCost:
-    """nn.MultiheadAttention's inference fast path (eval, no_grad): projections + attention.
-
-    Kernels (CUDA): QKV GEMM, bias/reshape, attention (fused SDPA, or bmm+softmax+bmm when
-    need_weights), head merge, output GEMM: 5 without weights, 7 with.
-    Equivalent GEMM: M = B*L, N = E, K chosen so that 2*M*N*K equals the GEMM FLOPs.
-    """
+    """nn.MultiheadAttention's inference fast path (eval, no_grad): one native op that runs the
+    projections, the attention and the output projection as separate kernels (``_attention_parts``),
+    each priced as its own op."""
     a = arguments(op)
     q, k = a["query"], a["key"]
     e, heads = int(a["embed_dim"]), int(a["num_head"])
     b, l = _bls(q)
     s = _bls(k)[1]
-    gemm_flops, softmax_flops = _mha_flops(b, l, s, e, heads)
-    read, written = rw_bytes(op)
-    m, n = b * l, e
-    return OpCost(
-        flops=gemm_flops + softmax_flops, bytes_read=read, bytes_written=written,
-        kernels=7 if a.get("need_weights", True) else 5, category="attention",
-        gemm=(1, m, n, max(1, round(gemm_flops / (2 * m * n)))), compute_dtype=q.dtype,
-    )
+    if len(op.input_sources) >= 3:  # self-attention: one tensor passed as query, key and value
+        same = op.input_sources[0][0] == op.input_sources[1][0] == op.input_sources[2][0]
+    else:  # an op built without its graph: by metadata
+        same = q == k == a["value"]
+    parts = _attention_parts(b, l, s, e, heads, q.dtype, separate_kv=not same, need_weights=bool(a.get("need_weights", True)),
+                             average=bool(a.get("average_attn_weights", True)))
+    return composite(parts, "attention", q.dtype)
 
 
 @register(aten._transformer_encoder_layer_fwd, category="attention")
 def transformer_encoder_layer_cost(op: CapturedOp) -> OpCost:
-    """nn.TransformerEncoderLayer's fast path: self-attention + 2 layer norms + FFN + 2 residuals.
-
-    FLOPs: self-attention (as native MHA) + FFN GEMMs 2*B*L*E*F*2 + activation per B*L*F
-    (GELU 5, ReLU 1, the pointwise rules) + layer norms 7 per element each (the norm rule) +
-    residual adds 1 per element each.
-    Kernels (CUDA): ~11 (attention 5, 2 norms, 2 FFN GEMMs with fused bias/activation, 2 adds).
-    """
+    """nn.TransformerEncoderLayer's inference fast path: one native op that runs self-attention
+    (``_attention_parts``), a residual add and a layer norm, the feed-forward GEMMs with the
+    activation between them, and another residual add and layer norm (the norms first with
+    ``norm_first``), each kernel priced as its own op."""
     a = arguments(op)
     src = a["src"]
     e, heads = int(a["embed_dim"]), int(a["num_heads"])
     f = a["ffn_weight_1"].shape[0]
     b, l = _bls(src)
-    gemm_flops, softmax_flops = _mha_flops(b, l, l, e, heads)
-    gemm_flops += 2 * (2 * b * l * e * f)
-    act = 5 if a.get("use_gelu") else 1
-    pointwise = softmax_flops + act * b * l * f + 2 * 7 * b * l * e + 2 * b * l * e
-    read, written = rw_bytes(op)
-    m, n = b * l, e
-    return OpCost(
-        flops=gemm_flops + pointwise, bytes_read=read, bytes_written=written, kernels=11,
-        category="attention", gemm=(1, m, n, max(1, round(gemm_flops / (2 * m * n)))),
-        compute_dtype=src.dtype,
-    )
+    dt, rows = src.dtype, b * l
+    x, hidden = _t((rows, e), dt), _t((rows, f), dt)
+
+    def norm():
+        return part(aten.native_layer_norm.default, (x, [e], _t((e,), dt), _t((e,), dt), float(a["eps"])),
+                    (x, _t((rows, 1), torch.float32), _t((rows, 1), torch.float32)))
+
+    def residual():
+        return part(aten.add.Tensor, (x, x), (x,))
+
+    attention = _attention_parts(b, l, l, e, heads, dt, separate_kv=False, need_weights=False, average=False)
+    activation = part(aten.gelu.default if a.get("use_gelu") else aten.relu.default, (hidden,), (hidden,))
+    ffn = [_linear(rows, e, f, dt, True), activation, _linear(rows, f, e, dt, True)]
+    if a.get("norm_first"):
+        parts = [norm(), *attention, residual(), norm(), *ffn, residual()]
+    else:
+        parts = [*attention, residual(), norm(), *ffn, residual(), norm()]
+    return composite(parts, "attention", dt)

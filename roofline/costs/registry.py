@@ -80,6 +80,10 @@ class OpCost:
     # copies it into the result first and the GEMM accumulates onto it. Which backend makes the
     # pass is the device model's knowledge (``roofline.model.kernels.bias_pass_s``).
     bias_pass_bytes: int = 0
+    # A fused native op that runs several kernels one after another (a transformer layer's inference
+    # fast path): each kernel as an op of its own and its cost, in order. The op's FLOPs, bytes and
+    # kernels are their sums, and its kernel time is the sum of theirs.
+    parts: tuple = ()
 
     @property
     def bytes(self) -> int:
@@ -374,3 +378,19 @@ def output_numel(op: CapturedOp) -> int:
 
 
 VIEW_COST = OpCost(flops=0, bytes_read=0, bytes_written=0, kernels=0, category="view")
+
+
+def part(target, args: tuple, outputs: tuple[TensorMeta, ...], kwargs: dict | None = None) -> tuple[CapturedOp, OpCost]:
+    """One kernel of a fused native op, as the op that runs it alone and its registered cost."""
+    op = CapturedOp(index=-1, target=target, args=args, kwargs=kwargs or {}, outputs=outputs)
+    formula = formula_for(op)
+    return op, (formula(op) if formula is not None else fallback_cost(op))
+
+
+def composite(parts: list[tuple[CapturedOp, OpCost]], category: Category, compute_dtype: torch.dtype) -> OpCost:
+    """The cost of an op that runs ``parts`` one after another (``OpCost.parts``)."""
+    return OpCost(
+        flops=sum(c.flops for _, c in parts), bytes_read=sum(c.bytes_read for _, c in parts),
+        bytes_written=sum(c.bytes_written for _, c in parts), kernels=sum(c.kernels for _, c in parts),
+        category=category, compute_dtype=compute_dtype, parts=tuple(parts),
+    )

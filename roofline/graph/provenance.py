@@ -82,6 +82,12 @@ def module_names(model: nn.Module) -> dict[int, str]:
     return names
 
 
+# Modules that take a fused inference fast path (one native op for the whole layer) unless a
+# torch function mode is active, as one is while capturing; inside them the capture's modes stand
+# aside so that the layer runs as it runs eagerly.
+FAST_PATH_MODULES = (nn.TransformerEncoder, nn.TransformerEncoderLayer, nn.MultiheadAttention)
+
+
 class ModuleTracker:
     """Counts nn.Module calls and keeps the stack of modules being run: (dotted path, class name)."""
 
@@ -89,6 +95,7 @@ class ModuleTracker:
         self.names = names
         self.calls = 0
         self.stack: list[tuple[str, str]] = []
+        self._standing_aside: list[tuple[int, object]] = []  # (stack depth, torch function disabled)
 
     def _pre(self, module, args):
         self.calls += 1
@@ -96,8 +103,14 @@ class ModuleTracker:
         if path is None:  # a proxy or a module created during forward
             path = self.stack[-1][0] if self.stack else ""
         self.stack.append((path, type(module).__name__))
+        if isinstance(module, FAST_PATH_MODULES) and not module.training and not self._standing_aside:
+            off = torch._C.DisableTorchFunction()
+            off.__enter__()
+            self._standing_aside.append((len(self.stack), off))
 
     def _post(self, module, args, output):
+        if self._standing_aside and self._standing_aside[-1][0] == len(self.stack):
+            self._standing_aside.pop()[1].__exit__(None, None, None)
         if self.stack:
             self.stack.pop()
 
@@ -115,6 +128,8 @@ class ModuleTracker:
         finally:
             pre.remove()
             post.remove()
+            while self._standing_aside:  # a forward that raised left its module's modes off
+                self._standing_aside.pop()[1].__exit__(None, None, None)
 
 
 class TorchCalls(TorchFunctionMode):

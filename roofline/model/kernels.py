@@ -91,7 +91,11 @@ def bias_pass_s(cost: OpCost, dev: DeviceModel) -> float:
 
 
 def kernel_s(op: CapturedOp, cost: OpCost, dev: DeviceModel) -> tuple[float, float, float, float]:
-    """(kernel_s, compute_s, memory_s, floor_s): the op's predicted device time and its terms."""
+    """(kernel_s, compute_s, memory_s, floor_s): the op's predicted device time and its terms; a
+    fused native op that runs several kernels (``OpCost.parts``) the sums of theirs."""
+    if cost.parts:
+        terms = [kernel_s(p_op, p_cost, dev) for p_op, p_cost in cost.parts]
+        return tuple(sum(t[i] for t in terms) for i in range(4))
     compute, memory, floor = kernel_terms(op, cost, dev)
     kernel = max(compute, memory, floor) + bias_pass_s(cost, dev) if cost.kernels else 0.0
     return kernel, compute, memory, floor
