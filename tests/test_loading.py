@@ -401,3 +401,9 @@ def test_model_not_callable(tmp_path):
     path = write(tmp_path, "notcallable.py", "model = 3\nexample_inputs = ()\n")
     msg = load_error(path)
     assert "nn.Module or a callable" in msg and "int" in msg
+
+
+def test_a_missing_package_says_what_to_install(tmp_path):
+    path = write(tmp_path, "needs.py", "import not_a_package_anyone_has\nmodel = None\n")
+    msg = load_error(path)
+    assert "No module named 'not_a_package_anyone_has'" in msg and "pip install not_a_package_anyone_has" in msg

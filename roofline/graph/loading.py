@@ -278,9 +278,14 @@ def _run(fn: Callable[[], Any], path: Path, *, what: str) -> Any:
         location, code_line = _user_location(exc, path)
         summary = _exception_summary(exc)
         code = f" (`{_clip(code_line, 80)}`)" if code_line else ""
+        if isinstance(exc, ModuleNotFoundError) and exc.name:
+            package = exc.name.split(".")[0]
+            extra = " (or roofline's extra: pip install 'roofline[hf]')" if package == "transformers" else ""
+            way_out = f"install it: pip install {package}{extra}"
+        else:
+            way_out = f"fix the file so that it runs on its own (`python {path.name}`)"
         raise _RunError(
-            f"{location}: error while {what} the model file{code}: {summary}; fix the file "
-            f"so that it runs on its own (`python {path.name}`)",
+            f"{location}: error while {what} the model file{code}: {summary}; {way_out}",
             location=location,
             summary=summary,
         ) from None
