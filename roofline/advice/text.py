@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from roofline.schema.report import Report
-from roofline.units import seconds
+from roofline.schema.report import DecodeReport, Report
+from roofline.units import count, seconds
 
 GAIN_WORTH_IT = 0.10  # a change that saves less than this share of the time is not worth a user's effort
 
@@ -82,3 +82,16 @@ def advice_lines(report: Report, *, copies_per_call: bool = True) -> list[str]:
             f"{', '.join(sorted(report.unsupported_ops))}"
         )
     return lines
+
+
+def decode_advice(d: DecodeReport) -> str:
+    """One line of advice on the decode loop: per token, what bounds it, and the way out."""
+    regime = max(("compute", "memory", "overhead"), key=lambda k: d.step_regime_s.get(k, 0.0))
+    line = (
+        f"decode: {d.new_tokens} tokens after a {d.prompt_tokens}-token prefill ({seconds(d.prefill_s)}) take {seconds(d.decode_s)}, "
+        f"{seconds(d.per_token_s)} per token, {regime}-bound; the cache grows to {count(d.cache_bytes_final, 'B')}; "
+        f"reading weights and cache once bounds a step at {seconds(d.memory_floor_per_token_s)}"
+    )
+    if d.cuda_graphs_per_token_s is not None and d.cuda_graphs_per_token_s < 0.8 * d.per_token_s:
+        line += f"; one step as a CUDA graph (torch.compile mode='reduce-overhead', or a static cache): {seconds(d.cuda_graphs_per_token_s)} per token"
+    return line

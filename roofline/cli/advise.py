@@ -21,6 +21,10 @@ def add_parsers(sub) -> None:
     adv.add_argument("--calls", type=_positive_int, default=1, help="placement over a loop of this many calls")
     adv.add_argument("--pinned", action="store_true", help="placement with pinned host memory for the copies")
     adv.add_argument("--measure", action="store_true", help="also run the model on the profile's device and report measured times and errors")
+    adv.add_argument(
+        "--decode", type=_positive_int, metavar="N",
+        help="causal LMs: predict the prompt's prefill plus N decode steps with the key-value cache, per token and in total (with --measure: timed too)",
+    )
     adv.add_argument("--copies", choices=["per-call", "once"], default="per-call", help="placement: inputs/outputs copied on every call, or once for the whole --calls loop")
     adv.add_argument("--batch-sweep", action=argparse.BooleanOptionalAction, default=None, help="predict time per sample over batch sizes (default: on for models of up to 600 ops)")
     adv.add_argument("--placement-sweep", action="store_true", help="CPU vs GPU over the sizes of the model file's sweep(), with the crossover")
@@ -53,11 +57,21 @@ def _cmd_advise(args) -> int:
     )
     analysis = Analysis.of(loaded.model, loaded.args, loaded.kwargs, profile, options, name=loaded.name, materialize=loaded.materializer())
     report = analysis.report()
+    decode = None
+    if args.decode:
+        from roofline.advice.text import decode_advice
+        from roofline.decode import DecodeAnalysis
+
+        decode = DecodeAnalysis.of(loaded.model, loaded.args, loaded.kwargs, profile, options, new_tokens=args.decode, name=loaded.name)
+        report.decode = decode.report()
+        report.advice.append(decode_advice(report.decode))
     if args.placement_sweep:
         _placement_sweep(report, loaded, profile, options, measure_device)
     report.warnings = list(loaded.warnings) + report.warnings
     if measure_device:
         _measure(report, analysis, args, measure_device)
+        if decode is not None:
+            _measure_decode(report, decode, args, measure_device)
     render(report, top=args.top)
     if args.json:
         report.write_json(args.json)
@@ -91,6 +105,24 @@ def _measure(report, analysis, args, device: str) -> None:
         attach_host_speed(report, analysis, measurement.host_speed.scale)
     if alternatives is not None:
         attach_alternatives(report, *alternatives, predict_at=analysis.at_host_scale)
+
+
+def _measure_decode(report, decode, args, device: str) -> None:
+    """Time the decode loop and put it beside the prediction, also at the host speed timed beside it."""
+    from roofline.graph.loading import load_model_file
+    from roofline.measure.decode import measure_decode
+
+    real = load_model_file(args.model_file, materialize=True)
+    m = measure_decode(real.model, real.args, real.kwargs, device, args.decode, decode.prefill.dev.overheads)
+    d = report.decode
+    d.measured_prefill_s, d.measured_total_s, d.measured_per_token_s = m.prefill.median_s, m.loop.median_s, m.per_token_s
+    d.measured_spread_s = m.loop.iqr_s
+    if m.host_speed is not None:
+        now = decode.report(host_scale=m.host_speed.scale)
+        d.host_scale, d.per_token_now_s, d.total_now_s = m.host_speed.scale, now.per_token_s, now.total_s
+    for t in (m.prefill, m.loop):
+        if t.warning:
+            report.warnings.append(t.warning)
 
 
 def _placement_sweep(report, loaded, profile, options, measure_device) -> None:

@@ -23,7 +23,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Sequence
 
 import torch
 from torch import nn
@@ -63,6 +63,8 @@ def capture(
     user_files: Iterable[str | os.PathLike] | None = None,
     device: str = "cpu",
     real: bool = False,
+    continuations: Sequence[tuple[tuple, dict]] = (),
+    link: Callable[[Any], dict] | None = None,
 ) -> CapturedGraph:
     """Capture one forward pass of ``model(*example_inputs, **kwargs)`` as aten ops.
 
@@ -80,14 +82,19 @@ def capture(
     for real. ``inference=True`` (the default) captures ``model.eval()`` under ``torch.no_grad()``;
     the modules' training flags are restored afterwards. ``user_files`` names files (e.g. the model
     file) whose lines are preferred for ``CapturedOp.source``.
+
+    ``continuations`` are further calls of the model in the same capture, each with its own
+    ``(args, kwargs)`` updated by ``link(previous call's output)`` (a decode step takes the cache the
+    call before returned); ``CapturedGraph.segments`` then says where each call's ops start.
     """
     if not callable(model):
         raise CaptureError(f"the model must be an nn.Module or a callable, got {type(model).__name__}; pass the module itself")
     args, kwargs = normalize_inputs(example_inputs, kwargs)
     locator = FrameLocator(preferred_files(model, user_files))
+    then = _Continuations(continuations, link)
     if real:
         try:
-            graph = _trace(model, args, kwargs, fake=False, inference=inference, locator=locator)
+            graph = _trace(model, args, kwargs, fake=False, inference=inference, locator=locator, then=then)
         except _TraceFailed as failed:
             exc = failed.error
             raise CaptureError(f"capture failed at {failures.describe_location(exc, locator)}: {failures.summary(exc)}; {failures.hint(exc)}") from None
@@ -99,9 +106,13 @@ def capture(
         return graph
 
     try:
-        return _trace(model, args, kwargs, fake=True, inference=inference, locator=locator, device=device)
+        return _trace(model, args, kwargs, fake=True, inference=inference, locator=locator, device=device, then=then)
     except _TraceFailed as failed:
         fake_failure = failed.error
+    if continuations:  # the loop of calls runs on fake tensors only
+        raise CaptureError(
+            f"capture failed at {failures.describe_location(fake_failure, locator)}: {failures.summary(fake_failure)}; {failures.hint(fake_failure)}"
+        ) from None
 
     where = failures.describe_location(fake_failure, locator)
     data_op = failures.data_dependent_op(fake_failure)
@@ -180,6 +191,14 @@ def _capture_real(materialize: Materializer, warning: str, inference: bool, loca
     return graph
 
 
+class _Continuations:
+    """Calls of the model after the first, in the same capture: inputs, and how each takes what the
+    call before it returned."""
+
+    def __init__(self, calls: Sequence[tuple[tuple, dict]] = (), link: Callable[[Any], dict] | None = None):
+        self.calls, self.link = list(calls), link
+
+
 class _TraceFailed(Exception):
     """The model raised while running under capture; ``error`` is what it raised."""
 
@@ -188,7 +207,8 @@ class _TraceFailed(Exception):
         self.error = error
 
 
-def _trace(model, args: tuple, kwargs: dict, *, fake: bool, inference: bool, locator: FrameLocator, device: str = "cpu") -> CapturedGraph:
+def _trace(model, args: tuple, kwargs: dict, *, fake: bool, inference: bool, locator: FrameLocator, device: str = "cpu",
+           then: _Continuations | None = None) -> CapturedGraph:
     is_module = isinstance(model, nn.Module)
     named = named_state(model) if is_module else []
     if fake:
@@ -221,6 +241,12 @@ def _trace(model, args: tuple, kwargs: dict, *, fake: bool, inference: bool, loc
     inputs = list(tensors_in((run_args, run_kwargs)))
     for i, t in enumerate(inputs):
         recorder.name_value(t, f"input.{i}")
+    then = then or _Continuations()
+    later = [(map_tensors(a, convert), map_tensors(k, convert)) for a, k in then.calls]
+    for c, call in enumerate(later):
+        for i, t in enumerate(tensors_in(call)):
+            recorder.name_value(t, f"call.{c + 1}.input.{i}")
+    segments, segment_calls = [0], [0]
 
     grad = torch.no_grad() if inference else contextlib.nullcontext()
     restore_training = set_eval(model) if (is_module and inference) else (lambda: None)
@@ -228,6 +254,13 @@ def _trace(model, args: tuple, kwargs: dict, *, fake: bool, inference: bool, loc
         with mode, grad, tracker.installed(), quiet_torch_logs(), calls, recorder:
             try:
                 result = call_model(model, is_module, state, run_args, run_kwargs)
+                for a, k in later:
+                    recorder.mark_returned(result)
+                    segments.append(len(recorder.ops))
+                    segment_calls.append(tracker.calls)
+                    result = call_model(model, is_module, state, a, {**k, **then.link(result)} if then.link else k)
+            except RooflineError:  # ours, already one line (a decode loop's output without a cache)
+                raise
             except Exception as exc:  # the user's code (or torch on its behalf) failed
                 raise _TraceFailed(exc) from exc
     finally:
@@ -239,6 +272,8 @@ def _trace(model, args: tuple, kwargs: dict, *, fake: bool, inference: bool, loc
     graph.module_calls = tracker.calls
     graph.state_tensors = len(seen_state)
     graph.capture_mode = "fake" if fake else "real"
+    graph.segments = segments
+    graph.segment_module_calls = segment_calls
     graph.replay = _ReplayPlan(
         inputs=len(inputs), state=[name for name in state], constants=recorder.constants, real=not fake,
     )
@@ -323,6 +358,13 @@ class _Recorder(TorchDispatchMode):
         for k, t in enumerate(outputs):
             self.name_value(t, f"op.{index}.{k}", index)
 
+    def mark_returned(self, result) -> None:
+        """Mark the ops whose values a model call returned (every call's, in a loop of calls)."""
+        for t in tensors_in(result):
+            found = self.values.get(t)
+            if found is not None and found[1] >= 0:
+                self.ops[found[1]].is_output = True
+
     def graph(self, result) -> CapturedGraph:
         """The recorded ops as a ``CapturedGraph``: consumers filled in, and the ops whose values
         the model returned marked as outputs."""
@@ -332,12 +374,8 @@ class _Recorder(TorchDispatchMode):
                 users[j].add(op.index)
         for op, u in zip(self.ops, users):
             op.users = tuple(sorted(u))
-        outputs = []
-        for t in tensors_in(result):
-            outputs.append(_tensor_meta(t))
-            found = self.values.get(t)
-            if found is not None and found[1] >= 0:
-                self.ops[found[1]].is_output = True
+        outputs = [_tensor_meta(t) for t in tensors_in(result)]
+        self.mark_returned(result)
         return CapturedGraph(ops=self.ops, outputs=outputs)
 
 

@@ -147,6 +147,8 @@ class CapturedGraph:
     capture_mode: str = "fake"  # "fake" (no memory) or "real" (fallback that ran the model)
     warnings: list[str] = field(default_factory=list)
     replay: Any = None  # what roofline.graph.replay needs to run the ops again on real tensors
+    segments: list[int] = field(default_factory=lambda: [0])  # first op of each model call (several: a decode loop)
+    segment_module_calls: list[int] = field(default_factory=lambda: [0])  # module calls made before each model call
 
     def with_ops(self, ops: list[CapturedOp]) -> "CapturedGraph":
         """The same program with other ops (fused, or changed for an alternative)."""

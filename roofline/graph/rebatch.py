@@ -46,8 +46,8 @@ def with_batch(args: tuple, kwargs: dict | None, batch: int, real: bool = False)
     return map_tensors(args, resize), map_tensors(kwargs or {}, resize)
 
 
-class _NotAffine(Exception):
-    pass
+class NotAffine(Exception):
+    """A value does not follow an affine function of the integer it is fitted on."""
 
 
 Template = Callable[[int], Any]
@@ -55,43 +55,43 @@ Template = Callable[[int], Any]
 
 def _fit(values: list, batches: list[int]) -> Template:
     """A function of the batch that gives ``values[i]`` at ``batches[i]``: affine in every integer
-    leaf (fitted on the first two, checked on the third), equal elsewhere; else ``_NotAffine``."""
+    leaf (fitted on the first two, checked on the third), equal elsewhere; else ``NotAffine``."""
     first = values[0]
     if any(type(v) is not type(first) for v in values):
-        raise _NotAffine
+        raise NotAffine
     if isinstance(first, bool) or not isinstance(first, (int, list, tuple, dict, TensorMeta)):
         if any(v != first for v in values[1:]):
-            raise _NotAffine
+            raise NotAffine
         return lambda b: first
     if isinstance(first, int):
         (b0, b1, b2), (v0, v1, v2) = batches, values
         slope = Fraction(v1 - v0, b1 - b0)
         if v0 + slope * (b2 - b0) != v2:
-            raise _NotAffine
+            raise NotAffine
         if slope == 0:
             return lambda b: v0
 
         def line(b: int) -> int:
             v = v0 + slope * (b - b0)
             if v.denominator != 1 or v < 0:
-                raise _NotAffine
+                raise NotAffine
             return int(v)
 
         return line
     if isinstance(first, TensorMeta):
         if any(v.dtype != first.dtype or v.device != first.device or v.ndim != first.ndim for v in values):
-            raise _NotAffine
+            raise NotAffine
         shape = _fit([v.shape for v in values], batches)
         stride = _fit([v.stride for v in values], batches)
         offset = _fit([v.storage_offset for v in values], batches)
         return lambda b: TensorMeta(shape=shape(b), dtype=first.dtype, stride=stride(b), device=first.device, storage_offset=offset(b))
     if isinstance(first, dict):
         if any(v.keys() != first.keys() for v in values):
-            raise _NotAffine
+            raise NotAffine
         parts = {k: _fit([v[k] for v in values], batches) for k in first}
         return lambda b: {k: f(b) for k, f in parts.items()}
     if any(len(v) != len(first) for v in values):
-        raise _NotAffine
+        raise NotAffine
     items = [_fit([v[i] for v in values], batches) for i in range(len(first))]
     kind = type(first)
     return lambda b: kind(f(b) for f in items)
@@ -104,11 +104,28 @@ def _op_template(ops: list[CapturedOp], batches: list[int]) -> Callable[[int], C
         or op.input_sources != first.input_sources or op.is_output != first.is_output or op.torch_call != first.torch_call
         for op in ops[1:]
     ):
-        raise _NotAffine
+        raise NotAffine
     args = _fit([op.args for op in ops], batches)
     kwargs = _fit([op.kwargs for op in ops], batches)
     outputs = _fit([op.outputs for op in ops], batches)
     return lambda b: replace(first, args=args(b), kwargs=kwargs(b), outputs=outputs(b))
+
+
+def affine_template(graphs: list[CapturedGraph], xs: list[int]) -> Callable[[int], CapturedGraph]:
+    """The graph as a function of one integer ``x`` (the batch, a cache length), from the graphs at
+    three values ``xs``: every integer leaf affine in ``x``, everything else equal; else ``NotAffine``."""
+    first = graphs[0]
+    if any(len(g.ops) != len(first.ops) or g.module_calls != first.module_calls or g.state_tensors != first.state_tensors for g in graphs):
+        raise NotAffine
+    ops = [_op_template([g.ops[i] for g in graphs], xs) for i in range(len(first.ops))]
+    inputs = _fit([g.inputs for g in graphs], xs)
+    outputs = _fit([g.outputs for g in graphs], xs)
+
+    def at(x: int) -> CapturedGraph:
+        made = [op(x) for op in ops]
+        return replace(first, ops=made, inputs=list(inputs(x)), outputs=list(outputs(x)), warnings=list(first.warnings), replay=None)
+
+    return at
 
 
 class Rebatcher:
@@ -123,29 +140,14 @@ class Rebatcher:
         graphs = [self._captured(b) for b in batches]
         if all(g is not None for g in graphs):
             try:
-                self.derive = self._template(graphs, batches)
-            except _NotAffine:
+                self.derive = affine_template(graphs, batches)
+            except NotAffine:
                 self.derive = None
 
     def _captured(self, b: int) -> CapturedGraph | None:
         if b not in self.captured:
             self.captured[b] = self.capture_at(b)
         return self.captured[b]
-
-    @staticmethod
-    def _template(graphs: list[CapturedGraph], batches: list[int]) -> Callable[[int], CapturedGraph]:
-        first = graphs[0]
-        if any(len(g.ops) != len(first.ops) or g.module_calls != first.module_calls or g.state_tensors != first.state_tensors for g in graphs):
-            raise _NotAffine
-        ops = [_op_template([g.ops[i] for g in graphs], batches) for i in range(len(first.ops))]
-        inputs = _fit([g.inputs for g in graphs], batches)
-        outputs = _fit([g.outputs for g in graphs], batches)
-
-        def at(b: int) -> CapturedGraph:
-            made = [op(b) for op in ops]
-            return replace(first, ops=made, inputs=list(inputs(b)), outputs=list(outputs(b)), warnings=list(first.warnings), replay=None)
-
-        return at
 
     def at(self, b: int) -> CapturedGraph | None:
         """The graph at batch ``b``: captured if it was, else derived, else captured now."""
@@ -154,6 +156,6 @@ class Rebatcher:
         if self.derive is not None and b > 1:
             try:
                 return self.derive(b)
-            except _NotAffine:
+            except NotAffine:
                 pass
         return self._captured(b)

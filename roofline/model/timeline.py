@@ -236,12 +236,12 @@ def _op_step(host: float, kernel: float, gpu: bool) -> Step:
     return (host, host + kernel, kernel) if gpu else (host + kernel, host + kernel, -math.inf)
 
 
-def _then(p: Step, q: Step) -> Step:
+def compose(p: Step, q: Step) -> Step:
     """``p`` followed by ``q``."""
     return (p[0] + q[0], max(p[0] + q[1], p[1] + q[2]), p[2] + q[2])
 
 
-def _apply(m: Step, h: float, e: float) -> tuple[float, float]:
+def apply_step(m: Step, h: float, e: float) -> tuple[float, float]:
     return h + m[0], max(h + m[1], e + m[2])
 
 
@@ -272,10 +272,10 @@ class Schedule:
         steps = [_op_step(self._host(i, self.kinds[i], self.pays[i], self.entered[i]), kernels[i][0], self.gpu) for i in range(len(ops))]
         self.prefix = [IDENTITY]
         for step in steps:
-            self.prefix.append(_then(self.prefix[-1], step))
+            self.prefix.append(compose(self.prefix[-1], step))
         self.suffix = [IDENTITY] * (len(ops) + 1)
         for i in range(len(ops) - 1, -1, -1):
-            self.suffix[i] = _then(steps[i], self.suffix[i + 1])
+            self.suffix[i] = compose(steps[i], self.suffix[i + 1])
         self.matmuls_by_call: dict[int, set[int]] = {}
         for op, kind in zip(ops, self.kinds):
             if op.torch_call is not None and kind == "addmm":
@@ -293,8 +293,13 @@ class Schedule:
     def _h0(self, entered_sum: int) -> float:
         return max(self.graph.module_calls - entered_sum, 0) * self.module_s
 
+    def run_step(self) -> Step:
+        """The whole program as one map of the (host issue, device end) state, module calls that
+        launch nothing included: programs run back to back without a sync compose by ``compose``."""
+        return compose((self._h0(sum(self.entered)), -math.inf, 0.0), self.prefix[-1])
+
     def total_s(self) -> float:
-        h, e = _apply(self.prefix[-1], self._h0(sum(self.entered)), 0.0)
+        h, e = apply_step(self.prefix[-1], self._h0(sum(self.entered)), 0.0)
         return max(h, e) + self.sync_s
 
     def total_with(self, members: Sequence[int], cost: OpCost) -> float | None:
@@ -331,7 +336,7 @@ class Schedule:
             prev = ops[j].module
             kernel = kernel_s(ops[j], cost, self.dev)[0] if j == last else self.kernels[j][0]
             step = _op_step(self._host(j, kinds[j], pays[j], entered), kernel, self.gpu)
-            state = step if state is None else _then(state, step)
-        whole = _then(_then(self.prefix[start], state), self.suffix[last + 1])
-        h, e = _apply(whole, self._h0(entered_sum), 0.0)
+            state = step if state is None else compose(state, step)
+        whole = compose(compose(self.prefix[start], state), self.suffix[last + 1])
+        h, e = apply_step(whole, self._h0(entered_sum), 0.0)
         return max(h, e) + self.sync_s

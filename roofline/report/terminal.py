@@ -110,6 +110,8 @@ def render(report: Report, console: Console | None = None, top: int = 15) -> Non
             m = measured.get(k) if k != "eager" else report.total.measured_s
             cells.append(f"{k.replace('_', ' ')} {fmt_s(v)}" + (f" (measured {fmt_s(m)})" if m else ""))
         console.print("[bold]predicted alternatives[/bold]: " + " | ".join(cells))
+    if report.decode is not None:
+        _render_decode(report.decode, console)
     if report.batch_sweep:
         bs = report.batch_sweep
         console.print(
@@ -134,3 +136,27 @@ def render(report: Report, console: Console | None = None, top: int = 15) -> Non
         console.print("[yellow]unsupported ops (priced by bytes only): " + ", ".join(f"{k} x{v}" for k, v in sorted(report.unsupported_ops.items())) + "[/]")
     for w in report.warnings:
         console.print(f"[yellow]warning: {w}[/]")
+
+
+def _render_decode(d, console: Console) -> None:
+    """Prefill, per token and total of the decode loop, measured beside predicted when it was."""
+    console.print(f"[bold]decode[/bold]: batch {d.batch}, a {d.prompt_tokens}-token prompt, then {d.new_tokens} tokens one step at a time with the key-value cache")
+    table = Table()
+    for c in ("", "predicted", "measured", "error"):
+        table.add_column(c, justify="right")
+    for label, pred, meas in (
+        ("prefill", d.prefill_s, d.measured_prefill_s),
+        ("per token", d.per_token_s, d.measured_per_token_s),
+        ("total", d.total_s, d.measured_total_s),
+    ):
+        table.add_row(label, fmt_s(pred), fmt_s(meas), _err(pred, meas))
+    if d.host_scale is not None:
+        table.add_row(f"per token at host x{d.host_scale:.2f}", fmt_s(d.per_token_now_s), fmt_s(d.measured_per_token_s), _err(d.per_token_now_s, d.measured_per_token_s))
+        table.add_row(f"total at host x{d.host_scale:.2f}", fmt_s(d.total_now_s), fmt_s(d.measured_total_s), _err(d.total_now_s, d.measured_total_s))
+    console.print(table)
+    regime = ", ".join(f"{k} {fmt_s(v)}" for k, v in d.step_regime_s.items() if v > 0)
+    console.print(
+        f"  one step: {d.step_ops} ops, {fmt_n(d.step_flops, 'FLOP')}, {fmt_n(d.step_bytes, 'B')} ({regime}); "
+        f"weights {fmt_n(d.weights_bytes, 'B')}, cache {fmt_n(d.cache_bytes_prefill, 'B')} -> {fmt_n(d.cache_bytes_final, 'B')} "
+        f"(+{fmt_n(d.cache_bytes_per_token, 'B')} per token)"
+    )

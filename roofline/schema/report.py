@@ -216,6 +216,38 @@ class GainCheck(_Model):
     gain_error_now: float | None = None
 
 
+class DecodeReport(_Model):
+    """A causal LM serving loop: the prompt's prefill, then one forward per new token with a growing
+    key-value cache (``roofline advise --decode N``)."""
+
+    batch: int = Field(ge=1, description="Sequences decoded together.")
+    prompt_tokens: int = Field(ge=1, description="Prompt length per sequence.")
+    new_tokens: int = Field(ge=1, description="Decode steps: tokens generated per sequence.")
+    prefill_s: float = Field(ge=0, description="The prefill alone (one synchronized forward over the prompt), seconds.")
+    decode_s: float = Field(ge=0, description="The N steps after the prefill, run back to back without a host sync between them, seconds.")
+    total_s: float = Field(ge=0, description="Prefill and steps in one loop, synchronized once at the end, seconds.")
+    per_token_s: float = Field(ge=0, description="decode_s / new_tokens: one step, one token per sequence, seconds.")
+    step_s: list[float] = Field(description="What each step adds to the loop's end, seconds, in order.")
+    step_regime_s: dict[str, float] = Field(description="The last step's predicted time by regime, seconds.")
+    step_ops: int = Field(ge=0, description="aten ops of one step.")
+    step_flops: int = Field(ge=0, description="FLOPs of the last step.")
+    step_bytes: int = Field(ge=0, description="Compulsory bytes of the last step (weights and the cache read once each at least).")
+    weights_bytes: int = Field(ge=0, description="Parameters and buffers, read by every step.")
+    cache_bytes_prefill: int = Field(ge=0, description="The key-value cache after the prefill, bytes.")
+    cache_bytes_final: int = Field(ge=0, description="The key-value cache after the last step, bytes.")
+    cache_bytes_per_token: int = Field(ge=0, description="What each step adds to the cache, bytes (all sequences).")
+    memory_floor_per_token_s: float = Field(ge=0, description="Weights plus the mean cache read once at the calibrated peak bandwidth: no step can be faster, seconds.")
+    cuda_graphs_per_token_s: float | None = Field(default=None, description="One step captured in a CUDA graph and replayed (host launch cost gone), seconds.")
+    steps_derived: bool = Field(description="True: steps beyond the three captured were computed from their fit over the cache length; False: captured each.")
+    measured_prefill_s: float | None = Field(default=None, description="--measure: the prefill alone, seconds.")
+    measured_total_s: float | None = Field(default=None, description="--measure: prefill and steps as one loop, synchronized once, seconds.")
+    measured_per_token_s: float | None = Field(default=None, description="--measure: (loop - prefill) / new_tokens, seconds.")
+    measured_spread_s: float | None = Field(default=None, description="--measure: IQR of the measured loop, seconds.")
+    host_scale: float | None = Field(default=None, gt=0, description="--measure: the host-speed index's scale timed beside the loop.")
+    per_token_now_s: float | None = Field(default=None, description="--measure: per token predicted at the host scale of the measurement, seconds.")
+    total_now_s: float | None = Field(default=None, description="--measure: the loop predicted at that host scale, seconds.")
+
+
 class Report(_Model):
     schema_version: Literal[2] = REPORT_SCHEMA_VERSION
     model: str = Field(description="Model name (the model file's stem, or the callable's name).")
@@ -237,6 +269,7 @@ class Report(_Model):
     streams: StreamPipeline | None = Field(default=None, description="GPU: a stream of batches with copies, sequential against overlapped.")
     measured_alternatives_s: dict[str, float] = Field(default_factory=dict, description="--measure on a GPU: measured time of each alternative.")
     gain_checks: list[GainCheck] = Field(default_factory=list, description="--measure on a GPU: each alternative's gain, predicted against measured.")
+    decode: DecodeReport | None = Field(default=None, description="--decode N: prefill plus N decode steps with the key-value cache.")
 
     def write_json(self, path) -> None:
         from pathlib import Path
