@@ -1,6 +1,7 @@
 """Accuracy benchmark: predicted against measured, model by model, beside PyTorch's RuntimeEstimator.
 
     python benchmarks/accuracy.py --profile PATH_OR_NAME [--device cuda|cpu] [--json OUT] [--only NAME ...]
+    python benchmarks/accuracy.py --zoo ...     (the zoo of library models: benchmarks/zoo/run.py)
 
 For each case (a model file of examples/, a dtype, a size from its sweep) it captures the model on
 the target device under fake tensors, predicts with the profile, runs it for real with the shared
@@ -239,6 +240,10 @@ def _fmt_err(e) -> str:
 
 
 def main() -> int:
+    if "--zoo" in sys.argv[1:]:
+        from benchmarks.zoo.run import main as zoo_main
+
+        return zoo_main(sys.argv[1:])
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--profile", required=True)
     ap.add_argument("--device", choices=["cuda", "cpu"], default=None)

@@ -20,7 +20,7 @@ from roofline.graph.decode import DecodeGraphs, decode_graphs
 from roofline.model.device import DeviceModel
 from roofline.model.host import scaled_overheads
 from roofline.model.timeline import Schedule, Step, apply_step, price_kernels
-from roofline.pipeline import Analysis, Options, resolve_profile
+from roofline.pipeline import Analysis, Options, capture_device_for, resolve_profile
 from roofline.schema.profile import DeviceProfile
 from roofline.schema.report import DecodeReport
 
@@ -40,7 +40,7 @@ class DecodeAnalysis:
     def of(cls, model, args: Any = (), kwargs: dict | None = None, profile: DeviceProfile | str | None = None,
            options: Options = Options(), *, new_tokens: int, name: str = "model") -> "DecodeAnalysis":
         prof, kind = resolve_profile(profile, options.device)
-        graphs = decode_graphs(model, args, kwargs, device=options.capture_device or "cpu", user_files=options.user_files)
+        graphs = decode_graphs(model, args, kwargs, device=capture_device_for(kind, options), user_files=options.user_files)
         return cls(graphs, prof, kind, options, new_tokens, name=name)
 
     def step(self, i: int) -> Analysis:

@@ -115,11 +115,15 @@ def _small(model, args: tuple, kwargs: dict) -> bool:
     return state <= SMALL_STATE_BYTES and inputs <= SMALL_INPUT_BYTES
 
 
+def capture_device_for(kind: str, options: Options) -> str:
+    """Where to trace: the device predicted for when this machine has it (a GPU prediction then sees
+    the GPU's own kernels: cuDNN RNNs, its attention backend), else the CPU."""
+    return options.capture_device or ("cuda" if kind == "cuda" and torch.cuda.is_available() else "cpu")
+
+
 def capture_for(model, args: tuple, kwargs: dict, kind: str, options: Options, materialize=None, real: bool = False) -> CapturedGraph:
-    """Capture on the device predicted for when this machine has it (a GPU prediction then sees the
-    GPU's own kernels: cuDNN RNNs, its attention backend), else on the CPU; ``real``: the model and
-    inputs are real CPU tensors, run as they are."""
-    device = options.capture_device or ("cuda" if kind == "cuda" and torch.cuda.is_available() else "cpu")
+    """Capture on ``capture_device_for``; ``real``: the model and inputs are real CPU tensors, run as they are."""
+    device = capture_device_for(kind, options)
     if real and device == "cpu":
         return capture(model, args, kwargs, user_files=options.user_files, real=True)
     try:

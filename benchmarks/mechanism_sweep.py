@@ -1,0 +1,190 @@
+"""Kernels whose time the GEMM curve cannot tell, timed over the shapes real models use.
+
+    python benchmarks/mechanism_sweep.py [--device cuda] [--budget 0.02] --json OUT.json
+
+Each family is a mechanism of how the kernel runs, not a model: depthwise convolutions (groups =
+channels: a few FLOPs per byte), grouped convolutions (ResNeXt, RegNet), the other convolutions
+models start and end with (strided stems, patchify, 1x1, 1-d, 3-d, transposed), GEMMs whose
+leading dimension breaks the vector alignment of their dtype (a 50257-token vocabulary), addmm
+with a bias against mm, and the small batched GEMMs of hand-written attention in both operand
+layouts. Every point is the device time of one call (``roofline.timing.time_fn``, device clock),
+recorded with its shape, dtype and layout: the evidence the calibration families and their
+pricing are designed from, and the fixture their tests read (tests/fixtures/h100_mechanisms.json).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from roofline.timing import time_fn  # noqa: E402
+
+DT = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16, "tf32": torch.float32}
+
+# depthwise: (channels, size, kernel, stride) from MobileNetV2/V3, EfficientNet-B0, MNASNet, ConvNeXt
+DEPTHWISE = [
+    (32, 112, 3, 1), (96, 112, 3, 2), (144, 56, 3, 1), (144, 56, 3, 2), (192, 28, 3, 1), (384, 14, 3, 1), (576, 14, 3, 2), (960, 7, 3, 1),
+    (72, 56, 5, 2), (240, 28, 5, 1), (480, 14, 5, 1), (672, 14, 5, 2), (1152, 7, 5, 1),
+    (96, 56, 7, 1), (192, 28, 7, 1), (384, 14, 7, 1), (768, 7, 7, 1),
+]
+# grouped: (in = out channels, groups, size, stride) from ResNeXt-50 32x4d and RegNetY
+GROUPED = [
+    (128, 32, 56, 1), (256, 32, 56, 2), (256, 32, 28, 1), (512, 32, 28, 2), (512, 32, 14, 1), (1024, 32, 7, 1),
+    (48, 6, 56, 1), (104, 13, 28, 1), (208, 26, 14, 1), (440, 55, 7, 1), (64, 4, 56, 2), (128, 8, 28, 1), (320, 20, 14, 1), (784, 49, 7, 1),
+]
+# other convolutions: (kind, batch-free shape); kind in conv2d, conv1d, conv3d, convT2d
+OTHER = [
+    ("conv2d", dict(cin=3, cout=32, size=224, kernel=3, stride=2, padding=1)),
+    ("conv2d", dict(cin=3, cout=64, size=224, kernel=7, stride=2, padding=3)),
+    ("conv2d", dict(cin=3, cout=96, size=224, kernel=4, stride=4, padding=0)),
+    ("conv2d", dict(cin=3, cout=768, size=224, kernel=16, stride=16, padding=0)),
+    ("conv2d", dict(cin=32, cout=16, size=112, kernel=1, stride=1, padding=0)),
+    ("conv2d", dict(cin=16, cout=96, size=112, kernel=1, stride=1, padding=0)),
+    ("conv2d", dict(cin=144, cout=24, size=56, kernel=1, stride=1, padding=0)),
+    ("conv2d", dict(cin=960, cout=160, size=7, kernel=1, stride=1, padding=0)),
+    ("conv2d", dict(cin=320, cout=1280, size=7, kernel=1, stride=1, padding=0)),
+    ("conv2d", dict(cin=64, cout=256, size=56, kernel=1, stride=1, padding=0)),
+    ("conv2d", dict(cin=1024, cout=256, size=14, kernel=1, stride=1, padding=0)),
+    ("conv2d", dict(cin=2048, cout=512, size=7, kernel=1, stride=1, padding=0)),
+    ("conv2d", dict(cin=32, cout=32, size=128, kernel=3, stride=1, padding=1)),
+    ("conv2d", dict(cin=64, cout=64, size=64, kernel=3, stride=1, padding=1)),
+    ("conv2d", dict(cin=128, cout=128, size=32, kernel=3, stride=1, padding=1)),
+    ("conv2d", dict(cin=256, cout=256, size=16, kernel=3, stride=1, padding=1)),
+    ("conv2d", dict(cin=512, cout=512, size=7, kernel=3, stride=1, padding=1)),
+    ("conv1d", dict(cin=1, cout=64, size=16000, kernel=10, stride=5, padding=0)),
+    ("conv1d", dict(cin=64, cout=64, size=4096, kernel=3, stride=1, padding=1)),
+    ("conv1d", dict(cin=128, cout=128, size=1024, kernel=3, stride=1, padding=1)),
+    ("conv1d", dict(cin=256, cout=256, size=512, kernel=5, stride=1, padding=2)),
+    ("conv1d", dict(cin=80, cout=384, size=3000, kernel=3, stride=1, padding=1)),
+    ("conv3d", dict(cin=3, cout=64, size=56, depth=16, kernel=3, stride=1, padding=1)),
+    ("conv3d", dict(cin=64, cout=64, size=28, depth=8, kernel=3, stride=1, padding=1)),
+    ("convT2d", dict(cin=256, cout=128, size=16, kernel=2, stride=2, padding=0)),
+    ("convT2d", dict(cin=128, cout=64, size=32, kernel=2, stride=2, padding=0)),
+    ("convT2d", dict(cin=64, cout=32, size=64, kernel=4, stride=2, padding=1)),
+]
+# GEMMs (m, k, n) as F.linear runs them (x @ W.T): aligned and not
+GEMM_KN = [(768, 50257), (768, 50304), (768, 50256), (1024, 1000), (1280, 1000), (768, 1001), (1024, 4095), (1024, 4096), (1023, 4096), (4095, 1024), (768, 2304), (768, 2306)]
+GEMM_M = [1, 64, 512, 2048]
+# addmm against mm: (m, k, n)
+ADDMM = [(1, 768, 768), (32, 768, 3072), (128, 768, 768), (1024, 768, 3072), (1024, 3072, 768), (64, 1024, 1024), (256, 1024, 1024), (4096, 4096, 4096), (8192, 768, 768), (197 * 32, 384, 1536)]
+# batched GEMMs (batch, m, k, n) of attention
+BMM = [
+    (768, 77, 64, 77), (768, 77, 77, 64), (96, 197, 64, 197), (96, 197, 197, 64), (12, 128, 64, 128), (12, 128, 128, 64),
+    (96, 128, 64, 128), (96, 128, 128, 64), (48, 1024, 64, 1024), (48, 1024, 1024, 64), (8, 512, 512, 512), (1536, 49, 32, 49), (1536, 49, 49, 32),
+]
+
+
+def _time(fn, device, budget):
+    t = time_fn(fn, device=device, budget_s=budget, warmup_budget_s=budget, min_samples=5)
+    return dict(median_s=t.median_s, iqr_s=t.iqr_s, samples=t.n)
+
+
+def sweep_convs(device: str, budget: float, out: list) -> None:
+    gen = torch.Generator(device=device).manual_seed(0)
+    for batch in (1, 32):
+        for dtype in ("float32", "float16", "bfloat16"):
+            dt = DT[dtype]
+            for layout in ("nchw", "channels_last"):
+                for c, size, k, s in DEPTHWISE:
+                    x = torch.randn(batch, c, size, size, device=device, dtype=dt, generator=gen)
+                    w = torch.randn(c, 1, k, k, device=device, dtype=dt, generator=gen)
+                    if layout == "channels_last":
+                        x, w = x.contiguous(memory_format=torch.channels_last), w.contiguous(memory_format=torch.channels_last)
+                    t = _time(lambda: F.conv2d(x, w, None, s, k // 2, 1, c), device, budget)
+                    out.append(dict(family="conv_depthwise", dtype=dtype, layout=layout, batch=batch, cin=c, cout=c, groups=c, size=size, kernel=k, stride=s, padding=k // 2, **t))
+            if dtype == "bfloat16":
+                continue
+            for c, g, size, s in GROUPED:
+                x = torch.randn(batch, c, size, size, device=device, dtype=dt, generator=gen)
+                w = torch.randn(c, c // g, 3, 3, device=device, dtype=dt, generator=gen)
+                t = _time(lambda: F.conv2d(x, w, None, s, 1, 1, g), device, budget)
+                out.append(dict(family="conv_grouped", dtype=dtype, layout="nchw", batch=batch, cin=c, cout=c, groups=g, size=size, kernel=3, stride=s, padding=1, **t))
+            for kind, p in OTHER:
+                b = max(batch // 8, 1) if kind in ("conv3d", "conv1d") else batch
+                cin, cout, size, k, s, pad = p["cin"], p["cout"], p["size"], p["kernel"], p["stride"], p["padding"]
+                if kind == "conv2d":
+                    x = torch.randn(b, cin, size, size, device=device, dtype=dt, generator=gen)
+                    w = torch.randn(cout, cin, k, k, device=device, dtype=dt, generator=gen)
+                    fn = lambda: F.conv2d(x, w, None, s, pad)  # noqa: E731
+                elif kind == "conv1d":
+                    x = torch.randn(b, cin, size, device=device, dtype=dt, generator=gen)
+                    w = torch.randn(cout, cin, k, device=device, dtype=dt, generator=gen)
+                    fn = lambda: F.conv1d(x, w, None, s, pad)  # noqa: E731
+                elif kind == "conv3d":
+                    x = torch.randn(b, cin, p["depth"], size, size, device=device, dtype=dt, generator=gen)
+                    w = torch.randn(cout, cin, k, k, k, device=device, dtype=dt, generator=gen)
+                    fn = lambda: F.conv3d(x, w, None, s, pad)  # noqa: E731
+                else:
+                    x = torch.randn(b, cin, size, size, device=device, dtype=dt, generator=gen)
+                    w = torch.randn(cin, cout, k, k, device=device, dtype=dt, generator=gen)
+                    fn = lambda: F.conv_transpose2d(x, w, None, s, pad)  # noqa: E731
+                t = _time(fn, device, budget)
+                out.append(dict(family=kind, dtype=dtype, layout="nchw", batch=b, groups=1, **p, **t))
+            torch.cuda.empty_cache() if device.startswith("cuda") else None
+
+
+def sweep_gemms(device: str, budget: float, out: list) -> None:
+    gen = torch.Generator(device=device).manual_seed(1)
+    prev = torch.backends.cuda.matmul.allow_tf32
+    try:
+        for dtype in ("float16", "bfloat16", "float32", "tf32"):
+            torch.backends.cuda.matmul.allow_tf32 = dtype == "tf32"
+            dt = DT[dtype]
+            for m in GEMM_M:
+                for k, n in GEMM_KN:
+                    x = torch.randn(m, k, device=device, dtype=dt, generator=gen)
+                    w = torch.randn(n, k, device=device, dtype=dt, generator=gen)
+                    t = _time(lambda: F.linear(x, w), device, budget)
+                    out.append(dict(family="gemm_alignment", dtype=dtype, m=m, k=k, n=n, **t))
+            for m, k, n in ADDMM:
+                x = torch.randn(m, k, device=device, dtype=dt, generator=gen)
+                w = torch.randn(n, k, device=device, dtype=dt, generator=gen)
+                bias = torch.randn(n, device=device, dtype=dt, generator=gen)
+                wt = w.t()
+                for variant, fn in (("mm", lambda: torch.mm(x, wt)), ("addmm", lambda: torch.addmm(bias, x, wt))):
+                    t = _time(fn, device, budget)
+                    out.append(dict(family="addmm", variant=variant, dtype=dtype, m=m, k=k, n=n, **t))
+            if dtype == "tf32":
+                continue
+            for b, m, k, n in BMM:
+                a = torch.randn(b, m, k, device=device, dtype=dt, generator=gen)
+                for layout in ("nn", "nt"):
+                    if layout == "nn":
+                        bb = torch.randn(b, k, n, device=device, dtype=dt, generator=gen)
+                    else:
+                        bb = torch.randn(b, n, k, device=device, dtype=dt, generator=gen).transpose(1, 2)
+                    t = _time(lambda: torch.bmm(a, bb), device, budget)
+                    out.append(dict(family="bmm", dtype=dtype, layout=layout, batch=b, m=m, k=k, n=n, **t))
+            torch.cuda.empty_cache() if device.startswith("cuda") else None
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = prev
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    ap.add_argument("--budget", type=float, default=0.02)
+    ap.add_argument("--json", required=True)
+    args = ap.parse_args()
+    t0 = time.perf_counter()
+    points: list[dict] = []
+    sweep_convs(args.device, args.budget, points)
+    print(f"convolutions: {len(points)} points, {time.perf_counter() - t0:.0f} s", flush=True)
+    sweep_gemms(args.device, args.budget, points)
+    name = torch.cuda.get_device_name() if args.device.startswith("cuda") else "cpu"
+    Path(args.json).write_text(json.dumps(dict(device=name, torch=torch.__version__, date=time.strftime("%Y-%m-%d"), cudnn_tf32=torch.backends.cudnn.allow_tf32, points=points), indent=0))
+    print(f"{len(points)} points in {time.perf_counter() - t0:.0f} s -> {args.json}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,311 @@
+"""The zoo accuracy run: every zoo case predicted, measured and recorded, and a record priced again.
+
+    python benchmarks/accuracy.py --zoo --profile P [--device cuda|cpu] [--only S ...] [--shard K/N] --json SHARD.json
+    python benchmarks/accuracy.py --zoo --merge SHARD.json ... --json RECORD.json [--profile-file P.json]
+    python benchmarks/accuracy.py --zoo --replay RECORD.json
+
+A live run captures each case on the device (the meta-device model under fake tensors there),
+predicts it with the profile, then times the real model end to end (the shared protocol, beside
+the host-speed index) and, after every case is timed (a profiler session slows later launches),
+each op's kernels under the profiler. It writes one JSON with each case's graph, its predictions
+and its measurements. ``--merge`` joins shards of a run (device calls are limited in length) into
+one record: the rows, and the graphs in a gzip file beside it. ``--replay`` prices every recorded
+graph again with this code and the record's profile, on any machine, and prints the same lines:
+
+    zoo: n=N median=X% p90=Y% max=Z%                 (end to end, as calibrated)
+    zoo at the host scale: n=N median=X% p90=Y% max=Z%
+    per-op |error| by family, ops >= 20 us
+    the 10 worst ops with shapes and dtypes
+"""
+
+from __future__ import annotations
+
+import gc
+import gzip
+import json
+import math
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+from roofline.graph.serialize import graph_from_dict, graph_to_dict
+from roofline.pipeline import Analysis, Options, resolve_profile
+from roofline.profiles import load_profile_file
+
+PER_OP_MIN_S = 20e-6  # ops measured shorter than this are left out of the per-op figures
+WORST = 10
+
+
+# ---- figures: the same lines for a live run, a merge and a replay --------------------------------
+
+
+def _pct(values: list[float], q: float) -> float:
+    """The q-quantile of values (linear interpolation), as a percentage of |error|."""
+    xs = sorted(values)
+    if not xs:
+        return math.nan
+    pos = q * (len(xs) - 1)
+    lo, hi = int(math.floor(pos)), int(math.ceil(pos))
+    return 100 * (xs[lo] + (xs[hi] - xs[lo]) * (pos - lo))
+
+
+def _line(name: str, errors: list[float]) -> str:
+    a = [abs(e) for e in errors]
+    return f"{name}: n={len(a)} median={_pct(a, 0.5):.1f}% p90={_pct(a, 0.9):.1f}% max={100 * max(a):.1f}%" if a else f"{name}: n=0"
+
+
+def op_rows(row: dict) -> list[dict]:
+    """The ops of one case with a measured time at least ``PER_OP_MIN_S`` and a prediction."""
+    out = []
+    for op in row["ops"]:
+        m, p = op.get("measured_s"), op.get("predicted_s")
+        if m is not None and p is not None and m >= PER_OP_MIN_S:
+            out.append({**op, "case": row["label"], "error": (p - m) / m})
+    return out
+
+
+def summary_lines(rows: list[dict]) -> list[str]:
+    """End to end as calibrated and at the host scale, per-op by family, the worst ops."""
+    lines = [
+        _line("zoo", [(r["predicted_s"] - r["measured_s"]) / r["measured_s"] for r in rows]),
+        _line("zoo at the host scale", [(r["predicted_now_s"] - r["measured_s"]) / r["measured_s"] for r in rows if r.get("predicted_now_s")]),
+    ]
+    ops = [o for r in rows for o in op_rows(r)]
+    by_family: dict[str, list[float]] = {}
+    for o in ops:
+        by_family.setdefault(o["family"], []).append(o["error"])
+    lines.append(f"per-op |error| by family, ops >= {PER_OP_MIN_S * 1e6:.0f} us:")
+    for family, errs in sorted(by_family.items(), key=lambda kv: -len(kv[1])):
+        lines.append("  " + _line(family, errs))
+    lines.append(f"the {WORST} worst ops:")
+    for o in sorted(ops, key=lambda o: -abs(o["error"]))[:WORST]:
+        lines.append(
+            f"  {100 * o['error']:+8.0f}%  predicted {o['predicted_s'] * 1e6:9.1f} us  measured {o['measured_s'] * 1e6:9.1f} us  "
+            f"{o['op']} {o['shapes']} {o['dtype']}  [{o['case']}]"
+        )
+    return lines
+
+
+def family_of(op, cost) -> str:
+    """The op's cost family, with convolutions split by mechanism (depthwise, grouped, dense)."""
+    if cost.category == "conv":
+        groups = op.args[8] if op.name.startswith("aten.convolution") and len(op.args) > 8 else 1
+        weight = op.args[1] if len(op.args) > 1 else None
+        if isinstance(groups, int) and groups > 1 and weight is not None:
+            return "conv depthwise" if weight.shape[1] == 1 else "conv grouped"
+    return cost.category
+
+
+def priced_ops(analysis: Analysis, measured: list | None) -> list[dict]:
+    """Each op's prediction (kernel time on a GPU, op time on the CPU) beside its measured time."""
+    gpu = analysis.kind == "cuda"
+    tl = analysis.timeline()
+    out = []
+    for i, (op, cost, t) in enumerate(zip(analysis.graph.ops, analysis.costs, tl.ops)):
+        if not cost.kernels and not (measured and measured[i]):
+            continue
+        inputs = op.tensor_inputs()
+        out.append(dict(
+            i=i, op=op.name, family=family_of(op, cost), shapes=[list(x.shape) for x in inputs][:3],
+            dtype=str(inputs[0].dtype).removeprefix("torch.") if inputs else "", predicted_s=t.kernel_s if gpu else t.predicted_s,
+            measured_s=measured[i] if measured else None,
+        ))
+    return out
+
+
+# ---- a live run ----------------------------------------------------------------------------------
+
+
+def _build(case, device):
+    torch.manual_seed(0)
+    with torch.device(device):
+        return case.model.build(case.batch, case.dtype)
+
+
+def run_live(args) -> int:
+    from benchmarks.zoo.registry import cases as zoo_cases
+    from roofline.measure.device import device_for
+    from roofline.measure.run import add_per_op, measure
+
+    profile, kind = resolve_profile(args.profile, args.device)
+    device = device_for(profile, kind)
+    todo = zoo_cases()
+    if args.only:
+        todo = [c for c in todo if any(s in c.label for s in args.only)]
+    if args.shard:
+        k, n = (int(x) for x in args.shard.split("/"))
+        todo = todo[k - 1::n]
+    options = Options(device=kind, capture_device=device.split(":")[0], batch_sweep=False)
+    modes = options.modes()
+    overheads = profile.part(kind).measurements.overheads
+    print(f"zoo on {profile.device} ({kind}), profile '{profile.name}', torch {torch.__version__}, {time.strftime('%Y-%m-%d')}, {len(todo)} cases", flush=True)
+    done = []
+    for case in todo:
+        t0 = time.perf_counter()
+        try:
+            with torch.device("meta"):
+                model, a, k = case.model.build(case.batch, case.dtype)
+            analysis = Analysis.of(model, a, k, profile, options, name=case.label, materialize=lambda c=case: _build(c, "cpu"))
+            predicted = analysis.total_s
+            capture_s = time.perf_counter() - t0
+            real, ra, rk = _build(case, device)
+            m = measure(analysis.graph, real, ra, rk, device, per_op=False, overheads=overheads, budget_s=args.budget)
+            del real, ra, rk
+        except Exception as e:  # noqa: BLE001 - a case that fails is reported and the run goes on
+            print(f"  {case.label:<36} FAILED: {type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}", flush=True)
+            gc.collect()
+            torch.cuda.empty_cache() if kind == "cuda" else None
+            continue
+        scale = m.host_speed.scale if m.host_speed else None
+        now = analysis.at_host_scale(scale).total_s if scale else None
+        row = dict(
+            label=case.label, model=case.model.name, library=case.model.library, family=case.model.family, batch=case.batch,
+            dtype=str(case.dtype).removeprefix("torch."), predicted_s=predicted, measured_s=m.total.median_s, spread_s=m.total.iqr_s,
+            host_scale=scale, predicted_now_s=now, capture_s=capture_s, n_ops=len(analysis.graph.ops), notes=list(m.notes),
+        )
+        done.append((case, analysis, row))
+        err = (predicted - row["measured_s"]) / row["measured_s"]
+        now_txt = f" | x{scale:.2f} {100 * (now - row['measured_s']) / row['measured_s']:+6.1f}%" if scale else ""
+        print(f"  {case.label:<36} predicted {predicted * 1e3:9.3f} ms  measured {row['measured_s'] * 1e3:9.3f} ms  {100 * err:+6.1f}%{now_txt}  ({len(analysis.graph.ops)} ops, capture {capture_s:.1f} s)", flush=True)
+        gc.collect()
+        if kind == "cuda":
+            torch.cuda.empty_cache()
+    print("per op (profiler), after every case is timed:", flush=True)
+    rows, graphs = [], {}
+    for case, analysis, row in done:
+        try:
+            real, ra, rk = _build(case, device)
+            from roofline.measure.run import Measurement
+            from roofline.timing import summarize
+
+            meas = Measurement(total=summarize([row["measured_s"]]), op_s=[None] * len(analysis.graph.ops), profiled_runs=0)
+            add_per_op(meas, analysis.graph, real, ra, rk, device, runs=args.runs)
+            row["notes"] += meas.notes
+            op_s = meas.op_s
+            del real, ra, rk
+        except Exception as e:  # noqa: BLE001
+            op_s = None
+            row["notes"].append(f"per-op failed: {type(e).__name__}: {str(e)[:160]}")
+        row["ops"] = priced_ops(analysis, op_s)
+        graphs[case.label] = graph_to_dict(analysis.graph)
+        rows.append(row)
+        gc.collect()
+        if kind == "cuda":
+            torch.cuda.empty_cache()
+    lines = summary_lines(rows)
+    print("\n".join(lines))
+    if args.json:
+        _write(args.json, dict(
+            device=profile.device, kind=kind, profile=profile.name, torch=torch.__version__, date=time.strftime("%Y-%m-%d"),
+            allow_tf32=modes.matmul_tf32, conv_tf32=modes.conv_tf32, rows=rows, graphs=graphs, summary=lines,
+        ))
+        print(f"wrote {args.json}")
+    return 0
+
+
+# ---- merge and replay ----------------------------------------------------------------------------
+
+
+def _write(path: str, data: dict) -> None:
+    """JSON, gzipped when the name ends in .gz (a shard's graphs are tens of MB uncompressed)."""
+    if path.endswith(".gz"):
+        with gzip.open(path, "wt") as f:
+            json.dump(data, f)
+    else:
+        Path(path).write_text(json.dumps(data))
+
+
+def _read(path: str) -> dict:
+    if path.endswith(".gz"):
+        with gzip.open(path, "rt") as f:
+            return json.load(f)
+    return json.loads(Path(path).read_text())
+
+
+def merge(args) -> int:
+    """Shards of one run -> one record (rows and figures) plus its graphs in ``<record>_graphs.json.gz``."""
+    shards = [_read(p) for p in args.merge]
+    first = shards[0]
+    rows = [r for s in shards for r in s["rows"]]
+    graphs = {k: v for s in shards for k, v in s["graphs"].items()}
+    out = Path(args.json)
+    graphs_file = out.with_name(out.stem + "_graphs.json.gz")
+    with gzip.open(graphs_file, "wt") as f:
+        json.dump(graphs, f)
+    lines = summary_lines(rows)
+    record = dict(
+        {k: first[k] for k in ("device", "kind", "profile", "torch", "date", "allow_tf32", "conv_tf32")},
+        profile_file=args.profile_file and str(Path(args.profile_file).name), graphs_file=graphs_file.name, rows=rows, summary=lines,
+    )
+    out.write_text(json.dumps(record, indent=1))
+    print("\n".join(lines))
+    print(f"wrote {out} and {graphs_file}")
+    return 0
+
+
+def replay(args) -> int:
+    """Every graph of a record priced again by this code, against the record's measurements."""
+    path = Path(args.replay)
+    record = json.loads(path.read_text())
+    if args.profile:
+        profile, kind = resolve_profile(args.profile, record["kind"])
+    elif record.get("profile_file"):
+        profile, kind = load_profile_file(path.parent / record["profile_file"]), record["kind"]
+    else:
+        raise SystemExit(f"{path} names no profile file; pass --profile")
+    with gzip.open(path.parent / record["graphs_file"], "rt") as f:
+        graphs = json.load(f)
+    options = Options(device=kind, allow_tf32=record["allow_tf32"], conv_tf32=record["conv_tf32"], batch_sweep=False)
+    devices: dict = {}
+    rows = []
+    print(f"replay of {path.name} ({record['device']}, {record['date']}, torch {record['torch']}): priced by this code with profile '{profile.name}'")
+    for old in record["rows"]:
+        analysis = Analysis(graph_from_dict(graphs[old["label"]]), profile, kind, options, name=old["label"], devices=devices)
+        measured_by_op = {o["i"]: o["measured_s"] for o in old["ops"]}
+        row = dict(old, predicted_s=analysis.total_s)
+        row["predicted_now_s"] = analysis.at_host_scale(old["host_scale"]).total_s if old.get("host_scale") else None
+        row["ops"] = priced_ops(analysis, [measured_by_op.get(i) for i in range(len(analysis.graph.ops))])
+        rows.append(row)
+        if args.verbose:
+            e = (row["predicted_s"] - row["measured_s"]) / row["measured_s"]
+            print(f"  {row['label']:<36} predicted {row['predicted_s'] * 1e3:9.3f} ms  measured {row['measured_s'] * 1e3:9.3f} ms  {100 * e:+6.1f}%")
+    lines = summary_lines(rows)
+    print("\n".join(lines))
+    recorded = record.get("summary") or []
+    if recorded and recorded[:2] != lines[:2]:
+        print("recorded run printed:")
+        print("\n".join("  " + x for x in recorded[:2]))
+    return 0
+
+
+def main(argv: list[str]) -> int:
+    import argparse
+
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--zoo", action="store_true")
+    ap.add_argument("--profile")
+    ap.add_argument("--device", choices=["cuda", "cpu"])
+    ap.add_argument("--only", nargs="*")
+    ap.add_argument("--shard", help="K/N: every N-th case from the K-th (device calls are limited in length)")
+    ap.add_argument("--budget", type=float, default=0.6, help="seconds of end-to-end timing per case")
+    ap.add_argument("--runs", type=int, default=3, help="profiled replays per case")
+    ap.add_argument("--json")
+    ap.add_argument("--merge", nargs="+")
+    ap.add_argument("--profile-file", help="with --merge: the profile the run used, saved beside the record")
+    ap.add_argument("--replay")
+    ap.add_argument("--verbose", action="store_true", help="with --replay: every case's line")
+    args = ap.parse_args(argv)
+    if args.replay:
+        return replay(args)
+    if args.merge:
+        return merge(args)
+    if not args.profile:
+        raise SystemExit("--profile is needed for a live run")
+    return run_live(args)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
