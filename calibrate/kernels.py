@@ -13,8 +13,8 @@ from typing import Any
 
 import torch
 
-from roofline.graph.ops import CapturedOp, TensorMeta
-from roofline.schema.profile import Stat
+from roofline.graph.ops import CapturedGraph, CapturedOp, TensorMeta
+from roofline.schema.profile import KernelEntry, Stat
 from roofline.timing import time_fn
 
 
@@ -55,3 +55,30 @@ def time_op(op: CapturedOp, device: str, *, budget_s: float = 0.02) -> Stat:
     with torch.no_grad():
         t = time_fn(lambda: op.target(*args, **kwargs), device=device, budget_s=budget_s, warmup_budget_s=budget_s, min_samples=5, label=op.name)
     return t.stat()
+
+
+def time_graph_kernels(graph: CapturedGraph, device: str, known: set[str] | None = None, *, budget_s: float = 0.01, model: str = "", progress=None) -> list[KernelEntry]:
+    """One ``KernelEntry`` per distinct signature among the graph's ops that launch kernels and are
+    not ``known`` already. An op that cannot run on fresh tensors (it needs real indices, say) is
+    left to the curves."""
+    from roofline.costs import cost_of
+    from roofline.model.kernel_table import kernel_key
+
+    seen = set(known or ())
+    entries = []
+    for op in graph.ops:
+        cost, _ = cost_of(op)
+        if not cost.kernels or not hasattr(op.target, "_opname"):
+            continue
+        key = kernel_key(op)
+        if key in seen:
+            continue
+        seen.add(key)
+        try:
+            stat = time_op(op, device, budget_s=budget_s)
+        except Exception:  # noqa: BLE001 - an op that needs real values stays on the curves
+            continue
+        entries.append(KernelEntry(key=key, op=op.name, time=stat, model=model))
+        if progress:
+            progress()
+    return entries

@@ -32,6 +32,7 @@ from roofline.graph.rebatch import Rebatcher, leading_batch, with_batch
 from roofline.graph.structure import tensors_in
 from roofline.model.device import DeviceModel, MathModes
 from roofline.model.host import scaled_overheads
+from roofline.model.kernels import kernel_source
 from roofline.model.timeline import KernelTerms, Timeline, predict_timeline, price_kernels
 from roofline.profiles import default_profile, find_profile
 from roofline.schema.profile import DeviceProfile
@@ -327,6 +328,7 @@ class Analysis:
                     flops=cost.flops, bytes_read=cost.bytes_read, bytes_written=cost.bytes_written, kernels=cost.kernels,
                     kernel_s=t.kernel_s, host_s=t.host_s, compute_s=t.compute_s, memory_s=t.memory_s,
                     predicted_s=t.predicted_s, start_s=t.start_s, regime=t.regime, bound_by=t.bound_by, supported=ok,
+                    kernel_source=kernel_source(op, cost, self.dev),
                 )
             )
         flops = sum(c.flops for c in self.costs)
@@ -349,6 +351,10 @@ class Analysis:
             warnings=list(self.graph.warnings), alternatives=self.alternatives, streams=self.streams, batch_sweep=sweep,
         )
         report.advice = advice_lines(report, copies_per_call=self.options.copies_per_call)
+        timed = sum(op.kernel_source == "table" for op in ops)
+        if timed:
+            with_kernels = sum(op.kernel_source != "none" for op in ops)
+            report.advice.append(f"kernel times: {timed} of {with_kernels} ops from the profile's shape-exact kernel table (roofline calibrate --for), the rest from its curves")
         if sweep is not None:
             report.advice.append(describe_batch_sweep(sweep, self._batch))
         return report

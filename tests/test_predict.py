@@ -36,6 +36,7 @@ class StubDevice:
         self.bandwidth = SimpleNamespace(bytes_per_s=lambda ws, kind="copy": 1e12)
 
     attention = {}
+    kernel_table = {}
 
     def family_bytes_per_s(self, family, nbytes, dtype_name="float32"):
         return None  # no op-family curves: the plain bandwidth curve prices memory traffic

@@ -25,6 +25,10 @@ def add_parsers(sub) -> None:
         "--decode", type=_positive_int, metavar="N",
         help="causal LMs: predict the prompt's prefill plus N decode steps with the key-value cache, per token and in total (with --measure: timed too)",
     )
+    adv.add_argument(
+        "--bench-kernels", action="store_true",
+        help="on the profiled GPU: time each distinct kernel of the model at its exact shapes first, and predict with those times (per op: kernel_source 'table')",
+    )
     adv.add_argument("--copies", choices=["per-call", "once"], default="per-call", help="placement: inputs/outputs copied on every call, or once for the whole --calls loop")
     adv.add_argument("--batch-sweep", action=argparse.BooleanOptionalAction, default=None, help="predict time per sample over batch sizes (default: on for models of up to 600 ops)")
     adv.add_argument("--placement-sweep", action="store_true", help="CPU vs GPU over the sizes of the model file's sweep(), with the crossover")
@@ -46,16 +50,18 @@ def _cmd_advise(args) -> int:
     if args.json:
         check_json_path(args.json)
     measure_device = None
-    if args.measure:
+    if args.measure or args.bench_kernels:
         from roofline.measure.device import device_for
 
-        measure_device = device_for(profile, kind)  # refuses a profile of another machine
+        measure_device = device_for(profile, kind, "--measure" if args.measure else "--bench-kernels")  # refuses a profile of another machine
     loaded = load_model_file(args.model_file, materialize=False)
     options = Options(
         device=kind, allow_tf32=args.tf32 or None, calls=args.calls, host_memory="pinned" if args.pinned else "pageable",
         copies_per_call=args.copies == "per-call", batch_sweep=args.batch_sweep, user_files=(str(loaded.path),),
     )
     analysis = Analysis.of(loaded.model, loaded.args, loaded.kwargs, profile, options, name=loaded.name, materialize=loaded.materializer())
+    if args.bench_kernels:
+        analysis = _with_benched_kernels(analysis, profile, measure_device, loaded.name)
     report = analysis.report()
     decode = None
     if args.decode:
@@ -68,7 +74,7 @@ def _cmd_advise(args) -> int:
     if args.placement_sweep:
         _placement_sweep(report, loaded, profile, options, measure_device)
     report.warnings = list(loaded.warnings) + report.warnings
-    if measure_device:
+    if args.measure:
         _measure(report, analysis, args, measure_device)
         if decode is not None:
             _measure_decode(report, decode, args, measure_device)
@@ -105,6 +111,22 @@ def _measure(report, analysis, args, device: str) -> None:
         attach_host_speed(report, analysis, measurement.host_speed.scale)
     if alternatives is not None:
         attach_alternatives(report, *alternatives, predict_at=analysis.at_host_scale)
+
+
+def _with_benched_kernels(analysis, profile, device: str, name: str):
+    """The same analysis with the model's kernels timed at their exact shapes on ``device`` and
+    added to (a copy of) the profile's kernel table."""
+    from calibrate.kernels import time_graph_kernels
+    from roofline.errors import DeviceNotAvailable
+    from roofline.pipeline import Analysis
+
+    if analysis.kind != "cuda":
+        raise DeviceNotAvailable("--bench-kernels times GPU kernels; use a GPU profile on its machine")
+    profile = profile.model_copy(deep=True)
+    table = profile.gpu.measurements.kernels
+    table.extend(time_graph_kernels(analysis.graph, device, {e.key for e in table}, model=name))
+    return Analysis(analysis.graph, profile, analysis.kind, analysis.options, name=analysis.name, is_module=analysis.is_module,
+                    capture_at=analysis._capture_at, batch=analysis._batch)
 
 
 def _measure_decode(report, decode, args, device: str) -> None:

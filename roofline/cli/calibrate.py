@@ -14,6 +14,11 @@ def add_parsers(sub) -> None:
     cal.add_argument("--output", help="where to write the profile JSON (default: the user profile directory)")
     cal.add_argument("--name", help="profile name (default: derived from the device name)")
     cal.add_argument("--no-progress", action="store_true", help="no progress bar")
+    cal.add_argument(
+        "--for", dest="for_model", metavar="MODEL.py",
+        help="GPU: time each distinct kernel of this model file once at its exact shapes and add them to the profile's kernel table (--profile: which profile; default the newest saved one)",
+    )
+    cal.add_argument("--profile", help="with --for: the profile to add the kernels to")
     cal.add_argument("--with-compile", action="store_true", help="GPU: also measure torch.compile's host costs (two compilations, about 25 s more) for the torch.compile advice")
     cal.set_defaults(func=_cmd_calibrate)
 
@@ -31,6 +36,8 @@ def _cmd_calibrate(args) -> int:
         import torch
 
         args.device = "cuda" if torch.cuda.is_available() else "cpu"
+    if args.for_model:
+        return _cmd_calibrate_for(args)
     device = resolve_device(args.device)
     command = "roofline calibrate " + " ".join(_argv_tail(args))  # recorded in the profile
     # Check the output location before spending a minute measuring.
@@ -55,6 +62,38 @@ def _cmd_calibrate(args) -> int:
     if len(profile.calibration.warnings) > 10:
         console.print(f"... and {len(profile.calibration.warnings) - 10} more spread warnings (see the profile JSON)", style="yellow")
     console.print(f"saved {path}")
+    return 0
+
+
+def _cmd_calibrate_for(args) -> int:
+    """Add the model's shape-exact kernels to a GPU profile's kernel table and save it."""
+    from calibrate.kernels import time_graph_kernels
+    from roofline.errors import ProfileError
+    from roofline.graph.loading import load_model_file
+    from roofline.measure.device import device_for
+    from roofline.pipeline import Options, capture_for, resolve_profile
+    from roofline.profiles import save_profile, shipped_profile_dir, user_profile_dir
+
+    profile, kind = resolve_profile(args.profile, "cuda")
+    device = device_for(profile, kind, "calibrate --for")  # refuses a profile of another machine, or no GPU
+    if args.output:
+        check_writable(args.output)
+    loaded = load_model_file(args.for_model)
+    graph = capture_for(loaded.model, loaded.args, loaded.kwargs, kind, Options(device=kind, capture_device=device.split(":")[0]), loaded.materializer())
+    table = profile.gpu.measurements.kernels
+    entries = time_graph_kernels(graph, device, {e.key for e in table}, model=loaded.path.name)
+    table.extend(entries)
+    source = Path(profile.source_file) if profile.source_file else None
+    if args.output:
+        out = Path(args.output)
+    elif source is not None and shipped_profile_dir() not in source.parents:
+        out = source
+    else:
+        out = user_profile_dir() / f"{profile.name}.json"
+    if not entries and not table:
+        raise ProfileError(f"no kernel of {loaded.path.name} could be timed; the profile is unchanged")
+    path = save_profile(profile, out)
+    print(f"timed {len(entries)} new kernels of {loaded.path.name} ({len(table)} in the table); saved {path}")
     return 0
 
 

@@ -11,13 +11,14 @@ from roofline.machine import cpu_identity
 from roofline.schema.profile import DeviceProfile
 
 
-def device_for(profile: DeviceProfile, kind: str) -> str:
-    """The torch device to measure on ('cuda:N' or 'cpu'); a profile of another machine is refused."""
+def device_for(profile: DeviceProfile, kind: str, purpose: str = "--measure") -> str:
+    """The torch device to measure on ('cuda:N' or 'cpu'); a profile of another machine is refused.
+    ``purpose`` names the flag that needs the device, in the refusal."""
     if kind == "cuda":
         if not torch.cuda.is_available():
             raise DeviceNotAvailable(
-                f"--measure needs the profile's GPU ({profile.gpu.identity.name}) but torch sees no CUDA device here; "
-                "drop --measure to predict only, or run on that machine"
+                f"{purpose} needs the profile's GPU ({profile.gpu.identity.name}) but torch sees no CUDA device here; "
+                f"drop {purpose} to predict only, or run on that machine"
             )
         want = profile.gpu.identity.name
         for index in range(torch.cuda.device_count()):
@@ -25,14 +26,14 @@ def device_for(profile: DeviceProfile, kind: str) -> str:
                 return f"cuda:{index}"
         here = torch.cuda.get_device_name(0)
         raise ProfileError(
-            f"--measure: profile '{profile.name}' describes a {want} but this machine has a {here}; "
+            f"{purpose}: profile '{profile.name}' describes a {want} but this machine has a {here}; "
             "calibrate this machine (`roofline calibrate`) and use its profile"
         )
     here = cpu_identity(torch.get_num_threads())
     want = profile.host.identity
     if here.model != want.model or here.logical_cpus != want.logical_cpus:
         raise ProfileError(
-            f"--measure: profile '{profile.name}' describes a CPU '{want.model}' with {want.logical_cpus} CPUs but this "
+            f"{purpose}: profile '{profile.name}' describes a CPU '{want.model}' with {want.logical_cpus} CPUs but this "
             f"machine has '{here.model}' with {here.logical_cpus}; run `roofline calibrate --device cpu` here and use that profile"
         )
     return "cpu"

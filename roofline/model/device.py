@@ -63,6 +63,8 @@ class DeviceModel:
             (c.dtype, c.tf32): ConvModel(c, self.matmul_model("tf32" if c.tf32 else c.dtype), included) for c in m.conv
         }
         self.rnn = self._rnn_models(self.overheads)
+        # shape-exact kernels (GPU: device time; a CPU's op times include its dispatch and stay on the curves)
+        self.kernel_table = {e.key: e.time.median_s for e in m.kernels} if kind == "cuda" else {}
 
     def _rnn_models(self, overheads: Overheads) -> dict[str, RnnModel]:
         m = self.part.measurements

@@ -21,6 +21,7 @@ from roofline.costs.conv import is_transposed
 from roofline.costs.registry import arguments
 from roofline.graph.ops import CapturedOp
 from roofline.model.device import DeviceModel
+from roofline.model.kernel_table import kernel_key
 
 DTYPE_NAMES = {torch.float32: "float32", torch.bfloat16: "bfloat16", torch.float16: "float16"}
 
@@ -92,13 +93,32 @@ def bias_pass_s(cost: OpCost, dev: DeviceModel) -> float:
 
 def kernel_s(op: CapturedOp, cost: OpCost, dev: DeviceModel) -> tuple[float, float, float, float]:
     """(kernel_s, compute_s, memory_s, floor_s): the op's predicted device time and its terms; a
-    fused native op that runs several kernels (``OpCost.parts``) the sums of theirs."""
+    fused native op that runs several kernels (``OpCost.parts``) the sums of theirs; an op of the
+    profile's kernel table its timed kernel."""
     if cost.parts:
+        timed = dev.kernel_table.get(kernel_key(op)) if dev.kernel_table else None
         terms = [kernel_s(p_op, p_cost, dev) for p_op, p_cost in cost.parts]
-        return tuple(sum(t[i] for t in terms) for i in range(4))
+        summed = tuple(sum(t[i] for t in terms) for i in range(4))
+        return summed if timed is None else (timed, *summed[1:])
     compute, memory, floor = kernel_terms(op, cost, dev)
-    kernel = max(compute, memory, floor) + bias_pass_s(cost, dev) if cost.kernels else 0.0
+    if not cost.kernels:
+        return 0.0, compute, memory, floor
+    timed = dev.kernel_table.get(kernel_key(op)) if dev.kernel_table else None
+    kernel = timed if timed is not None else max(compute, memory, floor) + bias_pass_s(cost, dev)
     return kernel, compute, memory, floor
+
+
+def kernel_source(op: CapturedOp, cost: OpCost, dev: DeviceModel) -> str:
+    """Where an op's kernel time comes from: 'table' (timed at its exact signature), 'curve', or
+    'none' for an op that launches no kernel."""
+    if not cost.kernels:
+        return "none"
+    if dev.kernel_table and kernel_key(op) in dev.kernel_table:
+        return "table"
+    if cost.parts:
+        sources = {kernel_source(p_op, p_cost, dev) for p_op, p_cost in cost.parts} - {"none"}
+        return sources.pop() if len(sources) == 1 else "mixed"
+    return "curve"
 
 
 def _rnn_layer_s(cost: OpCost, dev: DeviceModel) -> float | None:

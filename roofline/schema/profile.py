@@ -387,6 +387,16 @@ class Overheads(_Strict):
     )
 
 
+class KernelEntry(_Strict):
+    """One op of one exact signature (aten op, every argument's shape, stride and dtype, every other
+    argument) timed in isolation on the device: ``roofline calibrate --for MODEL.py``."""
+
+    key: str = Field(description="roofline.model.kernel_table.kernel_key of the op: its name and arguments.")
+    op: str = Field(description="The aten op, e.g. aten.convolution.default.")
+    time: Stat = Field(description="Device time of one call on fresh tensors of that signature.")
+    model: str = Field(default="", description="The model file it was timed for.")
+
+
 class Measurements(_Strict):
     """Everything measured on one device."""
 
@@ -398,6 +408,9 @@ class Measurements(_Strict):
     attention: list[AttentionCurve] = Field(default_factory=list, description="GPU only: fused attention throughput.")
     conv: list[ConvCurve] = Field(default_factory=list, description="2-D convolution times at representative shapes, one curve per dtype.")
     rnn: list[RnnCurve] = Field(default_factory=list, description="Fused LSTM/GRU layer times at representative shapes, one curve per dtype.")
+    kernels: list[KernelEntry] = Field(
+        default_factory=list, description="GPU: shape-exact kernel times of the models the profile was run --for; prediction uses them before any curve.",
+    )
 
     @model_validator(mode="after")
     def _has_copy_curve(self):

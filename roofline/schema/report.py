@@ -54,6 +54,9 @@ class OpReport(_Model):
     regime: Regime = Field(description="compute, memory or overhead bound; none for ops that take no time.")
     bound_by: str = Field(description="The term that set the time: compute, memory, floor, host or none.")
     supported: bool = Field(description="False when no formula prices this op (bytes only, FLOPs 0).")
+    kernel_source: Literal["curve", "table", "mixed", "none"] = Field(
+        default="curve", description="Where kernel_s comes from: the calibrated curves, the profile's shape-exact kernel table (roofline calibrate --for), both (a fused op's parts), or none (no kernel).",
+    )
     measured_s: float | None = Field(
         default=None, description="Measured with --measure: device time of its kernels on a GPU, wall time on the CPU; else null."
     )
