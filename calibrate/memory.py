@@ -85,7 +85,51 @@ def _pointwise_call(op: str, n: int, device: str, dtype: torch.dtype = torch.flo
         # RMSNorm): the kernel cannot use vectorized loads, so it runs below the plain add's rate
         s = torch.rand(rows, 1, device=device, dtype=dtype)
         return (lambda: torch.mul(x, s)), 2 * e * rows * ROW + e * rows
+    if op in SELECTION_OPS:
+        return _selection_call(op, n, device, dtype)
     raise ValueError(op)
+
+
+# Kernels that select, scan or compare: memory-bound, but each well below the plain copy's rate
+# (a comparison writes bools, a scan is sequential along its row, top-k and sort run selection
+# networks, max pooling writes indices). Calibrated in float32 only.
+SELECTION_OPS = ("compare", "masked_fill", "cumsum", "topk", "sort", "max_pool2d")
+
+
+def _selection_call(op: str, n: int, device: str, dtype: torch.dtype):
+    """(callable, bytes moved as the cost registry counts them) for one selection-family kernel."""
+    import torch.nn.functional as F
+
+    rows = max(n // ROW, 1)
+    x = torch.rand(rows, ROW, device=device, dtype=dtype)
+    if op == "compare":
+        y = torch.rand(rows, ROW, device=device, dtype=dtype)
+        fn = lambda: torch.lt(x, y)  # noqa: E731
+    elif op == "masked_fill":
+        mask = torch.rand(rows, ROW, device=device) < 0.5
+        fn = lambda: x.masked_fill(mask, 0.0)  # noqa: E731
+    elif op == "cumsum":
+        fn = lambda: torch.cumsum(x, dim=-1)  # noqa: E731
+    elif op == "topk":
+        fn = lambda: torch.topk(x, 8, dim=-1)  # noqa: E731
+    elif op == "sort":
+        fn = lambda: torch.sort(x, dim=-1)  # noqa: E731
+    else:  # max_pool2d: 3x3, stride 2, over 64 channels, as a CNN's stem pools
+        side = max(int((rows * ROW / 64) ** 0.5), 2)
+        img = torch.rand(1, 64, side, side, device=device, dtype=dtype)
+        fn = lambda: F.max_pool2d(img, 3, 2, 1)  # noqa: E731
+    return fn, _registry_bytes(fn)
+
+
+def _registry_bytes(fn) -> int:
+    """Bytes the cost registry counts for the ops ``fn`` runs: the rate calibrated here divides
+    the same bytes prediction will."""
+    from roofline.costs import cost_of
+    from roofline.graph.capture import capture
+
+    graph = capture(fn, (), real=True)
+    costs = [cost_of(op)[0] for op in graph.ops]
+    return max(sum(c.bytes_read + c.bytes_written for c in costs if c.kernels), 1)
 
 
 def measure_pointwise(
@@ -98,7 +142,7 @@ def measure_pointwise(
     points = []
     for n in sizes_elements:
         fn, moved = _pointwise_call(op, n, device, DTYPES[dtype_name])
-        n = max(n // ROW, 1) * ROW if op in ("layer_norm", "softmax", "mul_broadcast") else n
+        n = max(n // ROW, 1) * ROW if op in ("layer_norm", "softmax", "mul_broadcast", *SELECTION_OPS) else n
         stat = _timed(fn, device, budget_s, f"{op} {dtype_name} over {n} elements", warnings)
         points.append(
             PointwisePoint(

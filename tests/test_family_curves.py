@@ -107,3 +107,32 @@ def test_a_one_operand_op_prices_on_the_unary_family_when_calibrated():
 def test_measure_pointwise_unary_moves_one_read_and_one_write():
     curve = measure_pointwise([4096], "cpu", op="unary", dtype_name="float32", budget_s=0.005, warnings=[])
     assert curve.op == "unary" and curve.points[0].bytes == 2 * 4 * 4096
+
+
+@pytest.mark.parametrize(
+    "family, fn, x",
+    [
+        ("topk", lambda x: torch.topk(x, 5, dim=-1), torch.randn(64, 4096)),
+        ("sort", lambda x: torch.sort(x, dim=-1), torch.randn(64, 4096)),
+        ("cumsum", lambda x: torch.cumsum(x, dim=-1), torch.randn(64, 4096)),
+        ("compare", lambda x: torch.lt(x, 0.5), torch.randn(64, 4096)),
+        ("max_pool2d", lambda x: torch.nn.functional.max_pool2d(x, 3, 2, 1), torch.randn(2, 64, 56, 56)),
+    ],
+)
+def test_selection_ops_are_priced_on_their_own_family(family, fn, x):
+    # a selection kernel at 1/100 of the copy rate: the op's memory term must come from its family's curve
+    slow = 1e10
+    profile = _profile_with(_flat_curve(family, "float32", slow))
+    report = analyze(fn, (x,), profile, device="cuda", batch_sweep=False)
+    op = max(report.ops, key=lambda o: o.memory_s)
+    assert op.memory_s == pytest.approx((op.bytes_read + op.bytes_written) / slow, rel=1e-6)
+    plain = analyze(fn, (x,), load_profile_file(FIXTURE), device="cuda", batch_sweep=False)
+    assert max(o.memory_s for o in plain.ops) < op.memory_s / 10  # without the family: the copy curve
+
+
+def test_selection_bytes_are_the_registry_s():
+    from calibrate.memory import _selection_call
+
+    _, moved = _selection_call("topk", 64 * 1024, "cpu", torch.float32)
+    # rows of 1024 floats read, 8 values and 8 int64 indices written per row
+    assert moved == 64 * 1024 * 4 + 64 * 8 * (4 + 8)

@@ -73,6 +73,10 @@ def summary_lines(rows: list[dict]) -> list[str]:
         _line("zoo", [(r["predicted_s"] - r["measured_s"]) / r["measured_s"] for r in rows]),
         _line("zoo at the host scale", [(r["predicted_now_s"] - r["measured_s"]) / r["measured_s"] for r in rows if r.get("predicted_now_s")]),
     ]
+    tabled = [r for r in rows if r.get("predicted_table_s")]
+    if tabled:
+        lines.append(_line("zoo with the kernel table", [(r["predicted_table_s"] - r["measured_s"]) / r["measured_s"] for r in tabled]))
+        lines.append(_line("zoo with the kernel table at the host scale", [(r["predicted_table_now_s"] - r["measured_s"]) / r["measured_s"] for r in tabled if r.get("predicted_table_now_s")]))
     ops = [o for r in rows for o in op_rows(r)]
     by_family: dict[str, list[float]] = {}
     for o in ops:
@@ -114,6 +118,15 @@ def priced_ops(analysis: Analysis, measured: list | None) -> list[dict]:
             measured_s=measured[i] if measured else None,
         ))
     return out
+
+
+def with_table(row: dict, analysis: Analysis, measured: list | None) -> None:
+    """Add the case's prediction with the kernel table (end to end, at the host scale, per op)."""
+    row["predicted_table_s"] = analysis.total_s
+    row["predicted_table_now_s"] = analysis.at_host_scale(row["host_scale"]).total_s if row.get("host_scale") else None
+    by_index = {o["i"]: o for o in priced_ops(analysis, measured)}
+    for o in row["ops"]:
+        o["predicted_table_s"] = by_index[o["i"]]["predicted_s"] if o["i"] in by_index else None
 
 
 # ---- a live run ----------------------------------------------------------------------------------
@@ -175,6 +188,7 @@ def run_live(args) -> int:
             torch.cuda.empty_cache()
     print("per op (profiler), after every case is timed:", flush=True)
     rows, graphs = [], {}
+    table_profile = profile.model_copy(deep=True) if args.kernels else None
     for case, analysis, row in done:
         try:
             real, ra, rk = _build(case, device)
@@ -190,6 +204,12 @@ def run_live(args) -> int:
             op_s = None
             row["notes"].append(f"per-op failed: {type(e).__name__}: {str(e)[:160]}")
         row["ops"] = priced_ops(analysis, op_s)
+        if table_profile is not None:
+            from calibrate.kernels import time_graph_kernels
+
+            table = table_profile.gpu.measurements.kernels
+            table.extend(time_graph_kernels(analysis.graph, device, {e.key for e in table}, budget_s=0.005, model=case.label))
+            with_table(row, Analysis(analysis.graph, table_profile, kind, options, name=case.label), op_s)
         graphs[case.label] = graph_to_dict(analysis.graph)
         rows.append(row)
         gc.collect()
@@ -201,6 +221,7 @@ def run_live(args) -> int:
         _write(args.json, dict(
             device=profile.device, kind=kind, profile=profile.name, torch=torch.__version__, date=time.strftime("%Y-%m-%d"),
             allow_tf32=modes.matmul_tf32, conv_tf32=modes.conv_tf32, rows=rows, graphs=graphs, summary=lines,
+            kernel_table=[e.model_dump() for e in table_profile.gpu.measurements.kernels] if table_profile else [],
         ))
         print(f"wrote {args.json}")
     return 0
@@ -231,10 +252,11 @@ def merge(args) -> int:
     first = shards[0]
     rows = [r for s in shards for r in s["rows"]]
     graphs = {k: v for s in shards for k, v in s["graphs"].items()}
+    table = {e["key"]: e for s in shards for e in s.get("kernel_table", [])}
     out = Path(args.json)
     graphs_file = out.with_name(out.stem + "_graphs.json.gz")
     with gzip.open(graphs_file, "wt") as f:
-        json.dump(graphs, f)
+        json.dump(dict(graphs=graphs, kernel_table=list(table.values())), f)
     lines = summary_lines(rows)
     record = dict(
         {k: first[k] for k in ("device", "kind", "profile", "torch", "date", "allow_tf32", "conv_tf32")},
@@ -257,9 +279,17 @@ def replay(args) -> int:
     else:
         raise SystemExit(f"{path} names no profile file; pass --profile")
     with gzip.open(path.parent / record["graphs_file"], "rt") as f:
-        graphs = json.load(f)
+        stored = json.load(f)
+    graphs, table = stored["graphs"], stored.get("kernel_table", [])
+    table_profile = None
+    if table and kind == "cuda":
+        from roofline.schema.profile import KernelEntry
+
+        table_profile = profile.model_copy(deep=True)
+        table_profile.gpu.measurements.kernels = [KernelEntry(**e) for e in table]
     options = Options(device=kind, allow_tf32=record["allow_tf32"], conv_tf32=record["conv_tf32"], batch_sweep=False)
     devices: dict = {}
+    table_devices: dict = {}
     rows = []
     print(f"replay of {path.name} ({record['device']}, {record['date']}, torch {record['torch']}): priced by this code with profile '{profile.name}'")
     for old in record["rows"]:
@@ -267,7 +297,10 @@ def replay(args) -> int:
         measured_by_op = {o["i"]: o["measured_s"] for o in old["ops"]}
         row = dict(old, predicted_s=analysis.total_s)
         row["predicted_now_s"] = analysis.at_host_scale(old["host_scale"]).total_s if old.get("host_scale") else None
-        row["ops"] = priced_ops(analysis, [measured_by_op.get(i) for i in range(len(analysis.graph.ops))])
+        measured = [measured_by_op.get(i) for i in range(len(analysis.graph.ops))]
+        row["ops"] = priced_ops(analysis, measured)
+        if table_profile is not None and old.get("predicted_table_s"):
+            with_table(row, Analysis(analysis.graph, table_profile, kind, options, name=old["label"], devices=table_devices), measured)
         rows.append(row)
         if args.verbose:
             e = (row["predicted_s"] - row["measured_s"]) / row["measured_s"]
@@ -292,6 +325,7 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--shard", help="K/N: every N-th case from the K-th (device calls are limited in length)")
     ap.add_argument("--budget", type=float, default=0.6, help="seconds of end-to-end timing per case")
     ap.add_argument("--runs", type=int, default=3, help="profiled replays per case")
+    ap.add_argument("--kernels", action="store_true", help="also time every case's distinct kernels (the kernel table) and predict with them")
     ap.add_argument("--json")
     ap.add_argument("--merge", nargs="+")
     ap.add_argument("--profile-file", help="with --merge: the profile the run used, saved beside the record")

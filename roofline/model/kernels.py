@@ -160,8 +160,21 @@ def _broadcasts(op: CapturedOp) -> bool:
     return any(1 < t.numel < n for t in op.tensor_inputs())
 
 
+# ops priced on a calibrated selection-family curve (calibrate.memory.SELECTION_OPS), by overload packet
+SELECTION_FAMILY = {
+    **{f"aten.{p}": "compare" for p in ("eq", "ne", "lt", "gt", "le", "ge", "logical_and", "logical_or", "logical_xor", "logical_not", "isnan", "isinf")},
+    "aten.masked_fill": "masked_fill", "aten.masked_fill_": "masked_fill", "aten.where": "masked_fill",
+    "aten.cumsum": "cumsum", "aten.cumprod": "cumsum", "aten.cummax": "cumsum", "aten.cummin": "cumsum",
+    "aten.topk": "topk", "aten.sort": "sort", "aten.argsort": "sort",
+    "aten.max_pool2d_with_indices": "max_pool2d", "aten.max_pool2d": "max_pool2d",
+}
+
+
 def _family(op: CapturedOp, cost: OpCost, dev: DeviceModel) -> str | None:
     """Which calibrated op-family curve prices this op's memory traffic, if any."""
+    selection = SELECTION_FAMILY.get(op.packet)
+    if selection is not None and dev.has_family(selection):
+        return selection
     if cost.category == "transcendental":
         return "sin"
     if cost.category == "pointwise":
