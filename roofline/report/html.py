@@ -382,6 +382,21 @@ def _extras_section(report: Report) -> str:
         rows = [[_e(k.replace("_", " ")), _s(v) if k.endswith("_s") else (f"{v:.3g}" if isinstance(v, float) else _e(v))]
                 for k, v in report.streams.model_dump().items() if v is not None]
         out += "<h3>A stream of batches: copies and compute</h3>" + _table(["quantity", "value"], rows, right={1})
+    if report.decode is not None:
+        d = report.decode
+        rows = []
+        for label, pred, meas in (("prefill", d.prefill_s, d.measured_prefill_s), ("per token", d.per_token_s, d.measured_per_token_s), ("total", d.total_s, d.measured_total_s)):
+            rows.append([label, _s(pred), _s(meas) if meas is not None else "–"])
+        if d.host_scale is not None:
+            rows.append([f"per token at host ×{d.host_scale:.2f}", _s(d.per_token_now_s), _s(d.measured_per_token_s)])
+        out += (
+            f"<h3>Decode: batch {d.batch}, a {d.prompt_tokens}-token prompt, {d.new_tokens} new tokens</h3>"
+            + _table(["", "predicted", "measured"], rows, right={1, 2})
+            + f"<p class=\"note\">One step: {d.step_ops} ops, {_n(d.step_bytes, 'B')}; weights {_n(d.weights_bytes, 'B')}; "
+            f"the key-value cache grows from {_n(d.cache_bytes_prefill, 'B')} to {_n(d.cache_bytes_final, 'B')}; "
+            f"memory floor per token {_s(d.memory_floor_per_token_s)}"
+            + (f"; a step as a CUDA graph {_s(d.cuda_graphs_per_token_s)}" if d.cuda_graphs_per_token_s is not None else "") + ".</p>"
+        )
     return ('<h2 id="further">Further analyses</h2>' + out) if out else ""
 
 
