@@ -67,3 +67,19 @@ def test_cells_by_hand():
                outputs=[meta(3, 16), meta(3, 16), meta(3, 64)])
     c, _ = cost_of(op)
     assert c.flops == 48 * 27 and c.kernels == 1 and c.category == "transcendental"
+
+
+@pytest.mark.parametrize("cls, name", [(torch.nn.GRU, "aten.gru.input"), (torch.nn.RNN, "aten.rnn_tanh.input")])
+def test_a_recurrent_stack_is_captured_as_the_one_op_the_model_called(cls, name):
+    # CPU ATen decomposes a GRU into a gru_cell per step below Python; the capture records the
+    # stack the model called, which a GPU runs as one cuDNN call and the registry prices whole
+    from roofline.costs import cost_of
+    from roofline.graph.capture import capture
+
+    rnn = cls(8, 16, 2, batch_first=True, bidirectional=True)
+    for real in (True, False):
+        graph = capture(rnn, (torch.randn(3, 50, 8),), real=real)
+        stacks = [op for op in graph.ops if op.name == name]
+        assert len(stacks) == 1 and len(graph.ops) <= 3, [op.name for op in graph.ops]
+        cost, ok = cost_of(stacks[0])
+        assert ok and cost.recurrence.layers == 4 and cost.recurrence.steps == 50

@@ -233,6 +233,7 @@ def _trace(model, args: tuple, kwargs: dict, *, fake: bool, inference: bool, loc
     tracker = ModuleTracker(module_names(model) if is_module else {})
     calls = TorchCalls()
     recorder = _Recorder(locator, tracker, calls)
+    calls.on_whole = recorder.record_whole
     seen_state = set()
     for name, t in state.items():
         if id(t) not in seen_state:
@@ -304,6 +305,19 @@ class _Recorder(TorchDispatchMode):
         self.values = WeakIdKeyDictionary()
         self.ops: list[CapturedOp] = []
         self.constants: dict[str, Any] = {}  # value name -> the tensor (real capture) or its TensorMeta
+        self.suspended = False
+
+    def record_whole(self, target, func, args: tuple, kwargs: dict):
+        """Run ``func`` (a whole recurrent stack) and record it as the one op ``target``, not the
+        ops it decomposes into here."""
+        self.suspended = True
+        try:
+            out = func(*args, **kwargs)
+        finally:
+            self.suspended = False
+        with torch._C.DisableTorchFunction():
+            self._record(target, args, kwargs, out)
+        return out
 
     def name_value(self, t: torch.Tensor, name: str, producer: int = -1) -> None:
         self.values[t] = (name, producer)
@@ -311,7 +325,7 @@ class _Recorder(TorchDispatchMode):
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         out = func(*args, **kwargs)
-        if func not in _QUERIES:
+        if func not in _QUERIES and not self.suspended:
             with torch._C.DisableTorchFunction():  # our own reads of the tensors are not the model's calls
                 self._record(func, args, kwargs, out)
         return out

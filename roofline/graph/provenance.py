@@ -132,6 +132,20 @@ class ModuleTracker:
                 self._standing_aside.pop()[1].__exit__(None, None, None)
 
 
+def _rnn_overload(name: str):
+    """The aten overload of a ``_VF`` recurrent call: ``.data`` (packed: batch sizes second) or ``.input``."""
+    def pick(args: tuple):
+        packet = getattr(torch.ops.aten, name)
+        return packet.data if len(args) > 3 and isinstance(args[3], (list, tuple)) else packet.input
+    return pick
+
+
+# Recurrent stacks that CPU ATen runs as a Python-invisible decomposition (a GRU becomes a
+# gru_cell per step): recorded as the one aten op the model called, which is what a GPU runs
+# (one cuDNN call per stack) and what the cost registry prices whole.
+WHOLE_CALLS = {getattr(torch._VF, n): _rnn_overload(n) for n in ("gru", "rnn_tanh", "rnn_relu") if hasattr(torch._VF, n)}
+
+
 class TorchCalls(TorchFunctionMode):
     """Numbers the torch calls the model's Python code makes (``F.linear``, ``x.view``, ``x + y``).
 
@@ -149,8 +163,12 @@ class TorchCalls(TorchFunctionMode):
         super().__init__()
         self.count = 0
         self.current: int | None = None
+        # called instead of a whole recurrent stack (``_VF.gru``) when set: see WHOLE_CALLS
+        self.on_whole: Callable | None = None
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
+        if self.on_whole is not None and func in WHOLE_CALLS and self.current is None:
+            return self.on_whole(WHOLE_CALLS[func](args), func, args, kwargs or {})
         outer = self.current
         if outer is None:
             self.count += 1

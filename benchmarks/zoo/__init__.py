@@ -1,0 +1,1 @@
+"""The accuracy zoo (registry) and its run (benchmarks/accuracy.py --zoo)."""
