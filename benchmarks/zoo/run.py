@@ -254,13 +254,19 @@ def merge(args) -> int:
     graphs = {k: v for s in shards for k, v in s["graphs"].items()}
     table = {e["key"]: e for s in shards for e in s.get("kernel_table", [])}
     out = Path(args.json)
+    out.parent.mkdir(parents=True, exist_ok=True)
     graphs_file = out.with_name(out.stem + "_graphs.json.gz")
+    profile_file = None
+    if args.profile_file:  # kept beside the record: a replay prices with the profile the run used
+        profile_file = out.with_name(out.stem + "_profile.json")
+        if Path(args.profile_file).resolve() != profile_file.resolve():
+            profile_file.write_text(Path(args.profile_file).read_text())
     with gzip.open(graphs_file, "wt") as f:
         json.dump(dict(graphs=graphs, kernel_table=list(table.values())), f)
     lines = summary_lines(rows)
     record = dict(
         {k: first[k] for k in ("device", "kind", "profile", "torch", "date", "allow_tf32", "conv_tf32")},
-        profile_file=args.profile_file and str(Path(args.profile_file).name), graphs_file=graphs_file.name, rows=rows, summary=lines,
+        profile_file=profile_file.name if profile_file else None, graphs_file=graphs_file.name, rows=rows, summary=lines,
     )
     out.write_text(json.dumps(record, indent=1))
     print("\n".join(lines))
