@@ -15,7 +15,7 @@ from datetime import datetime, timezone
 
 import torch
 
-from calibrate import compiled, conv, matmul, memory, overhead, peaks, rnn, transfer
+from calibrate import compiled, conv, matmul, mechanisms, memory, overhead, peaks, rnn, transfer
 from roofline import __version__
 from roofline.errors import DeviceNotAvailable
 from roofline.hostmix import representative_ops
@@ -54,6 +54,8 @@ class Plan:
     conv_shapes: list[tuple] = field(default_factory=list)  # (batch, cin, cout, size, kernel, stride, padding)
     rnn_dtypes: list[str] = field(default_factory=list)
     rnn_shapes: list[tuple[int, int]] = field(default_factory=list)  # (batch, hidden)
+    mechanisms: bool = False  # GPU: depthwise/grouped convolutions, misaligned GEMMs, addmm (calibrate.mechanisms)
+    quick: bool = False
 
     def probes_for(self, dtype: str) -> list[tuple[int, int, int]]:
         return self.matmul_probes if self.probe_dtypes is None or dtype in self.probe_dtypes else []
@@ -67,6 +69,7 @@ class Plan:
         n += len(rnn.KINDS) * len(self.rnn_dtypes) * len(self.rnn_shapes)
         if gpu:
             n += 4 * len(self.transfer_sizes)
+            n += mechanisms.steps(self.quick) if self.mechanisms else 0
         return n
 
 
@@ -131,6 +134,8 @@ def gpu_plan(quick: bool, memory_bytes: int) -> Plan:
             pointwise_dtypes=["float32", "bfloat16"],
             rnn_dtypes=["float32"],
             rnn_shapes=rnn.GPU_SHAPES_QUICK,
+            mechanisms=True,
+            quick=True,
         )
     return Plan(
         matmul_dtypes=dtypes,
@@ -150,6 +155,7 @@ def gpu_plan(quick: bool, memory_bytes: int) -> Plan:
         pointwise_dtypes=["float32", "bfloat16"],
         rnn_dtypes=["float32", "bfloat16"],
         rnn_shapes=rnn.GPU_SHAPES,
+        mechanisms=True,
     )
 
 
@@ -283,6 +289,14 @@ def _measure_part(device: str, plan: Plan, progress: _Progress, warnings: list, 
         convs.append(conv.measure_conv(dtype, plan.conv_shapes, device, budget_s=plan.point_budget_s, warnings=warnings, progress=progress.step))
     if plan.conv_dtypes:
         lap("conv")
+    conv_families, gemm_ratios = [], []
+    if gpu and plan.mechanisms:
+        progress.stage(f"{device} depthwise and grouped convolutions")
+        conv_families = mechanisms.measure_conv_families(device, budget_s=plan.point_budget_s / 2, warnings=warnings, progress=progress.step, quick=plan.quick)
+        lap("conv families")
+        progress.stage(f"{device} misaligned GEMMs and addmm")
+        gemm_ratios = mechanisms.measure_gemm_ratios(device, budget_s=plan.point_budget_s / 2, warnings=warnings, progress=progress.step, quick=plan.quick)
+        lap("gemm ratios")
     rnns = []
     for dtype in plan.rnn_dtypes:
         progress.stage(f"{device} lstm/gru {dtype}")
@@ -312,7 +326,10 @@ def _measure_part(device: str, plan: Plan, progress: _Progress, warnings: list, 
         compiled_costs = compiled.measure_compiled_overheads(device, budget_s=compiled.COMPILED_BUDGET_S, warnings=warnings, reference_s=eager_chain_kernel_s(overheads))
         overheads = overheads.model_copy(update=compiled_costs)
         lap("torch.compile overheads")
-    return Measurements(matmul=curves, bandwidth=bandwidth, pointwise=pointwise, overheads=overheads, transfers=transfers, attention=attention, conv=convs, rnn=rnns)
+    return Measurements(
+        matmul=curves, bandwidth=bandwidth, pointwise=pointwise, overheads=overheads, transfers=transfers, attention=attention, conv=convs, rnn=rnns,
+        conv_families=conv_families, gemm_ratios=gemm_ratios,
+    )
 
 
 def run_calibration(

@@ -103,13 +103,31 @@ class MatmulModel:
         self._log_grid = [math.log(v) for v in grid]
         self.peak_flop_per_s = curve.peak_flop_per_s
 
-    def time_s(self, m: int, n: int, k: int) -> float:
+    def _inside(self, m: float, n: float, k: float) -> float:
         lo, hi = self.grid[0], self.grid[-1]
         mc, nc, kc = (float(min(max(x, lo), hi)) for x in (m, n, k))
-        t = math.exp(_trilinear(self._log_grid, self._log_t, math.log(mc), math.log(nc), math.log(kc)))
-        # Outside the grid, keep the edge's rate: time scales with the FLOPs ratio.
-        scale = (max(m, 1) * max(n, 1) * max(k, 1)) / (mc * nc * kc)
-        t *= scale
+        return math.exp(_trilinear(self._log_grid, self._log_t, math.log(mc), math.log(nc), math.log(kc)))
+
+    def _extended(self, dims: tuple[float, float, float]) -> float:
+        """Beyond the grid's top, time is affine in each dimension: the last step's marginal time
+        per row (column, reduction element) continues. A product that is still launch-bound at the
+        edge (8192 x 16 x 16) stays near its time there, its bytes bounding it (priced apart); one
+        that is throughput-bound grows in proportion."""
+        top, prev = float(self.grid[-1]), float(self.grid[-2])
+        for axis, x in enumerate(dims):
+            if x > top:
+                at_top = list(dims)
+                at_top[axis] = top
+                at_prev = list(dims)
+                at_prev[axis] = prev
+                t_top, t_prev = self._extended(tuple(at_top)), self._extended(tuple(at_prev))
+                slope = min(max((t_top - t_prev) / (top - prev), 0.0), t_top / top)
+                return t_top + (x - top) * slope
+        return self._inside(*dims)
+
+    def time_s(self, m: int, n: int, k: int) -> float:
+        dims = (float(max(m, 1)), float(max(n, 1)), float(max(k, 1)))
+        t = self._extended(dims) if len(self.grid) > 1 and max(dims) > self.grid[-1] else self._inside(*dims)
         # Never faster than the best rate ever measured for this dtype.
         return max(t, 2.0 * m * n * k / self.peak_flop_per_s)
 
@@ -199,15 +217,17 @@ def _nearest_log_mean(shapes_log: np.ndarray, values_log: np.ndarray, m: int, n:
 
 
 class ConvModel:
-    """How much slower (>1) or faster (<1) than its implicit GEMM on the matmul curve a 2-D
-    convolution runs, from calibrated convolutions of one dtype.
+    """How much slower (>1) or faster (<1) than its roofline a 2-D convolution runs, from calibrated
+    convolutions of one dtype: the roofline being the larger of its implicit GEMM on the matmul
+    curve and its compulsory bytes at the calibrated bandwidth.
 
-    Each calibrated point gives a ratio (measured time / matmul-curve time of the same implicit
-    GEMM). A convolution takes the geometric mean of the ratios of the (up to) three points nearest
-    in log(m), log(n), log(k), weighted by inverse squared distance, among points with its filter
-    size (all points when none has it)."""
+    Each calibrated point gives a ratio (measured time / that roofline). A convolution takes the
+    geometric mean of the ratios of the (up to) three points nearest in log(m), log(n), log(k),
+    weighted by inverse squared distance, among points with its filter size (all points when none
+    has it). Against the roofline, not the GEMM alone, a ratio learnt on a memory-bound point does
+    not inflate the GEMM of a compute-bound one, nor the other way round."""
 
-    def __init__(self, curve: ConvCurve, matmul: MatmulModel, overhead_s: float = 0.0):
+    def __init__(self, curve: ConvCurve, matmul: MatmulModel, overhead_s: float = 0.0, bandwidth: "BandwidthModel | None" = None):
         self.curve = curve
         rows = []
         for p in curve.points:
@@ -215,7 +235,12 @@ class ConvModel:
             w_shape = (p.out_channels, p.in_channels, p.kernel, p.kernel)
             out_shape = (p.batch, p.out_channels, p.out_size, p.out_size)
             _, m, n, k = conv_gemm(x_shape, w_shape, out_shape, transposed=False)
-            ratio = _work_time(p.time.median_s, overhead_s) / matmul.time_s(m, n, k)
+            roof = matmul.time_s(m, n, k)
+            if bandwidth is not None:
+                itemsize = 4 if curve.dtype == "float32" else 2
+                nbytes = itemsize * (math.prod(x_shape) + math.prod(w_shape) + math.prod(out_shape))
+                roof = max(roof, nbytes / bandwidth.bytes_per_s(nbytes, "copy"))
+            ratio = _work_time(p.time.median_s, overhead_s) / roof
             rows.append((p.kernel * p.kernel, math.log(m), math.log(n), math.log(k), math.log(ratio)))
         self._rows = np.array(rows, dtype=np.float64)
 

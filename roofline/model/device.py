@@ -7,6 +7,7 @@ import math
 from dataclasses import dataclass
 from functools import cached_property
 
+from roofline.model.families import ConvFamilyModel, GemmRatioModel
 from roofline.model.curves import (
     _TWIN,
     AttentionModel,
@@ -60,9 +61,11 @@ class DeviceModel:
         self._family_names = {op for op, _ in self.family}
         self.attention = {(c.dtype, c.head_dim, c.causal): AttentionModel(c) for c in m.attention}
         self.conv = {
-            (c.dtype, c.tf32): ConvModel(c, self.matmul_model("tf32" if c.tf32 else c.dtype), included) for c in m.conv
+            (c.dtype, c.tf32): ConvModel(c, self.matmul_model("tf32" if c.tf32 else c.dtype), included, self.bandwidth) for c in m.conv
         }
         self.rnn = self._rnn_models(self.overheads)
+        self.conv_families = ConvFamilyModel(m.conv_families)
+        self.gemm_ratios = GemmRatioModel(m.gemm_ratios)
         # shape-exact kernels (GPU: device time; a CPU's op times include its dispatch and stay on the curves)
         self.kernel_table = {e.key: e.time.median_s for e in m.kernels} if kind == "cuda" else {}
 

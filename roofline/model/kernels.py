@@ -14,6 +14,8 @@ main kernel.
 
 from __future__ import annotations
 
+import math
+
 import torch
 
 from roofline.costs import OpCost
@@ -64,21 +66,34 @@ def kernel_terms(op: CapturedOp, cost: OpCost, dev: DeviceModel) -> tuple[float,
     elif cost.gemm is not None and cost.category in ("matmul", "conv", "attention"):
         batch, m, n, k = cost.gemm
         tf32 = dev.modes.matmul_tf32 or (cost.category == "conv" and dev.kind == "cuda" and dev.modes.conv_tf32)
-        curve = dev.matmul_model(matmul_dtype_name(cost.compute_dtype, tf32))
-        compute = curve.time_s(max(batch, 1) * m, n, k) if m and n and k else 0.0
-        if cost.category == "conv" and compute:
-            compute *= _conv_ratio(op, cost, dev, tf32)
+        curve_name = matmul_dtype_name(cost.compute_dtype, tf32)
+        family = _conv_family_s(op, cost, dev) if cost.category == "conv" and batch > 1 else None
+        if family is not None:
+            compute = family
+        else:
+            compute = dev.matmul_model(curve_name).time_s(max(batch, 1) * m, n, k) if m and n and k else 0.0
+        if cost.category == "conv" and compute and family is None:
+            ratio = _conv_ratio(op, cost, dev, tf32)
+            if ratio != 1.0:  # the calibrated ratio is to the conv's roofline: its GEMM or its bytes
+                compute = max(compute, _memory_s(op, cost, dev)) * ratio
+        if cost.category == "matmul" and compute and dev.kind == "cuda":
+            compute *= _gemm_ratio(op, cost, dev, curve_name, m, n, k)
         # FLOPs beyond the GEMM's own (bias, scaling) at the vector rate.
         compute += max(cost.flops - 2 * max(batch, 1) * m * n * k, 0) / dev.vector_flop_per_s
     else:
         compute = cost.flops / dev.vector_flop_per_s
-    nbytes = cost.bytes_read + cost.bytes_written
-    memory = 0.0
-    if nbytes:
-        rate = dev.family_bytes_per_s(_family(op, cost, dev), nbytes, DTYPE_NAMES.get(_out_dtype(op, cost), "float32"))
-        memory = nbytes / (rate or dev.bandwidth.bytes_per_s(max(nbytes, 1), _bandwidth_kind(cost)))
+    memory = _memory_s(op, cost, dev)
     floor = dev.kernel_floor_s * cost.kernels
     return compute, memory, floor
+
+
+def _memory_s(op: CapturedOp, cost: OpCost, dev: DeviceModel) -> float:
+    """Compulsory bytes over the bandwidth of the op's family (or the copy, read or write curve)."""
+    nbytes = cost.bytes_read + cost.bytes_written
+    if not nbytes:
+        return 0.0
+    rate = dev.family_bytes_per_s(_family(op, cost, dev), nbytes, DTYPE_NAMES.get(_out_dtype(op, cost), "float32"))
+    return nbytes / (rate or dev.bandwidth.bytes_per_s(max(nbytes, 1), _bandwidth_kind(cost)))
 
 
 def bias_pass_s(cost: OpCost, dev: DeviceModel) -> float:
@@ -145,6 +160,58 @@ def _conv_ratio(op: CapturedOp, cost: OpCost, dev: DeviceModel, tf32: bool) -> f
         return 1.0
     w = inputs[1]
     return model.ratio(m, n, k, w.shape[2] * w.shape[3])
+
+
+def _conv_family_s(op: CapturedOp, cost: OpCost, dev: DeviceModel) -> float | None:
+    """A grouped or depthwise convolution on its calibrated family (None: dense, transposed, or
+    the profile has no family curves)."""
+    if not dev.conv_families or is_transposed(op):
+        return None
+    inputs = op.tensor_inputs()
+    if len(inputs) < 2:
+        return None
+    x, w = inputs[0], inputs[1]
+    groups, m, n, k = cost.gemm
+    c_in_g = w.shape[1]
+    taps = math.prod(w.shape[2:])
+    kind = "depthwise" if c_in_g == 1 and n == 1 else "grouped"
+    layout = "channels_last" if x.ndim == 4 and x.stride[1] == 1 and x.shape[1] > 1 else "nchw"
+    stride = arguments(op).get("stride", [1])
+    stride = int(stride[0]) if isinstance(stride, (list, tuple)) and stride else 1
+    kernel = w.shape[2] if w.ndim == 4 else math.sqrt(taps)
+    macs = groups * m * n * k  # = batch x out positions x Cout x Cin/groups x taps
+    return dev.conv_families.time_s(kind, DTYPE_NAMES.get(cost.compute_dtype, "float32"), layout, kernel, stride, c_in_g, macs)
+
+
+def _leading_bytes(t) -> int | None:
+    """Bytes between rows of a matrix operand (its non-unit stride among the last two dims)."""
+    if t.ndim < 2:
+        return None
+    s1, s2 = t.stride[-2], t.stride[-1]
+    if s2 == 1 and t.shape[-2] > 1:
+        return s1 * t.itemsize
+    if s1 == 1 and t.shape[-1] > 1:
+        return s2 * t.itemsize
+    return None
+
+
+def _gemm_ratio(op: CapturedOp, cost: OpCost, dev: DeviceModel, curve_name: str, m: int, n: int, k: int) -> float:
+    """A GEMM's time over the aligned mm's: a leading dimension not a multiple of 16 bytes sends
+    cuBLAS to slower kernels; addmm's bias epilogue picks other kernels than mm. ``(m, n, k)``: one
+    product of a batch: small batched products run other kernels, which alignment does not slow.)"""
+    ratio = 1.0
+    align = 16
+    for t in (*op.tensor_inputs(), *op.outputs[:1]):
+        lead = _leading_bytes(t)
+        if lead is not None:
+            align = min(align, math.gcd(16, lead))
+        if t.storage_offset:
+            align = min(align, math.gcd(16, t.storage_offset * t.itemsize))
+    if align < 16:
+        ratio *= dev.gemm_ratios.misaligned_ratio(curve_name, align, m, n, k)
+    if op.packet == "aten.addmm" and op.tensor_inputs() and op.tensor_inputs()[0].ndim >= 1 and op.tensor_inputs()[0].numel > 1:
+        ratio *= dev.gemm_ratios.addmm_ratio(curve_name, m, n, k)
+    return ratio
 
 
 def _out_dtype(op: CapturedOp, cost: OpCost) -> torch.dtype | None:

@@ -262,6 +262,60 @@ class ConvCurve(_Strict):
     points: list[ConvPoint] = Field(min_length=1)
 
 
+class ConvFamilyPoint(_Strict):
+    """One grouped or depthwise 2-D convolution (in channels = out channels, square input) timed on the device."""
+
+    batch: int = Field(ge=1)
+    channels: int = Field(ge=1, description="Input = output channels.")
+    groups: int = Field(ge=2, description="channels for a depthwise convolution.")
+    size: int = Field(ge=1, description="Input height = width.")
+    kernel: int = Field(ge=1, description="Filter height = width.")
+    stride: int = Field(ge=1)
+    time: Stat = Field(description="Time of one call.")
+
+    @property
+    def out_size(self) -> int:
+        return conv2d_output_size(self.size, self.kernel, self.stride, self.kernel // 2)
+
+    @property
+    def macs(self) -> int:
+        """Multiply-accumulates: batch x channels x out^2 x (channels / groups) x kernel^2."""
+        return self.batch * self.channels * self.out_size ** 2 * (self.channels // self.groups) * self.kernel ** 2
+
+
+class ConvFamilyCurve(_Strict):
+    """Grouped or depthwise convolutions of one dtype and memory layout. cuDNN runs them with their
+    own kernels, far from the dense GEMM curve: a depthwise convolution does a few FLOPs per byte
+    and its rate depends on the filter size, a grouped one on the width of each group."""
+
+    kind: Literal["depthwise", "grouped"]
+    dtype: Literal["float32", "bfloat16", "float16"]
+    layout: Literal["nchw", "channels_last"]
+    tf32: bool = Field(default=False, description="float32: cuDNN was allowed TF32 when measured.")
+    points: list[ConvFamilyPoint] = Field(min_length=1)
+
+
+class GemmRatioPoint(_Strict):
+    """One GEMM shape timed as the mechanism runs it and as the plain aligned ``mm`` reference, in alternation."""
+
+    m: int = Field(ge=1)
+    n: int = Field(ge=1)
+    k: int = Field(ge=1)
+    time: Stat = Field(description="The mechanism's time: the misaligned product, or addmm with a bias.")
+    reference: Stat = Field(description="The same product as mm with every dimension a multiple of 64 (misaligned: rounded up), same dtype.")
+
+
+class GemmRatioCurve(_Strict):
+    """How much slower than the plain GEMM a mechanism runs, over size, for one dtype:
+    ``misaligned_2/4/8`` (a leading dimension aligned to only 2, 4 or 8 bytes, not the 16 that
+    cuBLAS's vectorized kernels need: an odd vocabulary of 50257) or ``addmm`` (a bias added in the
+    GEMM's epilogue, whose kernel choice differs from mm's)."""
+
+    kind: Literal["misaligned_2", "misaligned_4", "misaligned_8", "addmm"]
+    dtype: MatmulDtype
+    points: list[GemmRatioPoint] = Field(min_length=1)
+
+
 class RnnPoint(_Strict):
     """One fused RNN layer (nn.LSTM or nn.GRU: one layer, one direction, batch_first) timed at two
     sequence lengths, so that its time per step and its fixed cost per call separate."""
@@ -408,6 +462,8 @@ class Measurements(_Strict):
     attention: list[AttentionCurve] = Field(default_factory=list, description="GPU only: fused attention throughput.")
     conv: list[ConvCurve] = Field(default_factory=list, description="2-D convolution times at representative shapes, one curve per dtype.")
     rnn: list[RnnCurve] = Field(default_factory=list, description="Fused LSTM/GRU layer times at representative shapes, one curve per dtype.")
+    conv_families: list[ConvFamilyCurve] = Field(default_factory=list, description="GPU: depthwise and grouped convolutions per dtype and layout.")
+    gemm_ratios: list[GemmRatioCurve] = Field(default_factory=list, description="GPU: misaligned GEMMs and addmm's epilogue against the plain GEMM.")
     kernels: list[KernelEntry] = Field(
         default_factory=list, description="GPU: shape-exact kernel times of the models the profile was run --for; prediction uses them before any curve.",
     )

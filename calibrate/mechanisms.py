@@ -1,0 +1,141 @@
+"""Kernels that run by another mechanism than the dense GEMM curve describes (GPU).
+
+- Depthwise convolutions (groups = channels): a few FLOPs per byte, their own cuDNN kernels, whose
+  rate depends on the filter size, the stride, the dtype and the memory layout (an NCHW bf16
+  depthwise runs 3x slower than fp16 on the H100). Timed per (dtype, layout, filter, stride) at
+  three sizes; prediction interpolates over multiply-accumulates.
+- Grouped convolutions (ResNeXt, RegNet): per-group GEMMs of width channels/groups, far below the
+  dense rate, with a floor of ~15 us per call at small sizes. Timed per group width at three sizes.
+- GEMMs whose leading dimension breaks the 16-byte alignment cuBLAS's vectorized kernels need (a
+  vocabulary of 50257 in fp16: 8x slower than 50304 at 2048 tokens): the ratio to the aligned
+  product, per alignment (2, 4, 8 bytes) over size. float32 without TF32 runs SIMT kernels that do
+  not care.
+- addmm with a bias against mm: the bias runs in the GEMM's epilogue, and the kernel cuBLASLt picks
+  for it is up to 2x slower in float32 at some shapes.
+
+``benchmarks/mechanism_sweep.py`` times these families over the shapes of real models; the points
+here are the few that the pricing in ``roofline.model.families`` needs.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+from calibrate.matmul import _tf32
+from roofline.schema.profile import ConvFamilyCurve, ConvFamilyPoint, GemmRatioCurve, GemmRatioPoint, Stat
+from roofline.timing import time_fn
+
+DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16, "tf32": torch.float32}
+
+# depthwise: (filter, stride), and (batch, channels, size) from small to large
+DEPTHWISE_FILTERS = [(3, 1), (3, 2), (5, 1), (5, 2), (7, 1)]
+DEPTHWISE_SIZES = [(1, 192, 28), (4, 144, 56), (32, 144, 56)]
+# (dtype, layout) measured; bfloat16 channels-last runs as float16 does
+DEPTHWISE_KINDS = [("float32", "nchw"), ("float32", "channels_last"), ("float16", "nchw"), ("float16", "channels_last"), ("bfloat16", "nchw")]
+# grouped: group width -> (channels with 32 groups, size); batches; stride 2 at two widths
+GROUPED_WIDTHS = {4: (128, 56), 8: (256, 28), 16: (512, 28), 32: (1024, 14), 64: (2048, 7)}
+GROUPED_BATCHES = [1, 8, 32]
+GROUPED_STRIDE2 = {8: (256, 56), 32: (1024, 14)}
+GROUPED_DTYPES = ["float32", "float16"]
+# misaligned GEMMs: m values; K = 1024; N = 4096 - d for alignment bytes by dtype
+MISALIGNED_M = [1, 64, 512, 2048]
+MISALIGNED_N = {"float16": {2: 4095, 4: 4094, 8: 4092}, "tf32": {4: 4095, 8: 4094}}
+# addmm against mm: (m, k, n) as F.linear runs them
+ADDMM_SHAPES = [(1, 768, 768), (32, 768, 3072), (128, 768, 768), (64, 1024, 1024), (256, 1024, 1024), (1024, 3072, 768), (1024, 768, 3072), (8192, 768, 768)]
+ADDMM_DTYPES = ["float32", "tf32", "float16"]
+
+
+def _stat(fn, device: str, budget_s: float, label: str, warnings: list) -> Stat:
+    t = time_fn(fn, device=device, budget_s=budget_s, warmup_budget_s=budget_s, min_samples=5, label=label)
+    if t.warning:
+        warnings.append(t.warning)
+    return t.stat()
+
+
+def measure_conv_families(device: str, *, budget_s: float, warnings: list, progress=None, quick: bool = False) -> list[ConvFamilyCurve]:
+    """Depthwise convolutions per (dtype, layout) and grouped ones per dtype (NCHW)."""
+    gen = torch.Generator(device=device).manual_seed(0)
+    tf32 = bool(torch.backends.cudnn.allow_tf32)
+    curves = []
+    filters = DEPTHWISE_FILTERS[:1] if quick else DEPTHWISE_FILTERS
+    with torch.no_grad():
+        for dtype_name, layout in (DEPTHWISE_KINDS[:1] if quick else DEPTHWISE_KINDS):
+            dtype, points = DTYPES[dtype_name], []
+            for kernel, stride in filters:
+                for batch, channels, size in DEPTHWISE_SIZES:
+                    x = torch.randn(batch, channels, size, size, device=device, dtype=dtype, generator=gen)
+                    w = torch.randn(channels, 1, kernel, kernel, device=device, dtype=dtype, generator=gen)
+                    if layout == "channels_last":
+                        x, w = x.contiguous(memory_format=torch.channels_last), w.contiguous(memory_format=torch.channels_last)
+                    stat = _stat(lambda: F.conv2d(x, w, None, stride, kernel // 2, 1, channels), device, budget_s,
+                                 f"depthwise {dtype_name} {layout} {batch}x{channels}x{size}^2 k{kernel} s{stride}", warnings)
+                    points.append(ConvFamilyPoint(batch=batch, channels=channels, groups=channels, size=size, kernel=kernel, stride=stride, time=stat))
+                    if progress:
+                        progress()
+            curves.append(ConvFamilyCurve(kind="depthwise", dtype=dtype_name, layout=layout, tf32=tf32 and dtype_name == "float32", points=points))
+        for dtype_name in (GROUPED_DTYPES[:1] if quick else GROUPED_DTYPES):
+            dtype, points = DTYPES[dtype_name], []
+            shapes = [(width, channels, size, 1) for width, (channels, size) in GROUPED_WIDTHS.items()]
+            shapes += [(width, channels, size, 2) for width, (channels, size) in GROUPED_STRIDE2.items()]
+            for width, channels, size, stride in (shapes[1:2] if quick else shapes):
+                for batch in GROUPED_BATCHES:
+                    groups = channels // width
+                    x = torch.randn(batch, channels, size, size, device=device, dtype=dtype, generator=gen)
+                    w = torch.randn(channels, width, 3, 3, device=device, dtype=dtype, generator=gen)
+                    stat = _stat(lambda: F.conv2d(x, w, None, stride, 1, 1, groups), device, budget_s,
+                                 f"grouped {dtype_name} {batch}x{channels}x{size}^2 g{groups} s{stride}", warnings)
+                    points.append(ConvFamilyPoint(batch=batch, channels=channels, groups=groups, size=size, kernel=3, stride=stride, time=stat))
+                    if progress:
+                        progress()
+            curves.append(ConvFamilyCurve(kind="grouped", dtype=dtype_name, layout="nchw", tf32=tf32 and dtype_name == "float32", points=points))
+    return curves
+
+
+def measure_gemm_ratios(device: str, *, budget_s: float, warnings: list, progress=None, quick: bool = False) -> list[GemmRatioCurve]:
+    """Misaligned GEMMs against the aligned one, and addmm against mm, per dtype."""
+    gen = torch.Generator(device=device).manual_seed(1)
+    curves = []
+    with torch.no_grad():
+        for dtype_name, by_bytes in MISALIGNED_N.items():
+            dtype = DTYPES[dtype_name]
+            with _tf32(dtype_name == "tf32"):
+                refs = {}
+                for m in (MISALIGNED_M[1:3] if quick else MISALIGNED_M):
+                    x = torch.randn(m, 1024, device=device, dtype=dtype, generator=gen)
+                    w = torch.randn(4096, 1024, device=device, dtype=dtype, generator=gen)
+                    refs[m] = _stat(lambda: F.linear(x, w), device, budget_s, f"gemm {dtype_name} {m}x4096x1024", warnings)
+                for align, n in by_bytes.items():
+                    points = []
+                    for m, ref in refs.items():
+                        x = torch.randn(m, 1024, device=device, dtype=dtype, generator=gen)
+                        w = torch.randn(n, 1024, device=device, dtype=dtype, generator=gen)
+                        stat = _stat(lambda: F.linear(x, w), device, budget_s, f"gemm {dtype_name} {m}x{n}x1024 ({align}-byte rows)", warnings)
+                        points.append(GemmRatioPoint(m=m, n=n, k=1024, time=stat, reference=ref))
+                        if progress:
+                            progress()
+                    curves.append(GemmRatioCurve(kind=f"misaligned_{align}", dtype=dtype_name, points=points))
+        for dtype_name in (ADDMM_DTYPES[:1] if quick else ADDMM_DTYPES):
+            dtype, points = DTYPES[dtype_name], []
+            with _tf32(dtype_name == "tf32"):
+                for m, k, n in (ADDMM_SHAPES[1:3] if quick else ADDMM_SHAPES):
+                    x = torch.randn(m, k, device=device, dtype=dtype, generator=gen)
+                    wt = torch.randn(n, k, device=device, dtype=dtype, generator=gen).t()
+                    bias = torch.randn(n, device=device, dtype=dtype, generator=gen)
+                    ref = _stat(lambda: torch.mm(x, wt), device, budget_s, f"mm {dtype_name} {m}x{n}x{k}", warnings)
+                    stat = _stat(lambda: torch.addmm(bias, x, wt), device, budget_s, f"addmm {dtype_name} {m}x{n}x{k}", warnings)
+                    points.append(GemmRatioPoint(m=m, n=n, k=k, time=stat, reference=ref))
+                    if progress:
+                        progress()
+            curves.append(GemmRatioCurve(kind="addmm", dtype=dtype_name, points=points))
+    return curves
+
+
+def steps(quick: bool) -> int:
+    """Progress steps of both stages."""
+    if quick:
+        return len(DEPTHWISE_SIZES) + len(GROUPED_BATCHES) + 2 * 3 + 2
+    dw = len(DEPTHWISE_KINDS) * len(DEPTHWISE_FILTERS) * len(DEPTHWISE_SIZES)
+    grouped = len(GROUPED_DTYPES) * (len(GROUPED_WIDTHS) + len(GROUPED_STRIDE2)) * len(GROUPED_BATCHES)
+    misaligned = sum(len(v) for v in MISALIGNED_N.values()) * len(MISALIGNED_M)
+    return dw + grouped + misaligned + len(ADDMM_DTYPES) * len(ADDMM_SHAPES)
