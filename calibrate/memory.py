@@ -85,7 +85,7 @@ def _pointwise_call(op: str, n: int, device: str, dtype: torch.dtype = torch.flo
         # RMSNorm): the kernel cannot use vectorized loads, so it runs below the plain add's rate
         s = torch.rand(rows, 1, device=device, dtype=dtype)
         return (lambda: torch.mul(x, s)), 2 * e * rows * ROW + e * rows
-    if op in SELECTION_OPS:
+    if op in SELECTION_OPS or op in LAYOUT_OPS:
         return _selection_call(op, n, device, dtype)
     raise ValueError(op)
 
@@ -94,6 +94,13 @@ def _pointwise_call(op: str, n: int, device: str, dtype: torch.dtype = torch.flo
 # (a comparison writes bools, a scan is sequential along its row, top-k and sort run selection
 # networks, max pooling writes indices). Calibrated in float32 only.
 SELECTION_OPS = ("compare", "masked_fill", "cumsum", "topk", "sort", "max_pool2d")
+# Normalizations and data movement whose kernels run below the copy's rate by how they walk memory:
+# layer_norm and softmax over short rows (ConvNeXt's 96 channels, Swin's 49-token windows: a
+# block per row idles most of its threads), group_norm, eval batch_norm over NCHW, cat (a kernel
+# per input layout), roll (index arithmetic per element), and a transposed copy (permute then
+# contiguous: reads or writes strided). Calibrated per pointwise dtype.
+LAYOUT_OPS = ("layer_norm_short", "softmax_short", "group_norm", "batch_norm", "cat", "roll", "transpose_copy")
+SHORT_ROW = 64  # row length of layer_norm_short and softmax_short
 
 
 def _selection_call(op: str, n: int, device: str, dtype: torch.dtype):
@@ -102,7 +109,29 @@ def _selection_call(op: str, n: int, device: str, dtype: torch.dtype):
 
     rows = max(n // ROW, 1)
     x = torch.rand(rows, ROW, device=device, dtype=dtype)
-    if op == "compare":
+    short = torch.rand(max(n // SHORT_ROW, 1), SHORT_ROW, device=device, dtype=dtype)
+    side = max(int((rows * ROW / 64) ** 0.5), 2)
+    img = torch.rand(1, 64, side, side, device=device, dtype=dtype)
+    w64, b64 = torch.rand(64, device=device, dtype=dtype), torch.rand(64, device=device, dtype=dtype)
+    if op == "layer_norm_short":
+        fn = lambda: F.layer_norm(short, (SHORT_ROW,), w64, b64)  # noqa: E731
+    elif op == "softmax_short":
+        fn = lambda: torch.softmax(short, dim=-1)  # noqa: E731
+    elif op == "group_norm":
+        fn = lambda: F.group_norm(img, 32, w64, b64)  # noqa: E731
+    elif op == "batch_norm":
+        mean, var = torch.zeros(64, device=device, dtype=dtype), torch.ones(64, device=device, dtype=dtype)
+        fn = lambda: F.batch_norm(img, mean, var, w64, b64)  # noqa: E731
+    elif op == "cat":
+        # as a class token joins the patches: per row, a short and a long contiguous run
+        a = torch.rand(rows, 1, ROW // 4, device=device, dtype=dtype)
+        b = torch.rand(rows, 3, ROW // 4, device=device, dtype=dtype)
+        fn = lambda: torch.cat([a, b], dim=1)  # noqa: E731
+    elif op == "roll":
+        fn = lambda: torch.roll(img, shifts=(3, 3), dims=(2, 3))  # noqa: E731
+    elif op == "transpose_copy":
+        fn = lambda: img.transpose(1, 3).contiguous()  # noqa: E731
+    elif op == "compare":
         y = torch.rand(rows, ROW, device=device, dtype=dtype)
         fn = lambda: torch.lt(x, y)  # noqa: E731
     elif op == "masked_fill":
@@ -142,7 +171,7 @@ def measure_pointwise(
     points = []
     for n in sizes_elements:
         fn, moved = _pointwise_call(op, n, device, DTYPES[dtype_name])
-        n = max(n // ROW, 1) * ROW if op in ("layer_norm", "softmax", "mul_broadcast", *SELECTION_OPS) else n
+        n = max(n // ROW, 1) * ROW if op in ("layer_norm", "softmax", "mul_broadcast", *SELECTION_OPS, *LAYOUT_OPS) else n
         stat = _timed(fn, device, budget_s, f"{op} {dtype_name} over {n} elements", warnings)
         points.append(
             PointwisePoint(

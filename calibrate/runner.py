@@ -63,7 +63,7 @@ class Plan:
     def steps(self, gpu: bool) -> int:
         n = sum(len(self.matmul_grid) ** 3 + len(self.probes_for(d)) for d in self.matmul_dtypes)
         n += 3 * len(self.bandwidth_sizes) + len(POINTWISE_OPS) * len(self.pointwise_dtypes) * len(self.sin_sizes) + len(representative_ops("cpu")) + 2
-        n += len(memory.SELECTION_OPS) * len(self.sin_sizes[::2])
+        n += (len(memory.SELECTION_OPS) + len(memory.LAYOUT_OPS) * len(self.pointwise_dtypes)) * len(self.sin_sizes[::2])
         n += 4 * len(self.attention_seqs) * len(self.attention_tokens)
         n += len(self.conv_dtypes) * len(self.conv_shapes)
         n += len(rnn.KINDS) * len(self.rnn_dtypes) * len(self.rnn_shapes)
@@ -262,6 +262,13 @@ def _measure_part(device: str, plan: Plan, progress: _Progress, warnings: list, 
             )
             lap(f"pointwise {op} {dtype}")
     selection_sizes = plan.sin_sizes[::2]
+    for dtype in plan.pointwise_dtypes:
+        for op in memory.LAYOUT_OPS:
+            progress.stage(f"{device} layout {op} {dtype}")
+            pointwise.append(
+                memory.measure_pointwise(selection_sizes, device, op=op, dtype_name=dtype, budget_s=plan.point_budget_s, warnings=warnings, progress=progress.step)
+            )
+            lap(f"layout {op} {dtype}")
     for op in memory.SELECTION_OPS:
         progress.stage(f"{device} selection {op}")
         pointwise.append(

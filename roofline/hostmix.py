@@ -25,17 +25,22 @@ def representative_ops(device: str) -> dict[str, Callable[[], object]]:
     x4 = torch.rand(1, 8, 8, 8, device=device)
     wc = torch.rand(8, 8, 3, 3, device=device)
     mean, var = torch.zeros(8, device=device), torch.ones(8, device=device)
+    q = torch.rand(1, 2, 8, 8, device=device)
+    # as modules call them: nn.BatchNorm2d and nn.LayerNorm pass their weight and bias (on a GPU a
+    # batch norm without them takes another path than cuDNN's), nn.GroupNorm likewise
     return {
         "add": lambda: torch.add(x, y),
         "mul_scalar": lambda: x * 0.5,  # a Python number is wrapped into a tensor on every call
         "relu": lambda: torch.relu(x),
         "view": lambda: x.view(2, 4, 8).transpose(1, 2),
         "conv2d": lambda: F.conv2d(x4, wc, padding=1),
-        "batch_norm": lambda: F.batch_norm(x4, mean, var),
+        "batch_norm": lambda: F.batch_norm(x4, mean, var, b, b),
+        "group_norm": lambda: F.group_norm(x4, 2, b, b),
         "addmm": lambda: F.linear(x, w, b),
         "sum": lambda: torch.sum(x, dim=1),
         "softmax": lambda: torch.softmax(x, dim=-1),
-        "layer_norm": lambda: F.layer_norm(x, (8,)),
+        "layer_norm": lambda: F.layer_norm(x, (8,), b, b),
+        "sdpa": lambda: F.scaled_dot_product_attention(q, q, q),
         "cat": lambda: torch.cat([x, y]),
     }
 

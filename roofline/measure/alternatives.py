@@ -51,7 +51,7 @@ def index_of(overheads: Overheads | None, device: str):
     overheads recorded no mix to compare with."""
     if overheads is None or not overheads.dispatch_by_op_s:
         return None
-    return index_call(device), calibrated_index_s(overheads)
+    return index_call(device, overheads.dispatch_by_op_s), calibrated_index_s(overheads)
 
 
 def host_indexes(profile: DeviceProfile, device: str, kinds=("cuda", "cpu")) -> tuple[dict, dict[str, float]]:

@@ -62,7 +62,7 @@ def measure_decode(model, args: tuple, kwargs: dict, device: str, new_tokens: in
 
     slots = {"prefill": Slot(prefill, samples=3), "loop": Slot(loop, samples=3)}
     if overheads is not None:
-        mix = index_call(device)
+        mix = index_call(device, overheads.dispatch_by_op_s)
         slots = {"index": index_slot(mix), **slots}
     with torch.no_grad():
         got = time_rounds(slots, rounds=rounds, warmup_rounds=1, device=device)

@@ -44,9 +44,13 @@ class HostSpeed:
         return self.index_now_s / self.index_calibrated_s if self.index_calibrated_s > 0 else 1.0
 
 
-def index_call(device: str):
-    """One pass of the index: calibration's mix, every representative op called once in turn."""
-    return mix_of(representative_ops(device))
+def index_call(device: str, kinds=None):
+    """One pass of the index: calibration's mix, every representative op called once in turn (of
+    ``kinds`` only, when given: the ones a profile calibrated, whose index it records)."""
+    ops = representative_ops(device)
+    if kinds is not None:
+        ops = {name: fn for name, fn in ops.items() if name in set(kinds)}
+    return mix_of(ops)
 
 
 def index_slot(mix, samples: int = 1) -> Slot:
@@ -69,7 +73,7 @@ def host_speed_beside(call, device: str, overheads: Overheads, *, budget_s: floa
     ``torch.no_grad()``, the grad mode of calibration."""
     import torch
 
-    mix = index_call(device)
+    mix = index_call(device, overheads.dispatch_by_op_s)
     with torch.no_grad():
         for _ in range(3 * INDEX_CALLS):
             mix()

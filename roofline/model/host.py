@@ -20,7 +20,7 @@ from roofline.schema.profile import DeviceProfile, Overheads, Stat
 
 # Different dispatch kinds (``roofline.model.timeline.dispatch_kind``) in the representative mix, as
 # captured (tests/test_predict.py checks it against the mix).
-INTERLEAVE_MIX_KINDS = 10
+INTERLEAVE_MIX_KINDS = 12
 
 # Host-side fields of Overheads: what a slower host makes slower. kernel_min_s and graph_kernel_s
 # are device time and the interleaving factor is a ratio, so they stay.

@@ -72,10 +72,14 @@ def dispatch_kind(op: CapturedOp, cost: OpCost) -> str:
         return "view"
     if cost.category == "conv":
         return "conv2d"
+    if cost.category == "attention" and "scaled_dot_product" in packet:
+        return "sdpa"
     if cost.category in ("matmul", "attention"):
         return "addmm"
     if cost.category == "norm" and "batch_norm" in packet:
         return "batch_norm"
+    if cost.category == "norm" and "group_norm" in packet:
+        return "group_norm"
     if "softmax" in packet:
         return "softmax"
     if cost.category == "norm":
@@ -116,6 +120,14 @@ def dispatch_payers(ops: Sequence[CapturedOp], kinds: Sequence[str]) -> list[boo
         return op.name == "aten.t.default" and bool(op.users) and set(op.users) <= feeds
 
     return [not in_linear(op) for op in ops]
+
+
+def parts_host_s(cost: OpCost, dev: DeviceModel, distinct_kinds: int) -> float:
+    """Host time a fused native op (the transformer fast path: one call, a dozen kernels) spends
+    issuing its parts from C++: each part's dispatch, priced as its kind's."""
+    if not cost.parts:
+        return 0.0
+    return sum(dev.dispatch_s(dispatch_kind(p_op, p_cost), distinct_kinds) for p_op, p_cost in cost.parts if p_cost.kernels)
 
 
 def modules_entered(prev: str, cur: str) -> int:
@@ -180,7 +192,7 @@ def predict_timeline(
         if host_cost is not None:
             host = host_cost(op, cost)
         else:
-            host = (dispatch[kind] if paid else 0.0) + n_mod * module_s
+            host = (dispatch[kind] if paid else 0.0) + n_mod * module_s + parts_host_s(cost, dev, distinct_kinds)
         if kernel == 0.0:
             term = "none"
         elif floor >= max(compute, memory):
@@ -288,7 +300,7 @@ class Schedule:
                     self.transposes_of.setdefault(u, []).append(j)
 
     def _host(self, i: int, kind: str, paid: bool, entered: int) -> float:
-        return (self.dispatch[kind] if paid else 0.0) + entered * self.module_s
+        return (self.dispatch[kind] if paid else 0.0) + entered * self.module_s + parts_host_s(self.costs[i], self.dev, len(self.paid_kinds))
 
     def _h0(self, entered_sum: int) -> float:
         return max(self.graph.module_calls - entered_sum, 0) * self.module_s
