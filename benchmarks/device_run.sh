@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# The device runs behind benchmarks/RESULTS.md, step by step (each device call is limited to 10 minutes):
+#   bash benchmarks/device_run.sh OUT calibrate NAME        roofline calibrate, timed wall to wall -> OUT/NAME.json
+#   bash benchmarks/device_run.sh OUT zoo PROFILE K/N ...    zoo shards (accuracy.py --zoo --kernels) -> OUT/zoo_K.json.gz
+#   bash benchmarks/device_run.sh OUT zoo-curves PROFILE K/N ...   the same without the kernel table
+#   bash benchmarks/device_run.sh OUT decode PROFILE         benchmarks/decode_check.py on GPT-2 and a Llama-shaped model
+# Logs go to OUT/log.txt. Then, on any machine: accuracy.py --zoo --merge OUT/zoo_*.json.gz --json RECORD --profile-file PROFILE.
+set -u
+out=$1; step=$2; shift 2
+log=$out/log.txt
+export PYTHONUNBUFFERED=1
+case $step in
+  calibrate)
+    start=$(date +%s.%N)
+    python -m roofline calibrate --no-progress --output "$out/$1.json" --name "$1" >> "$log" 2>&1
+    echo "calibrate wall $(python -c "print(round($(date +%s.%N) - $start, 1))") s, imports included" >> "$log" ;;
+  zoo|zoo-curves)
+    profile=$1; shift
+    kernels=$([ "$step" = zoo ] && echo --kernels)
+    for shard in "$@"; do
+      echo "== zoo $shard" >> "$log"
+      timeout 280 python benchmarks/accuracy.py --zoo --profile "$profile" --shard "$shard" $kernels --json "$out/zoo_${shard%/*}.json.gz" >> "$log" 2>&1
+    done ;;
+  decode)
+    timeout 200 python benchmarks/decode_check.py --profile "$1" --json "$out/decode.json" >> "$log" 2>&1 ;;
+esac

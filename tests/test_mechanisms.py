@@ -1,0 +1,99 @@
+"""Kernels priced by mechanism, against points recorded on the H100 (tests/fixtures/h100_mechanisms.json:
+benchmarks/mechanism_sweep.py's points; the curves hold a calibration-like subset, the checks are
+points held out of them): depthwise and grouped convolutions on their families, stride, GEMMs whose
+rows break the 16-byte alignment, and addmm's bias epilogue."""
+
+import json
+import statistics
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from roofline.pipeline import Analysis, Options
+from roofline.profiles import load_profile_file
+from roofline.schema.profile import ConvFamilyCurve, GemmRatioCurve
+from tests.conftest import REPO
+
+FIXTURES = REPO / "tests" / "fixtures"
+DT = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
+
+
+@pytest.fixture(scope="module")
+def recorded():
+    return json.loads((FIXTURES / "h100_mechanisms.json").read_text())
+
+
+def profile(recorded, families: bool = True):
+    p = load_profile_file(FIXTURES / "h100_profile.json")
+    if families:
+        p.gpu.measurements.conv_families = [ConvFamilyCurve(**c) for c in recorded["conv_families"]]
+        p.gpu.measurements.gemm_ratios = [GemmRatioCurve(**c) for c in recorded["gemm_ratios"]]
+    return p
+
+
+def kernel_s(fn, args, prof) -> float:
+    """The predicted device time of the one op that launches kernels in ``fn(*args)``."""
+    with torch.device("meta"):
+        meta = [torch.empty_like(a, device="meta") if isinstance(a, torch.Tensor) else a for a in args]
+    a = Analysis.of(fn, tuple(meta), None, prof, Options(device="cuda", batch_sweep=False, capture_device="cpu"))
+    return sum(k[0] for k in a.kernels())
+
+
+def conv_case(p):
+    x = torch.empty(p["batch"], p["cin"], p["size"], p["size"], dtype=DT[p["dtype"]])
+    w = torch.empty(p["cout"], p["cin"] // p["groups"], p["kernel"], p["kernel"], dtype=DT[p["dtype"]])
+    s, pad, g = p["stride"], p["padding"], p["groups"]
+    return (lambda x, w: F.conv2d(x, w, None, s, pad, 1, g)), (x, w)
+
+
+def relative_errors(recorded, family, prof):
+    errs = []
+    for p in recorded["checks"]:
+        if p["family"] == family:
+            fn, args = conv_case(p)
+            errs.append((kernel_s(fn, args, prof) - p["median_s"]) / p["median_s"])
+    return errs
+
+
+def test_depthwise_convolutions_are_priced_on_their_family(recorded):
+    with_family = relative_errors(recorded, "conv_depthwise", profile(recorded))
+    on_gemm_curve = relative_errors(recorded, "conv_depthwise", profile(recorded, families=False))
+    assert len(with_family) >= 10
+    assert statistics.median(map(abs, with_family)) < 0.35
+    assert statistics.median(on_gemm_curve) > 5.0  # the dense GEMM curve prices them as compute-bound
+
+
+def test_grouped_convolutions_at_other_group_counts(recorded):
+    # the curves hold 32 groups; the checks are RegNet-like widths at other group counts
+    errs = relative_errors(recorded, "conv_grouped", profile(recorded))
+    assert len(errs) >= 6 and statistics.median(map(abs, errs)) < 0.4
+
+
+def test_stride_two_against_stride_one_as_measured(recorded):
+    # the H100: 144 channels at 56x56, fp16, batch 32: 51.1 us at stride 1, 40.2 us at stride 2
+    # (a quarter of the outputs, the same input read)
+    prof = profile(recorded)
+    base = dict(family="conv_depthwise", dtype="float16", batch=32, cin=144, cout=144, groups=144, size=56, kernel=3, padding=1)
+    s1, s2 = conv_case({**base, "stride": 1}), conv_case({**base, "stride": 2})
+    assert kernel_s(*s2, prof) / kernel_s(*s1, prof) == pytest.approx(40.2 / 51.1, rel=0.2)
+
+
+def test_misaligned_vocabulary_gemm_pays_its_penalty(recorded):
+    prof = profile(recorded)
+    measured = {(p["k"], p["n"]): p["median_s"] for p in recorded["checks"] if p["family"] == "gemm_alignment"}
+    x = torch.empty(2048, 768, dtype=torch.float16)
+    odd = kernel_s(F.linear, (x, torch.empty(50257, 768, dtype=torch.float16)), prof)
+    even = kernel_s(F.linear, (x, torch.empty(50304, 768, dtype=torch.float16)), prof)
+    assert odd > 4 * even  # measured: 8.1x
+    assert abs(odd - measured[(768, 50257)]) / measured[(768, 50257)] < 0.4
+    plain = kernel_s(F.linear, (x, torch.empty(50257, 768, dtype=torch.float16)), profile(recorded, families=False))
+    assert plain < 1.2 * even  # without the calibrated penalty the curve cannot tell
+
+
+def test_float32_addmm_epilogue(recorded):
+    prof = profile(recorded)
+    measured = {(p["m"], p["n"], p["variant"]): p["median_s"] for p in recorded["checks"] if p["family"] == "addmm"}
+    x, w, b = torch.empty(32, 768), torch.empty(3072, 768), torch.empty(3072)
+    with_bias, without = kernel_s(F.linear, (x, w, b), prof), kernel_s(F.linear, (x, w), prof)
+    assert with_bias / without == pytest.approx(measured[(32, 3072, "addmm")] / measured[(32, 3072, "mm")], rel=0.15)
