@@ -188,7 +188,7 @@ def run_live(args) -> int:
             torch.cuda.empty_cache()
     print("per op (profiler), after every case is timed:", flush=True)
     rows, graphs = [], {}
-    table_profile = profile.model_copy(deep=True) if args.kernels else None
+    table_profile = profile.model_copy(deep=True) if args.kernels and kind == "cuda" else None
     for case, analysis, row in done:
         try:
             real, ra, rk = _build(case, device)
