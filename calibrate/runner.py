@@ -15,7 +15,7 @@ from datetime import datetime, timezone
 
 import torch
 
-from calibrate import compiled, conv, matmul, mechanisms, memory, overhead, peaks, rnn, transfer
+from calibrate import compiled, conv, matmul, mechanisms, memory, overhead, peaks, programs, rnn, transfer
 from roofline import __version__
 from roofline.errors import DeviceNotAvailable
 from roofline.hostmix import representative_ops
@@ -103,7 +103,7 @@ def cpu_plan(ident, quick: bool) -> Plan:
     # larger buffer reads at the same rate; the calibration time goes to these sizes)
     top = min(max(4 * llc, 128 << 20), ram // 8, 1 << 30)
     sizes = _geometric(1 << 12, llc, 4)
-    sizes += [s for s in _geometric(sizes[-1] * 2, top, 2)]
+    sizes += [s for s in _geometric(sizes[-1] * 2, top, 4)]
     return Plan(
         matmul_dtypes=dtypes,
         matmul_grid=[1, 16, 128, 512, 1024],
@@ -150,11 +150,11 @@ def gpu_plan(quick: bool, memory_bytes: int) -> Plan:
         probe_dtypes=["tf32", "bfloat16", "float16"],
         bandwidth_sizes=_geometric(1 << 12, top, 2),
         sin_sizes=_geometric(1 << 10, 1 << 28, 4),
-        transfer_sizes=_geometric(1 << 10, 1 << 28, 4),
+        transfer_sizes=_geometric(1 << 10, 1 << 26, 4),
         point_budget_s=0.006,
         overhead_budget_s=0.05,
         attention_seqs=[128, 1024, 8192],
-        attention_tokens=[4096, 262144],
+        attention_tokens=[262144],
         conv_dtypes=["float32", "bfloat16", "float16"],
         conv_shapes=conv.GPU_SHAPES,
         pointwise_dtypes=["float32", "bfloat16"],
@@ -390,7 +390,16 @@ def run_calibration(
         warnings=warnings,
         stage_seconds=stages,
     )
-    return DeviceProfile(name=name or default_name(device), calibration=info, host=host, gpu=gpu_part)
+    profile = DeviceProfile(name=name or default_name(device), calibration=info, host=host, gpu=gpu_part)
+    if gpu_part is not None:
+        # last: it predicts reference programs with everything measured above
+        t0 = time.perf_counter()
+        factor = programs.measure_program_factor(device, profile, "cuda", budget_s=1.0 if not quick else 0.3, warnings=warnings)
+        ov = gpu_part.measurements.overheads
+        gpu_part.measurements.overheads = ov.model_copy(update=dict(program_factor=factor))
+        stages["gpu program factor"] = round(time.perf_counter() - t0, 3)
+        profile.calibration.duration_s = time.perf_counter() - started
+    return profile
 
 
 def summary_rows(profile: DeviceProfile) -> list[tuple[str, str, str, str, str]]:

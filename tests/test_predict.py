@@ -44,6 +44,10 @@ class StubDevice:
     def dispatch_s(self, kind, distinct_kinds=None):
         return self._dispatch
 
+    @property
+    def module_call_s(self):
+        return self.overheads.module_call_s.median_s
+
     def matmul_model(self, dtype):
         return SimpleNamespace(time_s=lambda m, n, k: 2 * m * n * k / 100e12)
 

@@ -155,8 +155,14 @@ class DeviceModel:
         return interleave_for(self.overheads.interleave_factor, distinct_kinds)
 
     def dispatch_s(self, kind: str, distinct_kinds: int | None = None) -> float:
-        """Host time to dispatch one op of this kind here (``roofline.model.host.dispatch_s``)."""
-        return dispatch_s(self.overheads, kind, distinct_kinds)
+        """Host time to dispatch one op of this kind in a model's eager program: the calibrated
+        op (``roofline.model.host.dispatch_s``) times the profile's program factor."""
+        return dispatch_s(self.overheads, kind, distinct_kinds) * self.overheads.program_factor
+
+    @property
+    def module_call_s(self) -> float:
+        """Host time of one nn.Module call in a model's eager program (times the program factor)."""
+        return self.overheads.module_call_s.median_s * self.overheads.program_factor
 
     @cached_property
     def cache_bytes(self) -> int | None:

@@ -95,7 +95,7 @@ def _memory_s(op: CapturedOp, cost: OpCost, dev: DeviceModel) -> float:
     family = _family(op, cost, dev)
     dtype = DTYPE_NAMES.get(_out_dtype(op, cost), "float32")
     rate = dev.family_bytes_per_s(family, nbytes, dtype)
-    if rate and family in ROW_FAMILIES:
+    if rate and family in ROW_FAMILIES and ("layer_norm" in op.packet or "softmax" in op.packet):
         rate = _row_rate(op, family, rate, nbytes, dtype, dev)
     return nbytes / (rate or dev.bandwidth.bytes_per_s(max(nbytes, 1), _bandwidth_kind(cost)))
 
@@ -126,15 +126,6 @@ def _row_length(op: CapturedOp, family: str) -> int | None:
         return math.prod(shape) if shape else (x.shape[-1] if x.ndim else None)
     dim = op.args[1] if len(op.args) > 1 and isinstance(op.args[1], int) else -1
     return x.shape[dim] if x.ndim else None
-
-
-def _strided_copy(op: CapturedOp) -> bool:
-    """A copy whose source is not laid out as its result (a permute made contiguous): one side strided."""
-    inputs = op.tensor_inputs()
-    if not inputs or not op.outputs:
-        return False
-    src, dst = inputs[-1] if op.packet == "aten.copy_" else inputs[0], op.outputs[0]
-    return src.numel > 1 and src.shape == dst.shape and src.stride != dst.stride
 
 
 def bias_pass_s(cost: OpCost, dev: DeviceModel) -> float:
@@ -275,11 +266,8 @@ SELECTION_FAMILY = {
     "aten.cumsum": "cumsum", "aten.cumprod": "cumsum", "aten.cummax": "cumsum", "aten.cummin": "cumsum",
     "aten.topk": "topk", "aten.sort": "sort", "aten.argsort": "sort",
     "aten.max_pool2d_with_indices": "max_pool2d", "aten.max_pool2d": "max_pool2d",
-    "aten.native_group_norm": "group_norm", "aten.cudnn_batch_norm": "batch_norm", "aten.native_batch_norm": "batch_norm",
-    "aten._native_batch_norm_legit_no_training": "batch_norm", "aten.miopen_batch_norm": "batch_norm",
     "aten.cat": "cat", "aten.roll": "roll",
 }
-COPIES = ("aten.clone", "aten._to_copy", "aten.copy_", "aten.contiguous")
 # row-wise kernels calibrated at two row lengths (calibrate.memory: ROW and SHORT_ROW)
 ROW_FAMILIES = {"layer_norm": ("layer_norm_short", 64, 1024), "softmax": ("softmax_short", 64, 1024)}
 
@@ -289,8 +277,6 @@ def _family(op: CapturedOp, cost: OpCost, dev: DeviceModel) -> str | None:
     selection = SELECTION_FAMILY.get(op.packet)
     if selection is not None and dev.has_family(selection):
         return selection
-    if op.packet in COPIES and _strided_copy(op) and dev.has_family("transpose_copy"):
-        return "transpose_copy"
     if cost.category == "transcendental":
         return "sin"
     if cost.category == "pointwise":

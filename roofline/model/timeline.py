@@ -167,7 +167,7 @@ def predict_timeline(
     ``kernels``, when given, are the ops' ``price_kernels`` on ``dev``, already computed.
     """
     ov = dev.overheads
-    module_s = 0.0 if host_cost is not None else ov.module_call_s.median_s
+    module_s = 0.0 if host_cost is not None else dev.module_call_s
     gpu = dev.kind == "cuda"
     if kernels is None:
         kernels = price_kernels(graph.ops, costs, dev)
@@ -271,7 +271,7 @@ class Schedule:
         self.graph, self.costs, self.dev, self.kernels, self.is_module = graph, costs, dev, kernels, is_module
         ops = graph.ops
         self.gpu = dev.kind == "cuda"
-        self.module_s = dev.overheads.module_call_s.median_s
+        self.module_s = dev.module_call_s
         self.sync_s = dev.overheads.synchronize_s.median_s if (self.gpu and dev.overheads.synchronize_s) else 0.0
         self.kinds = [dispatch_kind(op, cost) for op, cost in zip(ops, costs)]
         self.pays = dispatch_payers(ops, self.kinds)

@@ -435,6 +435,10 @@ class Overheads(_Strict):
         description="GPU: host time per graph input (a parameter, buffer or input tensor) of one call into a torch.compile'd "
         "function, beyond the 2 inputs of the chain compiled_call_s is measured on (guards and size checks); measured and stored as compiled_call_s is.",
     )
+    program_factor: float = Field(
+        default=1.0, gt=0, le=10.0,
+        description="GPU: host time of whole eager programs (reference transformer and CNN stacks) over what their ops' calibrated dispatch and module calls add up to, at the same host speed; prediction multiplies every eager host cost by it.",
+    )
     op_small_s: Stat | None = Field(
         default=None,
         description="CPU: wall time of one tiny aten op (dispatch plus the op itself); the CPU's per-op overhead.",
