@@ -18,9 +18,10 @@ case $step in
     profile=$1; shift
     kernels=$([ "$step" = zoo ] && echo --kernels)
     for shard in "$@"; do
-      echo "== zoo $shard" >> "$log"
+      echo "== zoo $shard $(date +%T)" >> "$log"
       timeout 280 python benchmarks/accuracy.py --zoo --profile "$profile" --shard "$shard" $kernels --json "$out/zoo_${shard%/*}.json.gz" >> "$log" 2>&1
-    done ;;
+    done
+    echo "== zoo done $(date +%T)" >> "$log" ;;
   decode)
     timeout 200 python benchmarks/decode_check.py --profile "$1" --json "$out/decode.json" >> "$log" 2>&1 ;;
 esac

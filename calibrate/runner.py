@@ -15,12 +15,12 @@ from datetime import datetime, timezone
 
 import torch
 
-from calibrate import compiled, conv, matmul, mechanisms, memory, overhead, peaks, programs, rnn, transfer
+from calibrate import compiled, conv, matmul, mechanisms, memory, overhead, peaks, rnn, transfer
 from roofline import __version__
 from roofline.errors import DeviceNotAvailable
 from roofline.hostmix import representative_ops
 from roofline.machine import cpu_identity, gpu_identity
-from roofline.model.host import eager_chain_kernel_s
+from roofline.model.host import PROGRAM_FACTOR_GPU, eager_chain_kernel_s
 from roofline.schema.profile import (
     CalibrationInfo,
     CpuPart,
@@ -392,13 +392,8 @@ def run_calibration(
     )
     profile = DeviceProfile(name=name or default_name(device), calibration=info, host=host, gpu=gpu_part)
     if gpu_part is not None:
-        # last: it predicts reference programs with everything measured above
-        t0 = time.perf_counter()
-        factor = programs.measure_program_factor(device, profile, "cuda", budget_s=1.0 if not quick else 0.3, warnings=warnings)
         ov = gpu_part.measurements.overheads
-        gpu_part.measurements.overheads = ov.model_copy(update=dict(program_factor=factor))
-        stages["gpu program factor"] = round(time.perf_counter() - t0, 3)
-        profile.calibration.duration_s = time.perf_counter() - started
+        gpu_part.measurements.overheads = ov.model_copy(update=dict(program_factor=PROGRAM_FACTOR_GPU))
     return profile
 
 

@@ -21,6 +21,7 @@ import torch
 from roofline.advice.batch import batch_sweep, describe_batch_sweep
 from roofline.advice.compiled import compiled_total_s, cuda_graph_total_s
 from roofline.advice.fusion import fuse_program, fusion_groups, fusion_report
+from roofline.advice.padding import padding_advice
 from roofline.advice.placement import crossover, placement, size_of
 from roofline.advice.streams import stream_pipeline
 from roofline.advice.text import advice_lines
@@ -349,6 +350,7 @@ class Analysis:
             capture_mode=self.graph.capture_mode, allow_tf32=self.dev.modes.matmul_tf32, conv_tf32=self.dev.modes.conv_tf32, ops=ops, total=totals,
             modules=module_rollups(ops), placement=self.placement, fusion=fusion, unsupported_ops=dict(unsupported),
             warnings=list(self.graph.warnings), alternatives=self.alternatives, streams=self.streams, batch_sweep=sweep,
+            padding=padding_advice(self.graph.ops, self.costs, self.dev),
         )
         report.advice = advice_lines(report, copies_per_call=self.options.copies_per_call)
         timed = sum(op.kernel_source == "table" for op in ops)

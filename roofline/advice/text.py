@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from roofline.advice.padding import padding_line
 from roofline.schema.report import DecodeReport, Report
 from roofline.units import count, seconds
 
@@ -76,6 +77,7 @@ def advice_lines(report: Report, *, copies_per_call: bool = True) -> list[str]:
     copies = copies_line(report, copies_per_call)
     if copies:
         lines.append(copies)
+    lines += [padding_line(entry) for entry in report.padding]
     if report.unsupported_ops:
         lines.append(
             f"{sum(report.unsupported_ops.values())} ops have no cost formula and are priced by their bytes only: "

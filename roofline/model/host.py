@@ -22,6 +22,14 @@ from roofline.schema.profile import DeviceProfile, Overheads, Stat
 # captured (tests/test_predict.py checks it against the mix).
 INTERLEAVE_MIX_KINDS = 12
 
+# Host time of real models' eager code over what the calibrated op mix predicts for its ops, at the
+# same host speed: the Python of module code between ops (argument handling, config lookups, output
+# classes, dropout and no-op ``.to``/``.contiguous`` calls that reach the dispatcher and launch
+# nothing). It is a property of the code people run, not of the machine, so it is not measured per
+# machine: small programs written with torch.nn do not show it; the zoo of real models does
+# (docs/design.md, "The host's real-program factor", names the replay that measures it).
+PROGRAM_FACTOR_GPU = 1.25
+
 # Host-side fields of Overheads: what a slower host makes slower. kernel_min_s and graph_kernel_s
 # are device time and the interleaving factor is a ratio, so they stay.
 HOST_FIELDS = ("dispatch_s", "module_call_s", "synchronize_s", "graph_launch_s", "compiled_call_s", "compiled_kernel_s", "compiled_input_s", "op_small_s")

@@ -437,7 +437,7 @@ class Overheads(_Strict):
     )
     program_factor: float = Field(
         default=1.0, gt=0, le=10.0,
-        description="GPU: host time of whole eager programs (reference transformer and CNN stacks) over what their ops' calibrated dispatch and module calls add up to, at the same host speed; prediction multiplies every eager host cost by it.",
+        description="GPU: host time of real models' eager code over what their ops' calibrated dispatch and module calls add up to, at the same host speed (roofline.model.host.PROGRAM_FACTOR_GPU, written by calibration); prediction multiplies every eager host cost by it.",
     )
     op_small_s: Stat | None = Field(
         default=None,

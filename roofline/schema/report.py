@@ -122,6 +122,15 @@ class FusionGroup(_Model):
     kernels_saved: int = Field(ge=0, default=0)
 
 
+class PaddingAdvice(_Model):
+    size: int = Field(ge=1, description="A GEMM dimension (N or K) as the model has it, e.g. a vocabulary of 50257.")
+    padded: int = Field(ge=1, description="The size padded to a multiple of 64.")
+    gemms: int = Field(ge=0, description="GEMMs of the graph with this dimension.")
+    modules: list[str] = Field(default_factory=list, description="Up to three modules those GEMMs run in.")
+    before_s: float = Field(ge=0, description="Predicted time of those GEMMs as they are, seconds.")
+    after_s: float = Field(ge=0, description="Predicted time of those GEMMs with the dimension padded, seconds.")
+
+
 class BatchPoint(_Model):
     batch: int = Field(ge=1, description="Batch size (the leading dimension of every input).")
     predicted_s: float = Field(ge=0, description="Predicted forward time at this batch size, seconds.")
@@ -263,6 +272,7 @@ class Report(_Model):
     modules: list[ModuleRollup] = Field(default_factory=list)
     placement: Placement
     fusion: list[FusionGroup] = Field(default_factory=list)
+    padding: list[PaddingAdvice] = Field(default_factory=list, description="GPU: GEMM dimensions whose padding to a multiple of 64 cuts their GEMMs' predicted time by more than 10 %.")
     advice: list[str] = Field(default_factory=list, description="Recommendations in plain words.")
     unsupported_ops: dict[str, int] = Field(default_factory=dict, description="aten ops without a formula: count. They still cost their bytes.")
     warnings: list[str] = Field(default_factory=list)
