@@ -1,0 +1,88 @@
+"""The accuracy zoo: its registry covers the kinds of model it promises, and a record made by
+merging shards is priced again by ``--replay`` to the figures it printed (the check that a recorded
+GPU run still holds, made on a machine without a GPU)."""
+
+import json
+
+import pytest
+import torch
+from torch import nn
+
+from benchmarks.zoo import run
+from benchmarks.zoo.registry import MODELS, cases
+from roofline.graph.serialize import graph_to_dict
+from roofline.pipeline import Analysis, Options
+from tests.conftest import REPO
+
+PROFILE = REPO / "tests" / "fixtures" / "h100_profile.json"
+
+
+def test_registry_covers_libraries_families_batches_and_dtypes():
+    assert len(MODELS) >= 40
+    libraries = {m.library for m in MODELS}
+    assert {"torchvision", "timm", "transformers", "torch"} <= libraries
+    assert sum(m.library != "torch" for m in MODELS) >= 30
+    families = {m.family for m in MODELS}
+    assert {"cnn", "vit", "encoder", "decoder", "encdec", "rnn"} <= families
+    names = " ".join(m.name for m in MODELS)
+    for kind in ("resnet", "mobilenet", "efficientnet", "convnext", "regnet", "unet", "vit", "swin", "deit",
+                 "bert", "roberta", "distilbert", "gpt2", "llama", "opt", "t5", "whisper", "lstm"):
+        assert kind in names, kind
+    every = cases(available_only=False)
+    labels = [c.label for c in every]
+    assert len(labels) == len(set(labels))
+    for m in MODELS:
+        mine = [c for c in every if c.model is m]
+        assert {c.batch for c in mine} >= {1} and len({c.batch for c in mine}) >= 2, m.name
+        assert {c.dtype for c in mine} == set(m.dtypes), m.name
+
+
+def test_summary_line_is_median_p90_and_max_of_the_absolute_errors():
+    assert run._line("zoo", [0.25, -0.2, 0.1]) == "zoo: n=3 median=20.0% p90=24.0% max=25.0%"
+    assert run._line("zoo", []) == "zoo: n=0"
+
+
+def _shard(tmp_path):
+    """A shard of two cases as a live run writes it, measured at 0.8x and 1.25x the prediction."""
+    models = {
+        "mlp b4 fp32": (nn.Sequential(nn.Linear(64, 256), nn.GELU(), nn.Linear(256, 64)), (torch.randn(4, 64),)),
+        "cnn b2 fp32": (nn.Sequential(nn.Conv2d(3, 16, 3), nn.ReLU(), nn.AdaptiveAvgPool2d(1)), (torch.randn(2, 3, 32, 32),)),
+    }
+    rows, graphs = [], {}
+    for (label, (model, args)), ratio in zip(models.items(), (0.8, 1.25)):
+        analysis = Analysis.of(model.eval(), args, None, str(PROFILE), Options(device="cuda", batch_sweep=False, capture_device="cpu"), name=label)
+        predicted = analysis.total_s
+        rows.append(dict(label=label, model=label.split()[0], library="torch", family="mlp", batch=1, dtype="float32",
+                         predicted_s=predicted, measured_s=predicted / ratio, host_scale=2.0,
+                         predicted_now_s=analysis.at_host_scale(2.0).total_s, n_ops=len(analysis.graph.ops), notes=[],
+                         ops=run.priced_ops(analysis, [None] * len(analysis.graph.ops))))
+        graphs[label] = graph_to_dict(analysis.graph)
+    shard = dict(device="NVIDIA H100 80GB HBM3", kind="cuda", profile="h100", torch=torch.__version__, date="2026-11-23",
+                 allow_tf32=False, conv_tf32=True, rows=rows, graphs=graphs, summary=run.summary_lines(rows))
+    path = tmp_path / "zoo_1.json.gz"
+    run._write(str(path), shard)
+    return path
+
+
+def test_merge_then_replay_prints_the_recorded_figures(tmp_path, capsys):
+    record = tmp_path / "rec.json"
+    assert run.main(["--zoo", "--merge", str(_shard(tmp_path)), "--json", str(record), "--profile-file", str(PROFILE)]) == 0
+    recorded = json.loads(record.read_text())
+    assert recorded["summary"][0] == "zoo: n=2 median=22.5% p90=24.5% max=25.0%"
+    assert (tmp_path / "rec_graphs.json.gz").exists() and (tmp_path / "rec_profile.json").exists()
+    capsys.readouterr()
+    assert run.main(["--zoo", "--replay", str(record)]) == 0
+    out = capsys.readouterr().out
+    assert "zoo: n=2 median=22.5% p90=24.5% max=25.0%" in out
+    assert recorded["summary"][1] in out and "recorded run printed" not in out
+
+
+def test_replay_at_other_program_factors_moves_the_host_bound_figures(tmp_path, capsys):
+    record = tmp_path / "rec.json"
+    run.main(["--zoo", "--merge", str(_shard(tmp_path)), "--json", str(record), "--profile-file", str(PROFILE)])
+    capsys.readouterr()
+    run.main(["--zoo", "--replay", str(record), "--host-factors", "1.0", "2.0"])
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 2 and lines[0].startswith("program factor 1.00: zoo: n=2 ")
+    # two tiny models at batch 1-4 are host-bound: twice the host cost is a different figure
+    assert lines[0].split("|")[0].split(": ", 1)[1] != lines[1].split("|")[0].split(": ", 1)[1]
