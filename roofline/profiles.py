@@ -28,11 +28,27 @@ def user_profile_dir() -> Path:
 
 
 def shipped_profile_dir() -> Path:
-    """device_profiles/ of the source checkout (the README installs the project editable)."""
+    """device_profiles/ of the source checkout (an editable install), else where an installed wheel
+    put them (``share/roofline/device_profiles`` under the environment's or the user's prefix)."""
     env = os.environ.get("ROOFLINE_SHIPPED_PROFILES")
     if env:
         return Path(env)
-    return Path(__file__).resolve().parent.parent / "device_profiles"
+    checkout = Path(__file__).resolve().parent.parent / "device_profiles"
+    if checkout.is_dir():
+        return checkout
+    import site
+    import sys
+
+    return installed_profile_dir((sys.prefix, site.getuserbase())) or checkout
+
+
+def installed_profile_dir(prefixes) -> Path | None:
+    """The shipped profiles a wheel installed under one of ``prefixes`` (pyproject's data-files)."""
+    for prefix in prefixes:
+        installed = Path(prefix) / "share" / "roofline" / "device_profiles"
+        if installed.is_dir():
+            return installed
+    return None
 
 
 @dataclass
@@ -61,6 +77,8 @@ def load_profile_file(path: Path) -> DeviceProfile:
         raise ProfileError(f"profile file {path} does not exist; run `roofline profiles` to list the available ones")
     except OSError as e:
         raise ProfileError(f"cannot read profile {path}: {e.strerror}")
+    except UnicodeDecodeError:
+        raise ProfileError(f"{path} is not a roofline device profile (a binary file, not JSON); pass a file written by `roofline calibrate`")
     try:
         data = json.loads(text)
     except (json.JSONDecodeError, UnicodeDecodeError) as e:

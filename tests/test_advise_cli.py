@@ -113,3 +113,9 @@ def test_an_advise_run_imports_no_calibration_and_no_scipy():
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip().splitlines()[-1] == "LOADED []"
+
+
+def test_binary_profile_file_is_one_line(tmp_path):
+    bad = tmp_path / "p.json"
+    bad.write_bytes(bytes(range(128, 256)))
+    _one_line_error(run_cli("advise", str(REPO / "examples" / "mlp_tiny.py"), "--profile", str(bad)), "not a roofline device profile")

@@ -56,3 +56,16 @@ def test_profiles_lists_saved(cpu_quick_profile_path):
     proc = run_cli("profiles", env={"ROOFLINE_PROFILE_DIR": str(cpu_quick_profile_path.parent)})
     assert proc.returncode == 0, proc.stderr
     assert "cpu-quick" in proc.stdout and "saved" in proc.stdout
+
+
+def test_an_output_path_that_cannot_be_written_fails_before_measuring(monkeypatch, capsys):
+    """Permissions alone pass as root on /proc: the folder and a file in it are made before any measurement."""
+    import calibrate.runner
+    from roofline.cli import main
+
+    def measured(*args, **kwargs):
+        raise AssertionError("calibration ran before the output path was checked")
+
+    monkeypatch.setattr(calibrate.runner, "run_calibration", measured)
+    assert main(["calibrate", "--device", "cpu", "--quick", "--output", "/proc/roofline-cannot-write/p.json"]) == 2
+    assert "cannot write profile to /proc/roofline-cannot-write/p.json" in capsys.readouterr().err

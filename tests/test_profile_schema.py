@@ -165,3 +165,19 @@ def test_attention_rate_must_match_time():
     AttentionCurve(dtype="bfloat16", head_dim=64, causal=False, points=[AttentionPoint(batch_heads=8, seq=512, time=stat, flop_per_s=536870912 / 1e-3)])
     with pytest.raises(ValueError, match="does not match"):
         AttentionCurve(dtype="bfloat16", head_dim=64, causal=False, points=[AttentionPoint(batch_heads=8, seq=512, time=stat, flop_per_s=1e15)])
+
+
+def test_an_installed_wheel_finds_the_shipped_profiles_under_its_prefix(tmp_path):
+    """pyproject's data-files put device_profiles/*.json under <prefix>/share/roofline/device_profiles."""
+    import tomllib
+
+    from roofline.profiles import installed_profile_dir
+    from tests.conftest import REPO
+
+    data_files = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["data-files"]
+    assert data_files == {"share/roofline/device_profiles": ["device_profiles/*.json"]}
+    empty, wheel = tmp_path / "venv", tmp_path / "user"
+    empty.mkdir()
+    (wheel / "share" / "roofline" / "device_profiles").mkdir(parents=True)
+    assert installed_profile_dir([empty]) is None
+    assert installed_profile_dir([empty, wheel]) == wheel / "share" / "roofline" / "device_profiles"

@@ -19,6 +19,15 @@ def check_writable(path: str) -> None:
         probe = probe.parent
     if not os.access(probe, os.W_OK) or (p.exists() and not os.access(p, os.W_OK)) or (probe.exists() and not probe.is_dir()):
         raise ProfileError(f"cannot write profile to {path}: permission denied or not a directory; choose another --output path")
+    # permissions do not tell everything (root, read-only or virtual file systems): make the folder
+    # the profile will be saved in, and a file in it, now
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+        probe_file = parent / f".roofline-write-check-{os.getpid()}"
+        probe_file.write_text("")
+        probe_file.unlink()
+    except OSError as e:
+        raise ProfileError(f"cannot write profile to {path}: {e.strerror or e}; choose another --output path")
 
 
 
