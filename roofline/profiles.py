@@ -59,6 +59,8 @@ class ProfileEntry:
     device: str
     created_at: str
     quick: bool
+    host: str = ""
+    problem: str | None = None  # why the file is not a usable profile (corrupt, foreign, newer schema)
 
 
 def _describe_validation_error(err: ValidationError) -> str:
@@ -104,8 +106,9 @@ def load_profile_file(path: Path) -> DeviceProfile:
         raise ProfileError(f"profile {path} is invalid: {_describe_validation_error(e)}; recalibrate to replace it")
 
 
-def available_profiles() -> list[ProfileEntry]:
-    """Shipped and saved profiles; unreadable files are skipped here (loading them explains why)."""
+def available_profiles(include_unusable: bool = False) -> list[ProfileEntry]:
+    """Shipped and saved profiles; with ``include_unusable``, files that are not usable profiles
+    too, each with its ``problem`` (``roofline profiles`` lists them as such, never silently drops them)."""
     entries: list[ProfileEntry] = []
     for source, folder in (("shipped", shipped_profile_dir()), ("saved", user_profile_dir())):
         if not folder.is_dir():
@@ -113,7 +116,9 @@ def available_profiles() -> list[ProfileEntry]:
         for path in sorted(folder.glob("*.json")):
             try:
                 p = load_profile_file(path)
-            except ProfileError:
+            except ProfileError as e:
+                if include_unusable:
+                    entries.append(ProfileEntry(name=path.stem, source=source, path=path, device="-", created_at="-", quick=False, problem=str(e)))
                 continue
             entries.append(
                 ProfileEntry(
@@ -123,6 +128,7 @@ def available_profiles() -> list[ProfileEntry]:
                     device=p.device,
                     created_at=p.calibration.created_at.strftime("%Y-%m-%d %H:%M"),
                     quick=p.calibration.quick,
+                    host=p.calibration.hostname or "",
                 )
             )
     return entries
@@ -133,6 +139,13 @@ def find_profile(name_or_path: str) -> DeviceProfile:
     candidate = Path(name_or_path).expanduser()
     if candidate.suffix == ".json" or os.sep in name_or_path or candidate.exists():
         return load_profile_file(candidate)
+    named = [e for e in available_profiles() if e.name == name_or_path]
+    saved = [e for e in named if e.source == "saved"] or named  # a saved profile stands before a shipped one
+    if len(saved) > 1:
+        listed = "; ".join(f"{e.path} ({e.created_at}, host {e.host or '?'})" for e in saved)
+        raise ProfileError(f"{len(saved)} profiles are named '{name_or_path}': {listed}; pass one by its path")
+    if saved:
+        return load_profile_file(saved[0].path)
     for folder in (user_profile_dir(), shipped_profile_dir()):
         path = folder / f"{name_or_path}.json"
         if path.exists():

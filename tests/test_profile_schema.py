@@ -181,3 +181,32 @@ def test_an_installed_wheel_finds_the_shipped_profiles_under_its_prefix(tmp_path
     (wheel / "share" / "roofline" / "device_profiles").mkdir(parents=True)
     assert installed_profile_dir([empty]) is None
     assert installed_profile_dir([empty, wheel]) == wheel / "share" / "roofline" / "device_profiles"
+
+
+def _saved(folder, file_stem: str, name: str, hostname: str):
+    import json as _json
+
+    from tests.conftest import REPO
+
+    data = _json.loads((REPO / "tests" / "fixtures" / "h100_profile.json").read_text())
+    data["name"], data["calibration"]["hostname"] = name, hostname
+    (folder / f"{file_stem}.json").write_text(_json.dumps(data))
+
+
+def test_profile_is_found_by_the_name_profiles_lists_and_duplicates_are_told_apart(tmp_path, monkeypatch):
+    monkeypatch.setenv("ROOFLINE_PROFILE_DIR", str(tmp_path))
+    _saved(tmp_path, "first-file", "lab-box", "node-a")
+    assert find_profile("lab-box").calibration.hostname == "node-a"  # the name, not the file's stem
+    _saved(tmp_path, "second-file", "lab-box", "node-b")
+    with pytest.raises(ProfileError) as err:
+        find_profile("lab-box")
+    assert "2 profiles are named 'lab-box'" in str(err.value) and "node-a" in str(err.value) and "node-b" in str(err.value)
+
+
+def test_profiles_lists_an_unusable_file_as_unusable(tmp_path):
+    from tests.conftest import run_cli
+
+    (tmp_path / "broken.json").write_text("{oops")
+    proc = run_cli("profiles", env={"ROOFLINE_PROFILE_DIR": str(tmp_path)})
+    assert proc.returncode == 0, proc.stderr
+    assert "broken" in proc.stdout and "unusable" in proc.stdout and "corrupt" in proc.stdout

@@ -116,15 +116,21 @@ def _cmd_profiles(args) -> int:
     from roofline.profiles import available_profiles, shipped_profile_dir, user_profile_dir
     from roofline.report.terminal import make_console
 
-    entries = available_profiles()
+    entries = available_profiles(include_unusable=True)
     console = make_console()
     if not entries:
         console.print(f"no profiles found in {shipped_profile_dir()} or {user_profile_dir()}; run `roofline calibrate`")
         return 0
     table = Table(title="roofline profiles")
-    for col in ("name", "source", "device", "created", "quick", "path"):
+    for col in ("name", "source", "device", "created", "host", "quick", "path"):
         table.add_column(col)
     for e in entries:
-        table.add_row(e.name, e.source, e.device, e.created_at, "yes" if e.quick else "no", str(e.path))
+        if e.problem:
+            table.add_row(e.name, e.source, "[red]unusable[/red]", "-", "-", "-", str(e.path))
+        else:
+            table.add_row(e.name, e.source, e.device, e.created_at, e.host, "yes" if e.quick else "no", str(e.path))
     console.print(table)
+    for e in entries:
+        if e.problem:
+            console.print(f"unusable: {e.problem}")
     return 0
