@@ -69,3 +69,18 @@ def test_an_output_path_that_cannot_be_written_fails_before_measuring(monkeypatc
     monkeypatch.setattr(calibrate.runner, "run_calibration", measured)
     assert main(["calibrate", "--device", "cpu", "--quick", "--output", "/proc/roofline-cannot-write/p.json"]) == 2
     assert "cannot write profile to /proc/roofline-cannot-write/p.json" in capsys.readouterr().err
+
+
+def test_a_calibration_says_which_profile_it_replaces(tmp_path, monkeypatch, capsys):
+    import calibrate.runner
+    from roofline.cli import main
+    from tests.conftest import REPO
+
+    fixture = load_profile_file(REPO / "tests" / "fixtures" / "h100_profile.json")
+    monkeypatch.setattr(calibrate.runner, "run_calibration", lambda *a, **k: fixture)
+    out = tmp_path / "p.json"
+    assert main(["calibrate", "--device", "cpu", "--no-progress", "--output", str(out)]) == 0
+    assert "replacing" not in capsys.readouterr().out
+    assert main(["calibrate", "--device", "cpu", "--no-progress", "--output", str(out)]) == 0
+    said = " ".join(capsys.readouterr().out.split())
+    assert f"replacing profile '{fixture.name}' of {fixture.calibration.created_at:%Y-%m-%d %H:%M}" in said

@@ -45,6 +45,7 @@ def _cmd_calibrate(args) -> int:
         check_writable(args.output)
     profile = run_calibration(device, quick=args.quick, name=args.name, show_progress=not args.no_progress, command=command, with_compile=args.with_compile)
     out = Path(args.output) if args.output else user_profile_dir() / f"{profile.name}.json"
+    replaced = _describe_existing(out)
     path = save_profile(profile, out)
     from roofline.report.terminal import make_console
 
@@ -61,8 +62,22 @@ def _cmd_calibrate(args) -> int:
         console.print(f"warning: {w}", style="yellow")
     if len(profile.calibration.warnings) > 10:
         console.print(f"... and {len(profile.calibration.warnings) - 10} more spread warnings (see the profile JSON)", style="yellow")
-    console.print(f"saved {path}")
+    console.print(f"saved {path}" + (f", replacing {replaced}" if replaced else ""))
     return 0
+
+
+def _describe_existing(path: Path) -> str | None:
+    """What a save to ``path`` replaces: the profile there (name, date, host), or the file."""
+    if not path.exists():
+        return None
+    from roofline.errors import ProfileError
+    from roofline.profiles import load_profile_file
+
+    try:
+        old = load_profile_file(path)
+    except ProfileError:
+        return "a file that was not a usable profile"
+    return f"profile '{old.name}' of {old.calibration.created_at:%Y-%m-%d %H:%M} (host {old.calibration.hostname or '?'})"
 
 
 def _cmd_calibrate_for(args) -> int:
