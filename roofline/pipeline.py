@@ -350,7 +350,7 @@ class Analysis:
             capture_mode=self.graph.capture_mode, allow_tf32=self.dev.modes.matmul_tf32, conv_tf32=self.dev.modes.conv_tf32, ops=ops, total=totals,
             modules=module_rollups(ops), placement=self.placement, fusion=fusion, unsupported_ops=dict(unsupported),
             warnings=list(self.graph.warnings), alternatives=self.alternatives, streams=self.streams, batch_sweep=sweep,
-            padding=padding_advice(self.graph.ops, self.costs, self.dev),
+            padding=padding_advice(self.graph.ops, self.costs, self.kernels(), self.dev),
         )
         report.advice = advice_lines(report, copies_per_call=self.options.copies_per_call)
         timed = sum(op.kernel_source == "table" for op in ops)

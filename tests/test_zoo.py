@@ -86,3 +86,15 @@ def test_replay_at_other_program_factors_moves_the_host_bound_figures(tmp_path, 
     assert len(lines) == 2 and lines[0].startswith("program factor 1.00: zoo: n=2 ")
     # two tiny models at batch 1-4 are host-bound: twice the host cost is a different figure
     assert lines[0].split("|")[0].split(": ", 1)[1] != lines[1].split("|")[0].split(": ", 1)[1]
+
+
+def test_a_record_priced_without_a_calibration_stage():
+    from roofline.profiles import load_profile_file
+
+    profile = load_profile_file(PROFILE)
+    assert profile.gpu.measurements.attention and any(c.op == "sin" for c in profile.gpu.measurements.pointwise)
+    stripped = run.without_stages(profile, "cuda", ["attention", "pointwise:sin"])
+    assert stripped.gpu.measurements.attention == [] and not any(c.op == "sin" for c in stripped.gpu.measurements.pointwise)
+    assert profile.gpu.measurements.attention  # the profile itself is left as it was
+    with pytest.raises(SystemExit, match="not an optional measurement"):
+        run.without_stages(profile, "cuda", ["matmul"])

@@ -279,16 +279,33 @@ def merge(args) -> int:
     return 0
 
 
-def _replayed(old: dict, graphs: dict, profile, kind: str, options: Options, devices: dict) -> dict:
-    """One recorded row priced again: predictions as calibrated and at the recorded host scale."""
+def _replayed(old: dict, graphs: dict, profile, kind: str, options: Options, devices: dict) -> tuple[dict, Analysis, list]:
+    """One recorded row priced again (predictions as calibrated and at the recorded host scale),
+    its analysis, and each op's measured time."""
     analysis = Analysis(graph_from_dict(graphs[old["label"]]), profile, kind, options, name=old["label"], devices=devices)
-    measured_by_op = dict(old["ops"]) if old["ops"] and isinstance(old["ops"][0], list) else {o["i"]: o["measured_s"] for o in old["ops"]}
+    measured_by_op = dict(old["ops"])  # [op index, measured seconds] pairs
     row = dict(old, predicted_s=analysis.total_s)
     row["predicted_now_s"] = analysis.at_host_scale(old["host_scale"]).total_s if old.get("host_scale") else None
     measured = [measured_by_op.get(i) for i in range(len(analysis.graph.ops))]
     row["ops"] = priced_ops(analysis, measured)
-    row["_analysis"], row["_measured"] = analysis, measured
-    return row
+    return row, analysis, measured
+
+
+def without_stages(profile, kind: str, stages: list[str]):
+    """The profile with some calibration stages removed, to see what each buys on a record: a
+    measurement list of the device part (``conv_families``, ``gemm_ratios``, ``attention``, ``conv``,
+    ``rnn``) or ``pointwise:OP`` for one op family's curves (``pointwise:layer_norm_short``)."""
+    stripped = profile.model_copy(deep=True)
+    meas = stripped.part(kind).measurements
+    for stage in stages:
+        if stage.startswith("pointwise:"):
+            meas.pointwise = [c for c in meas.pointwise if c.op != stage.split(":", 1)[1]]
+            continue
+        field = type(meas).model_fields.get(stage)
+        if field is None or field.default_factory is None:
+            raise SystemExit(f"--drop {stage}: not an optional measurement of the profile's {kind} part")
+        setattr(meas, stage, field.default_factory())
+    return stripped
 
 
 def replay(args) -> int:
@@ -313,19 +330,20 @@ def replay(args) -> int:
     options = Options(device=kind, allow_tf32=record["allow_tf32"], conv_tf32=record["conv_tf32"], batch_sweep=False)
     devices: dict = {}
     table_devices: dict = {}
+    if args.drop:
+        profile = without_stages(profile, kind, args.drop)
     if args.host_factors:
         for factor in args.host_factors:
             scaled = profile.model_copy(deep=True)
             part = scaled.part(kind).measurements
             part.overheads = part.overheads.model_copy(update=dict(program_factor=factor))
-            rows = [_replayed(old, graphs, scaled, kind, options, {}) for old in record["rows"]]
+            rows = [_replayed(old, graphs, scaled, kind, options, {})[0] for old in record["rows"]]
             print(f"program factor {factor:.2f}: " + " | ".join(summary_lines(rows)[:2]))
         return 0
     rows = []
     print(f"replay of {path.name} ({record['device']}, {record['date']}, torch {record['torch']}): priced by this code with profile '{profile.name}'")
     for old in record["rows"]:
-        row = _replayed(old, graphs, profile, kind, options, devices)
-        analysis, measured = row.pop("_analysis"), row.pop("_measured")
+        row, analysis, measured = _replayed(old, graphs, profile, kind, options, devices)
         if table_profile is not None and old.get("predicted_table_s"):
             with_table(row, Analysis(analysis.graph, table_profile, kind, options, name=old["label"], devices=table_devices), measured)
         rows.append(row)
@@ -358,6 +376,7 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--profile-file", help="with --merge: the profile the run used, saved beside the record")
     ap.add_argument("--replay")
     ap.add_argument("--verbose", action="store_true", help="with --replay: every case's line")
+    ap.add_argument("--drop", nargs="+", help="with --replay: price without these calibration stages (see without_stages)")
     ap.add_argument("--host-factors", nargs="+", type=float, help="with --replay: the zoo's two summary lines at each of these program factors (the host's real-program factor)")
     args = ap.parse_args(argv)
     if args.replay:

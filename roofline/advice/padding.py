@@ -17,6 +17,7 @@ from roofline.costs.registry import OpCost, cost_of
 from roofline.graph.ops import CapturedOp, TensorMeta
 from roofline.model.device import DeviceModel
 from roofline.model.kernels import kernel_s
+from roofline.model.timeline import KernelTerms
 from roofline.schema.report import PaddingAdvice
 from roofline.units import seconds
 
@@ -54,13 +55,14 @@ def padded_op(op: CapturedOp, size: int, padded: int) -> CapturedOp:
     return dataclasses.replace(op, args=walk(op.args), kwargs=walk(op.kwargs), outputs=walk(op.outputs))
 
 
-def padding_advice(ops: Sequence[CapturedOp], costs: Sequence[OpCost], dev: DeviceModel) -> list[PaddingAdvice]:
+def padding_advice(ops: Sequence[CapturedOp], costs: Sequence[OpCost], kernels: Sequence[KernelTerms], dev: DeviceModel) -> list[PaddingAdvice]:
     """Paddings that cut the predicted time of the GEMMs they touch by more than ``MIN_GAIN``, the
-    largest saving first. GPU only: the calibrated alignment penalties are cuBLAS's."""
+    largest saving first; ``kernels`` are the ops' priced kernel terms (``price_kernels``). GPU
+    only: the calibrated alignment penalties are cuBLAS's."""
     if dev.kind != "cuda":
         return []
     found: dict[int, PaddingAdvice] = {}
-    for op, cost in zip(ops, costs):
+    for op, cost, terms in zip(ops, costs, kernels):
         if op.packet not in GEMM_PACKETS or cost.gemm is None or not cost.kernels:
             continue
         _, _, n, k = cost.gemm
@@ -71,7 +73,7 @@ def padding_advice(ops: Sequence[CapturedOp], costs: Sequence[OpCost], dev: Devi
             twin_cost, _ = cost_of(twin)
             entry = found.setdefault(size, PaddingAdvice(size=size, padded=padded_size(size), gemms=0, before_s=0.0, after_s=0.0))
             entry.gemms += 1
-            entry.before_s += kernel_s(op, cost, dev)[0]
+            entry.before_s += terms[0]
             entry.after_s += kernel_s(twin, twin_cost, dev)[0]
             if op.module and op.module not in entry.modules and len(entry.modules) < 3:
                 entry.modules.append(op.module)
