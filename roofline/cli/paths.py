@@ -14,13 +14,10 @@ def check_writable(path: str) -> None:
     parent = p.parent if str(p.parent) else Path(".")
     if p.is_dir():
         raise ProfileError(f"--output {path} is a directory; give a file path such as {p / 'profile.json'}")
-    probe = parent
-    while not probe.exists() and probe != probe.parent:
-        probe = probe.parent
-    if not os.access(probe, os.W_OK) or (p.exists() and not os.access(p, os.W_OK)) or (probe.exists() and not probe.is_dir()):
-        raise ProfileError(f"cannot write profile to {path}: permission denied or not a directory; choose another --output path")
-    # permissions do not tell everything (root, read-only or virtual file systems): make the folder
-    # the profile will be saved in, and a file in it, now
+    if p.exists() and not os.access(p, os.W_OK):
+        raise ProfileError(f"cannot write profile to {path}: the file is read-only; choose another --output path")
+    # permission bits do not tell everything (root, read-only or virtual file systems): make the
+    # folder the profile will be saved in, and a file in it, now
     try:
         parent.mkdir(parents=True, exist_ok=True)
         probe_file = parent / f".roofline-write-check-{os.getpid()}"
@@ -28,8 +25,6 @@ def check_writable(path: str) -> None:
         probe_file.unlink()
     except OSError as e:
         raise ProfileError(f"cannot write profile to {path}: {e.strerror or e}; choose another --output path")
-
-
 
 
 def check_json_path(path: str) -> None:
