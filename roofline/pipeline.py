@@ -18,11 +18,13 @@ from typing import Any, Callable, Literal
 
 import torch
 
+from roofline.advice.applicability import host_syncs, memory_fit, missing_kernels
 from roofline.advice.batch import batch_sweep, describe_batch_sweep
 from roofline.advice.compiled import compiled_total_s, cuda_graph_total_s
 from roofline.advice.fusion import fuse_program, fusion_groups, fusion_report
 from roofline.advice.padding import padding_advice
 from roofline.advice.placement import crossover, placement, size_of
+from roofline.advice.plans import DevicePart, rank_plans
 from roofline.advice.streams import stream_pipeline
 from roofline.advice.text import advice_lines
 from roofline.costs import OpCost, cost_of
@@ -31,6 +33,7 @@ from roofline.graph.capture import capture, normalize_inputs
 from roofline.graph.ops import CapturedGraph
 from roofline.graph.rebatch import Rebatcher, leading_batch, with_batch
 from roofline.graph.structure import tensors_in
+from roofline.model.coverage import uncertain_reason
 from roofline.model.device import DeviceModel, MathModes
 from roofline.model.host import scaled_overheads
 from roofline.model.kernels import kernel_source
@@ -39,6 +42,7 @@ from roofline.profiles import default_profile, find_profile
 from roofline.schema.profile import DeviceProfile
 from roofline.schema.report import (
     Alternatives,
+    MemoryFit,
     ModuleRollup,
     OpReport,
     PlacementPoint,
@@ -47,6 +51,7 @@ from roofline.schema.report import (
     Report,
     TensorInfo,
     Totals,
+    UncertainOps,
 )
 
 BATCH_SWEEP_MAX_OPS = 600  # beyond this, a batch sweep is opt-in
@@ -265,13 +270,51 @@ class Analysis:
 
     @cached_property
     def alternatives(self) -> Alternatives:
-        dev, kernels = self.dev, self.kernels()
+        return self.alternatives_on(self.kind)
+
+    def alternatives_on(self, kind: str) -> Alternatives:
+        """Eager, graphed and compiled totals on one device part (fused only on the predicted part)."""
+        if kind == self.kind and "alternatives" in self.__dict__:
+            return self.__dict__["alternatives"]
+        dev, kernels, tl = self.device(kind), self.kernels(kind), self.timeline(kind)
         compiled = compiled_total_s(self.graph, self.costs, dev, kernels)
         both = compiled_total_s(self.graph, self.costs, dev, kernels, cuda_graphs=True) if compiled is not None else None
         return Alternatives(
-            eager_s=self.total_s, fused_s=self.fused_total_s, cuda_graphs_s=cuda_graph_total_s(self.costs, self.timeline(), dev),
-            torch_compile_s=compiled, torch_compile_reduce_overhead_s=both,
+            eager_s=tl.total_s, fused_s=self.fused_total_s if kind == self.kind else tl.total_s,
+            cuda_graphs_s=cuda_graph_total_s(self.costs, tl, dev), torch_compile_s=compiled, torch_compile_reduce_overhead_s=both,
         )
+
+    @cached_property
+    def host_syncs(self) -> list[str]:
+        """Where the model reads tensor values into Python (``advice.applicability.host_syncs``)."""
+        return host_syncs(self.graph)
+
+    def memory_on(self, kind: str) -> MemoryFit:
+        """What one call holds against the memory of the profile's GPU ('cuda') or host ('cpu')."""
+        part = self.profile.gpu if kind == "cuda" else self.profile.host
+        capacity = part.identity.memory_bytes if part is not None else None
+        return memory_fit(self.graph, self.costs, kind, capacity)
+
+    @cached_property
+    def plans(self):
+        """Every (device, execution) plan, ranked, one recommended (``advice.plans``)."""
+        parts = []
+        for kind in ("cuda", "cpu"):
+            tl = self.timeline(kind)
+            if tl is None:
+                continue
+            parts.append(DevicePart(
+                device=kind, alternatives=self.alternatives_on(kind),
+                copies_s=self.placement.transfer_s if kind == "cuda" else 0.0,
+                overhead_share=tl.regime_s().get("overhead", 0.0) / tl.total_s if tl.total_s else 0.0,
+                missing_kernels=missing_kernels(self.graph, kind), memory=self.memory_on(kind),
+            ))
+        return rank_plans(parts, self.host_syncs)
+
+    @cached_property
+    def uncertain(self) -> list[str | None]:
+        """Per op, why its price is uncertain on the predicted part (None: covered)."""
+        return [uncertain_reason(op, c, ok, self.dev) for op, c, ok in zip(self.graph.ops, self.costs, self.supported)]
 
     @cached_property
     def placement(self):
@@ -321,7 +364,7 @@ class Analysis:
         ops = []
         # built without validation, one per op (thousands in a large model): the values come from
         # the model of time, not from outside; a report read back from JSON is validated whole
-        for op, cost, ok, t in zip(self.graph.ops, self.costs, self.supported, tl.ops):
+        for op, cost, ok, t, why in zip(self.graph.ops, self.costs, self.supported, tl.ops, self.uncertain):
             ops.append(
                 OpReport.model_construct(
                     index=op.index, target=op.name, module=op.module, module_type=op.module_type, source=op.source,
@@ -329,7 +372,7 @@ class Analysis:
                     flops=cost.flops, bytes_read=cost.bytes_read, bytes_written=cost.bytes_written, kernels=cost.kernels,
                     kernel_s=t.kernel_s, host_s=t.host_s, compute_s=t.compute_s, memory_s=t.memory_s,
                     predicted_s=t.predicted_s, start_s=t.start_s, regime=t.regime, bound_by=t.bound_by, supported=ok,
-                    kernel_source=kernel_source(op, cost, self.dev),
+                    kernel_source=kernel_source(op, cost, self.dev), uncertain=why,
                 )
             )
         flops = sum(c.flops for c in self.costs)
@@ -348,7 +391,9 @@ class Analysis:
             model=self.name,
             profile=ProfileRef(name=self.profile.name, device=self.dev.name, kind=self.kind, source=self.profile.source_file),
             capture_mode=self.graph.capture_mode, allow_tf32=self.dev.modes.matmul_tf32, conv_tf32=self.dev.modes.conv_tf32, ops=ops, total=totals,
-            modules=module_rollups(ops), placement=self.placement, fusion=fusion, unsupported_ops=dict(unsupported),
+            modules=module_rollups(ops), placement=self.placement, plans=self.plans, uncertain=uncertain_ops(ops, total_s),
+            memory=[self.memory_on(k) for k in ("cuda", "cpu") if self.timeline(k) is not None],
+            fusion=fusion, unsupported_ops=dict(unsupported),
             warnings=list(self.graph.warnings), alternatives=self.alternatives, streams=self.streams, batch_sweep=sweep,
             padding=padding_advice(self.graph.ops, self.costs, self.kernels(), self.dev),
         )
@@ -357,9 +402,20 @@ class Analysis:
         if timed:
             with_kernels = sum(op.kernel_source != "none" for op in ops)
             report.advice.append(f"kernel times: {timed} of {with_kernels} ops from the profile's shape-exact kernel table (roofline calibrate --for), the rest from its curves")
-        if sweep is not None:
+        rec = report.recommended_plan
+        if sweep is not None and (rec is None or rec.device == self.kind):  # a sweep of the device the plan runs on
             report.advice.append(describe_batch_sweep(sweep, self._batch))
         return report
+
+
+def uncertain_ops(ops: list[OpReport], total_s: float) -> UncertainOps:
+    """The ops whose price is flagged, their count by aten op, and the share of the time they carry."""
+    flagged = [op for op in ops if op.uncertain]
+    time_s = sum(op.predicted_s for op in flagged)
+    return UncertainOps(
+        ops=len(flagged), predicted_s=time_s, share=min(time_s / total_s, 1.0) if total_s else 0.0,
+        by_op=dict(Counter(op.target for op in flagged)), reasons={op.target: op.uncertain for op in flagged},
+    )
 
 
 def _tensor_infos(metas) -> list[TensorInfo]:

@@ -117,7 +117,9 @@ def test_report_alternatives_and_recommendation(h100):
     assert {"eager", "cuda_graphs", "torch_compile"} <= set(alts)
     # overhead-bound on the GPU: a CUDA graph removes most of the host time
     assert alts["cuda_graphs"] < 0.5 * alts["eager"]
-    assert any(a.startswith("recommended") for a in r.advice)
+    plan = r.recommended_plan
+    assert (plan.device, plan.execution) == ("cuda", "cuda_graphs")
+    assert r.advice[0].startswith("plan: GPU, a CUDA graph")
 
 
 def test_batch_sweep_guards(h100):

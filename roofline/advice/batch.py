@@ -68,4 +68,5 @@ def describe_batch_sweep(sweep: BatchSweep, b0: int) -> str:
     if best.predicted_s <= 0:
         return "batch size: the model does no device work at any batch size"
     parts.append(f"time per sample is lowest at batch {best.batch} ({seconds(best.per_sample_s)})")
-    return "batch size (the inputs' leading dimension): " + "; ".join(parts)
+    where = "GPU" if sweep.device == "cuda" else "CPU"
+    return f"batch size (the inputs' leading dimension; {where}, eager): " + "; ".join(parts)

@@ -59,8 +59,8 @@ def placement(
             "" if copies_per_call else " with one copy in and out"
         )
     if recommended == "cpu":
-        if transfer > gpu_s and cpu_s < gpu_s + transfer and copies_per_call:
-            reason = f"{what}: {seconds(cpu_s)} on the CPU, {seconds(gpu_s)} on the GPU, but {seconds(transfer)} to copy in and out{loop}"
+        if gpu_s < cpu_s:  # the GPU computes faster, but its copies cost more than that gain
+            reason = f"{what}: {seconds(cpu_s)} on the CPU, {seconds(gpu_s)} on the GPU, but {seconds(copies / calls)} per call to copy in and out{loop}"
         else:
             reason = f"{what}: {seconds(cpu_s)} on the CPU against {seconds(gpu_s)} on the GPU{loop}: per-op GPU overhead outweighs its speed"
     else:

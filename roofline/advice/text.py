@@ -3,60 +3,75 @@
 from __future__ import annotations
 
 from roofline.advice.padding import padding_line
+from roofline.advice.plans import DEVICE_WORDS, plan_label
 from roofline.schema.report import DecodeReport, Report
 from roofline.units import count, seconds
 
-GAIN_WORTH_IT = 0.10  # a change that saves less than this share of the time is not worth a user's effort
-
-_CHANGES = {
-    "cuda_graphs": "capture the forward in a CUDA graph (torch.cuda.graphs) and replay it",
-    "torch_compile": "torch.compile the model",
-    "torch_compile_reduce_overhead": 'torch.compile(model, mode="reduce-overhead") (fusion plus CUDA graphs)',
-}
 
 
-def _why(best_name: str, overhead_pct: float, fusion_gain_s: float, total_s: float) -> str:
-    """What the recommended change removes: host overhead, memory traffic, or both."""
-    fused_pct = 100 * fusion_gain_s / total_s if total_s else 0
-    if best_name == "cuda_graphs" or fused_pct < 5:
-        return f"{overhead_pct:.0f}% of eager time is host overhead"
-    if overhead_pct < 5:
-        return f"fusing pointwise ops removes {fused_pct:.0f}% of eager time in memory traffic and launches"
-    return f"{overhead_pct:.0f}% of eager time is host overhead and fusion removes {fused_pct:.0f}%"
-
-
-def speedup_lines(report: Report) -> list[str]:
-    """Predicted totals under torch.compile, CUDA graphs and both; a recommendation when one pays."""
-    total_s = report.total.predicted_s
-    alts = report.alternatives
-    alternatives = alts.by_name()
-    fused_total = alts.fused_s
-    lines = []
-    overhead_pct = 100 * report.total.regime_s.get("overhead", 0) / total_s if total_s else 0
-    best_name, best = min(alternatives.items(), key=lambda kv: kv[1])
-    listing = ", ".join(f"{k.replace('_', ' ')} {seconds(v)}" for k, v in alternatives.items())
-    if best_name != "eager" and total_s - best > GAIN_WORTH_IT * total_s:
-        lines.append(
-            f"recommended: {_CHANGES[best_name]}: {seconds(best)} instead of {seconds(total_s)} ({total_s / best:.1f}x); "
-            f"{_why(best_name, overhead_pct, total_s - fused_total, total_s)} ({listing})"
-        )
-    elif len(alternatives) > 1:
-        lines.append(f"no change recommended: torch.compile or CUDA graphs would save under {100 * GAIN_WORTH_IT:.0f}% ({listing})")
-    fusion = report.fusion
-    fusion_gain = total_s - fused_total
-    if fusion and fusion_gain > 0.05 * total_s:
-        lines.append(
-            f"fusion: {len(fusion)} group{'s' if len(fusion) > 1 else ''} of pointwise/reduction ops could each run as one kernel: "
-            f"{seconds(fused_total)} instead of {seconds(total_s)} ({100 * fusion_gain / total_s:.0f}% less); largest: ops "
-            f"{fusion[0].ops[0]}..{fusion[0].ops[-1]} ({fusion[0].kind}) saves {seconds(fusion[0].predicted_gain_s)}"
-        )
+def plan_lines(report: Report) -> list[str]:
+    """The recommended plan and why, the runners-up, and the plans that do not apply."""
+    plans = report.plans
+    rec = report.recommended_plan
+    if rec is None:
+        blocked = list(dict.fromkeys(p.reason for p in plans if not p.applicable))
+        return [f"plan: none of the {len(plans)} ways to run this model applies: {'; '.join(blocked) or 'nothing could be priced'}"]
+    lines = [f"plan: {plan_label(rec)} — {seconds(rec.predicted_s)} per call: {rec.reason}"]
+    runners = [p for p in plans if not p.recommended and p.applicable and p.predicted_s is not None][:4]
+    if runners:
+        lines.append("runners-up: " + "; ".join(
+            f"{plan_label(p)} {seconds(p.predicted_s)}" + (f" ({p.reason})" if p.reason else "") for p in runners
+        ))
+    blocked: dict[str, list[str]] = {}
+    for p in plans:
+        if not p.applicable:
+            blocked.setdefault(p.reason, []).append(plan_label(p))
+    for reason, labels in blocked.items():
+        lines.append(f"does not apply: {', '.join(labels)}: {reason}")
     return lines
+
+
+def fusion_line(report: Report) -> str | None:
+    """What torch.compile's fusion buys, when a compiled plan is recommended on the predicted part."""
+    rec, fusion = report.recommended_plan, report.fusion
+    if rec is None or rec.device != report.profile.kind or not rec.execution.startswith("torch_compile") or not fusion:
+        return None
+    total_s = report.total.predicted_s
+    fused_s = report.alternatives.fused_s if report.alternatives else total_s
+    if total_s - fused_s <= 0.05 * total_s:
+        return None
+    return (
+        f"fusion (part of torch.compile's gain): {len(fusion)} group{'s' if len(fusion) > 1 else ''} of pointwise/reduction ops each "
+        f"run as one kernel: eager {seconds(total_s)} → {seconds(fused_s)} ({100 * (total_s - fused_s) / total_s:.0f}% less), largest "
+        f"ops {fusion[0].ops[0]}..{fusion[0].ops[-1]} ({fusion[0].kind})"
+    )
+
+
+def uncertain_line(report: Report) -> str | None:
+    """The ops whose price is flagged, with the share of the predicted time they carry."""
+    u = report.uncertain
+    if not u.ops:
+        return None
+    what = "; ".join(f"{name.removeprefix('aten.')} x{n}: {u.reasons.get(name, '')}" for name, n in sorted(u.by_op.items(), key=lambda kv: -kv[1]))
+    return f"uncertain: {u.ops} op{'s' if u.ops > 1 else ''} carry {100 * u.share:.0f}% of the predicted time ({seconds(u.predicted_s)}) and are not covered by the profile: {what}"
+
+
+def memory_line(report: Report) -> str | None:
+    """A device whose memory one call does not fit, or fills past 90 %."""
+    tight = [m for m in report.memory if m.capacity_bytes and m.need_bytes > 0.9 * m.capacity_bytes]
+    if not tight:
+        return None
+    return "memory: " + "; ".join(
+        f"one call holds at least {count(m.need_bytes, 'B')} (weights {count(m.weights_bytes, 'B')}, activations {count(m.peak_activations_bytes, 'B')}) "
+        f"against {count(m.capacity_bytes, 'B')} on the {DEVICE_WORDS[m.device]}" + ("" if m.fits else ": it does not fit")
+        for m in tight
+    )
 
 
 def copies_line(report: Report, copies_per_call: bool) -> str | None:
     """Pinned memory and streams, when the GPU is recommended and copies are a fifth of the loop."""
-    streams = report.streams
-    if streams is None or report.placement.recommended != "cuda" or not copies_per_call:
+    streams, rec = report.streams, report.recommended_plan
+    if streams is None or rec is None or rec.device != "cuda" or not copies_per_call:
         return None
     copy_share = (streams.h2d_pinned_s + streams.d2h_pinned_s) / max(streams.h2d_pinned_s + streams.compute_s + streams.d2h_pinned_s, 1e-12)
     if copy_share <= 0.2:
@@ -70,19 +85,18 @@ def copies_line(report: Report, copies_per_call: bool) -> str | None:
 
 
 def advice_lines(report: Report, *, copies_per_call: bool = True) -> list[str]:
-    """Placement, the compiled and graphed alternatives, fusion, copies and unpriced ops, in words."""
-    place = report.placement
-    lines = [f"placement: {place.recommended} — {place.reason}"]
-    lines += speedup_lines(report)
-    copies = copies_line(report, copies_per_call)
-    if copies:
-        lines.append(copies)
-    lines += [padding_line(entry) for entry in report.padding]
-    if report.unsupported_ops:
-        lines.append(
-            f"{sum(report.unsupported_ops.values())} ops have no cost formula and are priced by their bytes only: "
-            f"{', '.join(sorted(report.unsupported_ops))}"
-        )
+    """The plan first, then what is consistent with it: fusion, copies, padding, memory, uncertain ops."""
+    lines = plan_lines(report)
+    rec = report.recommended_plan
+    on_predicted_part = rec is not None and rec.device == report.profile.kind
+    for line in (fusion_line(report), copies_line(report, copies_per_call)):
+        if line:
+            lines.append(line)
+    if on_predicted_part:
+        lines += [padding_line(entry) for entry in report.padding]
+    for line in (memory_line(report), uncertain_line(report)):
+        if line:
+            lines.append(line)
     return lines
 
 

@@ -234,6 +234,7 @@ def _trace(model, args: tuple, kwargs: dict, *, fake: bool, inference: bool, loc
     calls = TorchCalls()
     recorder = _Recorder(locator, tracker, calls)
     calls.on_whole = recorder.record_whole
+    calls.on_host_read = recorder.host_read
     seen_state = set()
     for name, t in state.items():
         if id(t) not in seen_state:
@@ -272,6 +273,7 @@ def _trace(model, args: tuple, kwargs: dict, *, fake: bool, inference: bool, loc
     graph.parameters_bytes = unique_bytes(t for _, t in named)
     graph.module_calls = tracker.calls
     graph.state_tensors = len(seen_state)
+    graph.host_reads = list(dict.fromkeys(recorder.host_reads))
     graph.capture_mode = "fake" if fake else "real"
     graph.segments = segments
     graph.segment_module_calls = segment_calls
@@ -306,6 +308,15 @@ class _Recorder(TorchDispatchMode):
         self.ops: list[CapturedOp] = []
         self.constants: dict[str, Any] = {}  # value name -> the tensor (real capture) or its TensorMeta
         self.suspended = False
+        self.host_reads: list[str] = []  # "`.item()` at model.py:12", in order
+
+    def host_read(self, what: str) -> None:
+        """The model read tensor values into Python (``TorchCalls.on_host_read``)."""
+        try:
+            source = self.locator.find(sys._getframe(2))
+        except Exception:  # noqa: BLE001 - provenance is best effort, never fatal
+            source = None
+        self.host_reads.append(f"{what} at {source}" if source else what)
 
     def record_whole(self, target, func, args: tuple, kwargs: dict):
         """Run ``func`` (a whole recurrent stack) and record it as the one op ``target``, not the

@@ -144,6 +144,7 @@ class CapturedGraph:
     outputs: list[TensorMeta] = field(default_factory=list)
     module_calls: int = 0  # nn.Module __call__s during one forward (each costs host time)
     state_tensors: int = 0  # parameter, buffer and tensor-attribute tensors: graph inputs under torch.compile
+    host_reads: list[str] = field(default_factory=list)  # "`.item()` at model.py:12": values read into Python
     capture_mode: str = "fake"  # "fake" (no memory) or "real" (fallback that ran the model)
     warnings: list[str] = field(default_factory=list)
     replay: Any = None  # what roofline.graph.replay needs to run the ops again on real tensors

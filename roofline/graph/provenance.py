@@ -146,6 +146,15 @@ def _rnn_overload(name: str):
 WHOLE_CALLS = {getattr(torch._VF, n): _rnn_overload(n) for n in ("gru", "rnn_tanh", "rnn_relu") if hasattr(torch._VF, n)}
 
 
+# Tensor methods that read a tensor's values into Python: on a GPU each waits for the device to
+# finish (a host sync), which a CUDA graph cannot capture and which splits a torch.compile graph.
+HOST_READS = {
+    torch.Tensor.item: ".item()", torch.Tensor.tolist: ".tolist()", torch.Tensor.numpy: ".numpy()",
+    torch.Tensor.__bool__: "bool(tensor) / `if tensor:`", torch.Tensor.__int__: "int(tensor)",
+    torch.Tensor.__float__: "float(tensor)", torch.Tensor.__index__: "a tensor used as an index",
+}
+
+
 class TorchCalls(TorchFunctionMode):
     """Numbers the torch calls the model's Python code makes (``F.linear``, ``x.view``, ``x + y``).
 
@@ -165,10 +174,14 @@ class TorchCalls(TorchFunctionMode):
         self.current: int | None = None
         # called instead of a whole recurrent stack (``_VF.gru``) when set: see WHOLE_CALLS
         self.on_whole: Callable | None = None
+        # called with HOST_READS' description when the model reads tensor values into Python
+        self.on_host_read: Callable[[str], None] | None = None
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         if self.on_whole is not None and func in WHOLE_CALLS and self.current is None:
             return self.on_whole(WHOLE_CALLS[func](args), func, args, kwargs or {})
+        if self.on_host_read is not None and func in HOST_READS:
+            self.on_host_read(HOST_READS[func])
         outer = self.current
         if outer is None:
             self.count += 1

@@ -16,6 +16,7 @@ import math
 from datetime import datetime, timezone
 from pathlib import Path
 
+from roofline.advice.plans import plan_label
 from roofline.errors import RooflineError
 from roofline.schema.profile import DeviceProfile
 from roofline.schema.report import OpReport, Report
@@ -257,6 +258,18 @@ def _advice_section(report: Report) -> str:
     return f'<h2 id="advice">Advice</h2><ul class="advice">{items}</ul>'
 
 
+def _plans_section(report: Report) -> str:
+    """Every way to run the model, the recommended one first."""
+    if not report.plans:
+        return ""
+    rows = [
+        [("<b>" if p.recommended else "") + _e(plan_label(p)) + ("</b>" if p.recommended else ""), _s(p.predicted_s) if p.predicted_s is not None else "—",
+         "yes" if p.applicable else "no", _e(p.reason)]
+        for p in report.plans
+    ]
+    return '<h2 id="plans">Plans</h2>' + _table(["plan", "predicted per call", "applies", "why"], rows, right={1})
+
+
 def _placement_section(report: Report) -> str:
     p = report.placement
     rows = [
@@ -451,6 +464,7 @@ def render_html(report: Report, profile: DeviceProfile) -> str:
     sections = [
         _summary_section(report),
         _advice_section(report),
+        _plans_section(report),
         f'<h2 id="charts">Charts</h2>{figures}',
         _accuracy_section(report),
         _profile_section(report, profile),
@@ -462,7 +476,7 @@ def render_html(report: Report, profile: DeviceProfile) -> str:
         _extras_section(report),
         _issues_section(report, problems),
     ]
-    nav_items = [("summary", "totals"), ("advice", "advice"), ("charts", "charts"), ("accuracy", "accuracy"), ("profile", "profile"),
+    nav_items = [("summary", "totals"), ("advice", "advice"), ("plans", "plans"), ("charts", "charts"), ("accuracy", "accuracy"), ("profile", "profile"),
                  ("placement", "placement"), ("batch", "batch"), ("ops", "ops"), ("modules", "modules"), ("fusion", "fusion"),
                  ("further", "further"), ("unsupported", "unsupported"), ("warnings", "warnings")]
     body = "".join(sections)

@@ -1,11 +1,12 @@
 """Terminal output of a ``Report``: the ops that take the most time, a roll-up by module, the
-share of each regime, totals, advice and unsupported ops."""
+share of each regime, totals, the recommended plan, the uncertain ops' share, and the advice."""
 
 from __future__ import annotations
 
 from rich.console import Console
 from rich.table import Table
 
+from roofline.advice.plans import plan_label
 from roofline.schema.report import Report
 from roofline.units import count, seconds
 
@@ -47,7 +48,7 @@ def render(report: Report, console: Console | None = None, top: int = 15) -> Non
         f"(profile '{report.profile.name}', {report.profile.kind}; capture: {report.capture_mode}"
         f"{'; float32 matmuls as TF32' if report.allow_tf32 else ''})"
     )
-    line = f"predicted {fmt_s(t.predicted_s)}"
+    line = f"predicted {fmt_s(t.predicted_s)} eager"
     if measured:
         line += f", measured {fmt_s(t.measured_s)} ({_err(t.predicted_s, t.measured_s)})"
         if t.predicted_at_host_now_s is not None:
@@ -64,6 +65,14 @@ def render(report: Report, console: Console | None = None, top: int = 15) -> Non
         f"[{REGIME_STYLE[r]}]{r} {100 * s / t.predicted_s:.0f}%[/]" for r, s in t.regime_s.items() if t.predicted_s and s > 0
     )
     console.print(f"time by regime: {shares}")
+    rec = report.recommended_plan
+    if rec is not None:
+        console.print(f"[bold]plan[/bold]: {plan_label(rec)}, {fmt_s(rec.predicted_s)} per call (the advice below says why)")
+    elif report.plans:
+        console.print("[bold red]plan: none of the ways to run this model applies (the advice below says why)[/]")
+    if report.uncertain.ops:
+        u = report.uncertain
+        console.print(f"[yellow]uncertain: {100 * u.share:.0f}% of the predicted time is in {u.ops} op{'s' if u.ops > 1 else ''} the profile does not cover[/]")
 
     table = Table(title=f"top {min(top, len(report.ops))} ops by predicted time", title_justify="left")
     cols = ["#", "op", "module", "inputs", "FLOP", "bytes", "kernel", "host", "predicted", "regime"]
@@ -132,8 +141,6 @@ def render(report: Report, console: Console | None = None, top: int = 15) -> Non
     console.print("[bold]advice[/bold]:")
     for a in report.advice:
         console.print(f"  - {a}")
-    if report.unsupported_ops:
-        console.print("[yellow]unsupported ops (priced by bytes only): " + ", ".join(f"{k} x{v}" for k, v in sorted(report.unsupported_ops.items())) + "[/]")
     for w in report.warnings:
         console.print(f"[yellow]warning: {w}[/]")
 

@@ -54,6 +54,9 @@ class OpReport(_Model):
     regime: Regime = Field(description="compute, memory or overhead bound; none for ops that take no time.")
     bound_by: str = Field(description="The term that set the time: compute, memory, floor, host or none.")
     supported: bool = Field(description="False when no formula prices this op (bytes only, FLOPs 0).")
+    uncertain: str | None = Field(
+        default=None, description="Why this op's price cannot be stood behind (no formula, no calibrated family for its kernel, a dtype without a curve); null when covered.",
+    )
     kernel_source: Literal["curve", "table", "mixed", "none"] = Field(
         default="curve", description="Where kernel_s comes from: the calibrated curves, the profile's shape-exact kernel table (roofline calibrate --for), both (a fused op's parts), or none (no kernel).",
     )
@@ -194,6 +197,43 @@ class Alternatives(_Model):
 
 ALTERNATIVES = ("cuda_graphs", "torch_compile", "torch_compile_reduce_overhead")
 
+Execution = Literal["eager", "torch_compile", "cuda_graphs", "torch_compile_reduce_overhead"]
+
+
+class Plan(_Model):
+    """One way to run the model: a device and an execution mode, priced per call."""
+
+    device: Literal["cuda", "cpu"]
+    execution: Execution
+    predicted_s: float | None = Field(default=None, ge=0, description="Per call after warm-up, the copies the code implies included on the GPU, seconds; null when the profile cannot price it.")
+    copies_s: float = Field(default=0.0, ge=0, description="Of predicted_s, the host<->device copies, seconds.")
+    applicable: bool = Field(description="Whether this model can run this way (host syncs, dtypes the device lacks, memory).")
+    reason: str = Field(description="Why it wins, or why it does not apply, or what limits it.")
+    recommended: bool = Field(default=False, description="The one plan the report recommends.")
+
+
+class UncertainOps(_Model):
+    """Ops whose price the tool cannot stand behind, and how much of the predicted time they carry."""
+
+    ops: int = Field(default=0, ge=0, description="How many ops.")
+    predicted_s: float = Field(default=0.0, ge=0, description="Their predicted time, seconds.")
+    share: float = Field(default=0.0, ge=0, le=1, description="predicted_s over the predicted total.")
+    by_op: dict[str, int] = Field(default_factory=dict, description="aten op: count.")
+    reasons: dict[str, str] = Field(default_factory=dict, description="aten op: why its price is uncertain.")
+
+
+class MemoryFit(_Model):
+    """What one call holds in device memory against the device's capacity (a lower bound: allocator
+    fragmentation, library workspaces and the CUDA context come on top)."""
+
+    device: Literal["cuda", "cpu"]
+    weights_bytes: int = Field(ge=0, description="Parameters and buffers.")
+    inputs_bytes: int = Field(ge=0, description="The example inputs.")
+    peak_activations_bytes: int = Field(ge=0, description="Most intermediate values alive at once over the op order.")
+    need_bytes: int = Field(ge=0, description="weights + inputs + peak activations.")
+    capacity_bytes: int | None = Field(default=None, description="The device's memory (the GPU's, or the host's RAM); null when the profile does not say.")
+    fits: bool = Field(description="need_bytes within capacity_bytes (true when the capacity is unknown).")
+
 
 class StreamPipeline(_Model):
     """A stream of independent batches: copy in, compute, copy out (seed 004)."""
@@ -271,6 +311,9 @@ class Report(_Model):
     total: Totals
     modules: list[ModuleRollup] = Field(default_factory=list)
     placement: Placement
+    plans: list[Plan] = Field(default_factory=list, description="Every (device, execution) plan, best applicable first; exactly one is recommended.")
+    uncertain: UncertainOps = Field(default_factory=UncertainOps, description="Ops the prediction cannot stand behind.")
+    memory: list[MemoryFit] = Field(default_factory=list, description="Memory one call holds against each device part's capacity.")
     fusion: list[FusionGroup] = Field(default_factory=list)
     padding: list[PaddingAdvice] = Field(default_factory=list, description="GPU: GEMM dimensions whose padding to a multiple of 64 cuts their GEMMs' predicted time by more than 10 %.")
     advice: list[str] = Field(default_factory=list, description="Recommendations in plain words.")
@@ -283,6 +326,11 @@ class Report(_Model):
     measured_alternatives_s: dict[str, float] = Field(default_factory=dict, description="--measure on a GPU: measured time of each alternative.")
     gain_checks: list[GainCheck] = Field(default_factory=list, description="--measure on a GPU: each alternative's gain, predicted against measured.")
     decode: DecodeReport | None = Field(default=None, description="--decode N: prefill plus N decode steps with the key-value cache.")
+
+    @property
+    def recommended_plan(self) -> Plan | None:
+        """The plan the report recommends (None for a report without plans)."""
+        return next((p for p in self.plans if p.recommended), None)
 
     def write_json(self, path) -> None:
         from pathlib import Path
