@@ -12,23 +12,8 @@ from typing import Sequence
 import torch
 
 from roofline.costs import OpCost
-from roofline.graph.ops import CapturedGraph
+from roofline.graph.ops import CapturedGraph, reads_to_host
 from roofline.schema.report import MemoryFit
-
-# aten ops whose output size or value the host must read back before it can go on: on a GPU each
-# waits for the device (a sync), which CUDA graph capture cannot record and which ends a
-# torch.compile graph. (``.item()``, ``.tolist()`` and friends are recorded at capture as
-# ``CapturedGraph.host_reads``; their aten op is ``_local_scalar_dense``.)
-SYNCING_PACKETS = {
-    "aten._local_scalar_dense": ".item()",
-    "aten.nonzero": "nonzero (output size depends on values)",
-    "aten.nonzero_static": None,  # a fixed output size: no sync
-    "aten.masked_select": "masked_select (output size depends on values)",
-    "aten._unique2": "unique (output size depends on values)",
-    "aten.unique_dim": "unique (output size depends on values)",
-    "aten.unique_consecutive": "unique_consecutive (output size depends on values)",
-    "aten.repeat_interleave": "repeat_interleave (output size depends on values)",
-}
 
 _INTEGER = {torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64, torch.bool}
 # GEMM-shaped aten ops: cuBLAS has no integer GEMM behind them (torch raises "not implemented for
@@ -39,13 +24,11 @@ _CONV_PACKETS = {"aten.convolution", "aten.conv1d", "aten.conv2d", "aten.conv3d"
 
 def host_syncs(graph: CapturedGraph) -> list[str]:
     """Where the model makes the host wait for tensor values: "`.item()` at model.py:12", in order,
-    each place once."""
+    each place once (``.tolist()`` and friends recorded at capture, then the ops of ``reads_to_host``)."""
     found = list(graph.host_reads)
     seen_sources = {r.rsplit(" at ", 1)[-1] for r in found if " at " in r}
     for op in graph.ops:
-        what = SYNCING_PACKETS.get(op.packet)
-        if op.packet == "aten.index" and any(t.dtype == torch.bool for t in op.tensor_inputs()[1:]):
-            what = "boolean-mask indexing (output size depends on values)"
+        what = reads_to_host(op)
         if what is None or (op.source and op.source in seen_sources):
             continue
         found.append(f"{what} at {op.source}" if op.source else what)

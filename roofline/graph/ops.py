@@ -124,6 +124,31 @@ class CapturedOp:
         return found
 
 
+# aten ops after which the host holds a value the device computed: ``.item()``'s op, and ops whose
+# output size depends on tensor values. On a GPU the host waits there for the device to finish
+# everything queued before it (a sync); CUDA graph capture cannot record that.
+HOST_READ_OPS = {
+    "aten._local_scalar_dense": ".item()",
+    "aten.nonzero": "nonzero (output size depends on values)",
+    "aten.argwhere": "argwhere (output size depends on values)",
+    "aten.masked_select": "masked_select (output size depends on values)",
+    "aten._unique2": "unique (output size depends on values)",
+    "aten._unique": "unique (output size depends on values)",
+    "aten.unique_dim": "unique (output size depends on values)",
+    "aten.unique_consecutive": "unique_consecutive (output size depends on values)",
+}
+
+
+def reads_to_host(op: "CapturedOp") -> str | None:
+    """What makes the host wait for the device at this op, in words; None if nothing does. A
+    boolean mask used as an index (``x[x > 0]``) runs a nonzero inside ``index``/``index_put``."""
+    what = HOST_READ_OPS.get(op.packet)
+    if what is None and op.packet in ("aten.index", "aten.index_put", "aten.index_put_", "aten._index_put_impl_"):
+        if any(t.dtype == torch.bool for t in op.tensor_inputs()[1:]):
+            what = "boolean-mask indexing (output size depends on values)"
+    return what
+
+
 def op_name(target: Any) -> str:
     """``aten.mm.default`` for an OpOverload, the qualified name for anything else."""
     if isinstance(target, torch._ops.OpOverload):

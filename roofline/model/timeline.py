@@ -8,6 +8,10 @@ receive, is still compute-bound); otherwise it is compute- or memory-bound by th
 its kernel time (``roofline.model.kernels``); a kernel at the floor is overhead-bound too: its time
 is the fixed cost of a launch, not work.
 
+An op after which the host reads a device value (``.item()``, ``nonzero``, a boolean mask:
+``graph.ops.reads_to_host``) makes the host wait: both queues resume at ``max(h_i, e_i)`` plus one
+synchronize.
+
 CPU: one queue, ``t_i = max(F / P_cpu, B / W_cpu) + o_cpu``.
 
 Host time per op ``o_i``: the calibrated dispatch cost of its kind (``dispatch_kind``) in a sequence
@@ -22,7 +26,7 @@ from dataclasses import dataclass
 from typing import Callable, Sequence
 
 from roofline.costs import OpCost
-from roofline.graph.ops import CapturedGraph, CapturedOp
+from roofline.graph.ops import CapturedGraph, CapturedOp, reads_to_host
 from roofline.model.device import DeviceModel
 from roofline.model.kernels import kernel_s
 
@@ -184,6 +188,7 @@ def predict_timeline(
     # Module calls that launched no op of their own (Dropout in eval, Identity) still cost host time.
     unattributed = max(graph.module_calls - sum(entered), 0)
 
+    sync_s = ov.synchronize_s.median_s if (gpu and ov.synchronize_s) else 0.0
     h = unattributed * module_s + start_host_s
     e = 0.0
     out: list[OpTiming] = []
@@ -206,6 +211,10 @@ def predict_timeline(
             gap = start - e  # device idle, waiting for the host to issue this op
             predicted = end - e if end > e else 0.0
             h, e = issue, max(end, e)
+            if reads_to_host(op):  # the host waits for the device to drain, then for the copy back
+                resume = max(h, e) + sync_s
+                predicted += resume - e
+                h = e = resume
             if kernel == 0.0:
                 regime, bound = ("overhead", "host") if gap > 0 else ("none", "none")
             elif gap > kernel:
