@@ -2,6 +2,17 @@
 
 __version__ = "0.1.0"
 
+__all__ = ["Advisor", "analyze"]
+
+
+def __getattr__(name):
+    # imported on first use: ``import roofline`` stays cheap for the CLI
+    if name == "Advisor":
+        from roofline.advisor import Advisor
+
+        return Advisor
+    raise AttributeError(f"module 'roofline' has no attribute {name!r}")
+
 
 def analyze(model, example_inputs=(), profile=None, **kwargs):
     """Capture ``model`` on ``example_inputs`` (a tuple of positional inputs, or a dict of keyword

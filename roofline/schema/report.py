@@ -300,6 +300,16 @@ class DecodeReport(_Model):
     total_now_s: float | None = Field(default=None, description="--measure: the loop predicted at that host scale, seconds.")
 
 
+def _pandas(what: str):
+    try:
+        import pandas
+    except ImportError:
+        from roofline.errors import RooflineError
+
+        raise RooflineError(f"report.{what}() needs pandas: pip install 'roofline[frames]' (or pip install pandas)") from None
+    return pandas
+
+
 class Report(_Model):
     schema_version: Literal[2] = REPORT_SCHEMA_VERSION
     model: str = Field(description="Model name (the model file's stem, or the callable's name).")
@@ -326,6 +336,35 @@ class Report(_Model):
     measured_alternatives_s: dict[str, float] = Field(default_factory=dict, description="--measure on a GPU: measured time of each alternative.")
     gain_checks: list[GainCheck] = Field(default_factory=list, description="--measure on a GPU: each alternative's gain, predicted against measured.")
     decode: DecodeReport | None = Field(default=None, description="--decode N: prefill plus N decode steps with the key-value cache.")
+
+    def ops_frame(self):
+        """The ops as a pandas DataFrame, one row per op in execution order (shapes as strings)."""
+        pd = _pandas("ops_frame")
+        rows = []
+        for op in self.ops:
+            row = op.model_dump(exclude={"inputs", "outputs"})
+            row["input_shapes"] = "; ".join("x".join(map(str, t.shape)) for t in op.inputs)
+            row["output_shapes"] = "; ".join("x".join(map(str, t.shape)) for t in op.outputs)
+            row["dtype"] = op.outputs[0].dtype if op.outputs else (op.inputs[0].dtype if op.inputs else "")
+            rows.append(row)
+        return pd.DataFrame(rows)
+
+    def modules_frame(self):
+        """The module roll-up as a pandas DataFrame, largest first; time by regime as columns."""
+        pd = _pandas("modules_frame")
+        rows = []
+        for m in self.modules:
+            row = m.model_dump(exclude={"regime_s"})
+            for regime in ("compute", "memory", "overhead"):
+                row[f"{regime}_s"] = m.regime_s.get(regime, 0.0)
+            rows.append(row)
+        return pd.DataFrame(rows)
+
+    def _repr_html_(self) -> str:
+        """Jupyter's view: headline, plan, top ops and the roofline chart (``roofline.report.notebook``)."""
+        from roofline.report.notebook import notebook_html  # the renderer sits above the schema
+
+        return notebook_html(self)
 
     @property
     def recommended_plan(self) -> Plan | None:
