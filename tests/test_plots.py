@@ -310,15 +310,15 @@ def test_plot_all_paths(report, profile, tmp_path):
     r = with_sweeps(with_measurement(report))
     written = plots.plot_all(r, profile, tmp_path / "out.png")
     names = sorted(p.name for p in written)
-    assert names == sorted(["out.png", "out_vs_measured.png", "out_modules.png", "out_batch.png", "out_placement.png"])
+    assert names == sorted(["out.png", "out_timeline.png", "out_vs_measured.png", "out_modules.png", "out_batch.png", "out_placement.png"])
     for p in written:
         check_png(p)
     d = tmp_path / "charts"
     d.mkdir()
     written = plots.plot_all(report, profile, d)
-    assert sorted(p.name for p in written) == ["tiny_net_modules.png", "tiny_net_roofline.png"]
+    assert sorted(p.name for p in written) == ["tiny_net_modules.png", "tiny_net_roofline.png", "tiny_net_timeline.png"]
     written = plots.plot_all(report, profile, tmp_path / "stem")
-    assert sorted(p.name for p in written) == ["stem_modules.png", "stem_roofline.png"]
+    assert sorted(p.name for p in written) == ["stem_modules.png", "stem_roofline.png", "stem_timeline.png"]
 
 
 def test_no_global_state_leak(report, profile):
@@ -415,7 +415,7 @@ def test_advise_output_args(report, profile, tmp_path, capsys):
     args = advise("--plot", str(tmp_path / "c.png"), "--report", str(tmp_path / "r.html"))
     check_output_args(args)
     written = emit_outputs(report, profile, args)
-    assert {p.name for p in written} == {"c.png", "c_modules.png", "r.html"}
+    assert {p.name for p in written} == {"c.png", "c_timeline.png", "c_modules.png", "r.html"}
     assert "wrote" in capsys.readouterr().out
     assert emit_outputs(report, profile, advise()) == []
     blocker = tmp_path / "file"

@@ -37,6 +37,7 @@ def add_parsers(sub) -> None:
         help="draw the charts: PATH.png or PATH.svg (the roofline there, the others beside it as PATH_<chart>), or a directory",
     )
     adv.add_argument("--report", metavar="PATH.html", help="write a self-contained HTML design-review page (charts inline, no network needed)")
+    adv.add_argument("--trace", metavar="PATH.json", help="write the predicted eager timeline (and, with --measure, the measured kernels) as a Chrome trace for Perfetto")
     adv.set_defaults(func=_cmd_advise)
 
 
@@ -49,6 +50,8 @@ def _cmd_advise(args) -> int:
     check_output_args(args)  # and on an unwritable --plot/--report path
     if args.json:
         check_json_path(args.json)
+    if args.trace:
+        check_json_path(args.trace, "--trace", "the trace")
     measure_device = None
     if args.measure or args.bench_kernels:
         from roofline.measure.device import device_for
@@ -82,6 +85,11 @@ def _cmd_advise(args) -> int:
     if args.json:
         report.write_json(args.json)
         print(f"wrote {args.json}")
+    if args.trace:
+        from roofline.report.trace import write_trace
+
+        write_trace(report, args.trace)
+        print(f"wrote {args.trace} (open it in https://ui.perfetto.dev or chrome://tracing)")
     emit_outputs(report, profile, args)
     return 0
 

@@ -27,14 +27,15 @@ def check_writable(path: str) -> None:
         raise ProfileError(f"cannot write profile to {path}: {e.strerror or e}; choose another --output path")
 
 
-def check_json_path(path: str) -> None:
-    """Refuse an unusable --json path before the analysis (and any measurement) runs."""
+def check_json_path(path: str, flag: str = "--json", what: str = "the JSON report") -> None:
+    """Refuse an unusable JSON output path (``--json``, ``--trace``) before the analysis (and any
+    measurement) runs."""
     p = Path(path)
     if p.is_dir():
-        raise RooflineError(f"--json {path} is a directory; give a file path such as {p / 'report.json'}")
+        raise RooflineError(f"{flag} {path} is a directory; give a file path such as {p / 'report.json'}")
     parent = p.parent if str(p.parent) else Path(".")
     if not parent.is_dir() or not os.access(parent, os.W_OK):
-        raise RooflineError(f"cannot write the JSON report to {path}: its folder does not exist or is not writable")
+        raise RooflineError(f"cannot write {what} to {path}: its folder does not exist or is not writable")
 
 
 def check_output_path(path: str, kind: str, flag: str = "--output") -> None:

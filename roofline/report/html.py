@@ -136,6 +136,7 @@ _CAPTIONS = {
     "roofline": "Each op at its arithmetic intensity and predicted achieved rate under the profile's measured roofs; "
     "marker area is the time it adds to the run, colour its regime, hollow markers measured. Dotted lines: the rate an op "
     "of the labelled FLOPs reaches when its time is one host dispatch.",
+    "timeline": "The predicted eager timeline: the host issuing each op and the device running its kernels, coloured by regime (roofline advise --trace writes it for Perfetto).",
     "vs_measured": "Per-op predicted against measured time; the band is ±25%.",
     "modules": "Predicted time each top-level module adds to the forward, split by regime.",
     "batch": "Predicted time per sample over batch size; where the model leaves the overhead regime and turns compute-bound.",

@@ -51,6 +51,7 @@ class OpReport(_Model):
     memory_s: float = Field(ge=0, description="Bytes over the calibrated bandwidth at this size, seconds.")
     predicted_s: float = Field(ge=0, description="What this op adds to the run's end on the timeline, seconds.")
     start_s: float = Field(ge=0, description="Predicted start on the device timeline, seconds from the first issue.")
+    issue_s: float = Field(default=0.0, ge=0, description="When the host has issued it (the end of its host_s), seconds from the first issue.")
     regime: Regime = Field(description="compute, memory or overhead bound; none for ops that take no time.")
     bound_by: str = Field(description="The term that set the time: compute, memory, floor, host or none.")
     supported: bool = Field(description="False when no formula prices this op (bytes only, FLOPs 0).")

@@ -1,4 +1,4 @@
-"""Charts of a ``Report``: the roofline, predicted against measured, time by module, batch and
+"""Charts of a ``Report``: the roofline, the predicted timeline, predicted against measured, time by module, batch and
 placement sweeps. Every chart is a function that returns a ``matplotlib.figure.Figure``;
 ``save(fig, path)`` writes PNG or SVG by the path's extension, ``plot_all`` every chart the report
 has data for."""
@@ -15,20 +15,21 @@ from roofline.report.charts.modules import time_by_module
 from roofline.report.charts.roofline_chart import roofline_chart, roofs_for
 from roofline.report.charts.style import dtype_names, save, short_target
 from roofline.report.charts.sweeps import batch_chart, placement_chart
+from roofline.report.charts.timeline import timeline_chart
 from roofline.schema.profile import DeviceProfile
 from roofline.schema.report import Report
 
 __all__ = [
     "CHARTS", "accuracy", "available_charts", "batch_chart", "chart_paths", "dtype_names", "make_chart", "measured_pairs",
-    "placement_chart", "plot_all", "predicted_vs_measured", "roofline_chart", "roofs_for", "save", "short_target", "time_by_module",
+    "placement_chart", "plot_all", "timeline_chart", "predicted_vs_measured", "roofline_chart", "roofs_for", "save", "short_target", "time_by_module",
 ]
 
-CHARTS = ("roofline", "vs_measured", "modules", "batch", "placement")
+CHARTS = ("roofline", "timeline", "vs_measured", "modules", "batch", "placement")
 
 
 def available_charts(report: Report) -> list[str]:
     """The charts this report has data for, in ``CHARTS`` order."""
-    out = ["roofline"]
+    out = ["roofline", "timeline"]
     if measured_pairs(report):
         out.append("vs_measured")
     if report.modules:
@@ -45,7 +46,7 @@ def make_chart(name: str, report: Report, profile: DeviceProfile | None) -> Figu
         if profile is None:
             raise RooflineError("the roofline chart needs the device profile; pass --profile NAME|PATH")
         return roofline_chart(report, profile)
-    fn = {"vs_measured": predicted_vs_measured, "modules": time_by_module, "batch": batch_chart, "placement": placement_chart}[name]
+    fn = {"timeline": timeline_chart, "vs_measured": predicted_vs_measured, "modules": time_by_module, "batch": batch_chart, "placement": placement_chart}[name]
     return fn(report)
 
 
