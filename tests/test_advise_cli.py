@@ -119,3 +119,10 @@ def test_binary_profile_file_is_one_line(tmp_path):
     bad = tmp_path / "p.json"
     bad.write_bytes(bytes(range(128, 256)))
     _one_line_error(run_cli("advise", str(REPO / "examples" / "mlp_tiny.py"), "--profile", str(bad)), "not a roofline device profile")
+
+
+def test_no_arguments_print_the_help():
+    proc = run_cli()
+    assert proc.returncode == 0 and proc.stdout.startswith("usage: roofline")
+    for command in ("calibrate", "profiles", "advise", "plot"):
+        assert command in proc.stdout
