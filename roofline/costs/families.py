@@ -5,6 +5,7 @@ One module per op family; adding a family means adding its import here.
 
 from roofline.costs import (  # noqa: F401
     attention,
+    backward,
     conv,
     copy,
     creation,
@@ -13,6 +14,7 @@ from roofline.costs import (  # noqa: F401
     indexing,
     matmul,
     norm,
+    optimizer,
     pointwise,
     pooling,
     reduction,

@@ -47,6 +47,7 @@ from roofline.graph.provenance import (
     unique_bytes,
 )
 from roofline.graph.structure import map_tensors, tensors_in
+from roofline.graph.training import StepRun, TrainStep, training_mode
 
 __all__ = ["capture", "normalize_inputs"]
 
@@ -65,6 +66,7 @@ def capture(
     real: bool = False,
     continuations: Sequence[tuple[tuple, dict]] = (),
     link: Callable[[Any], dict] | None = None,
+    train: TrainStep | None = None,
 ) -> CapturedGraph:
     """Capture one forward pass of ``model(*example_inputs, **kwargs)`` as aten ops.
 
@@ -86,15 +88,24 @@ def capture(
     ``continuations`` are further calls of the model in the same capture, each with its own
     ``(args, kwargs)`` updated by ``link(previous call's output)`` (a decode step takes the cache the
     call before returned); ``CapturedGraph.segments`` then says where each call's ops start.
+
+    ``train`` captures one training step instead (``roofline.graph.training``): the model in train
+    mode, the forward, the loss, the backward pass and the optimizer step, each op marked with its
+    ``phase``; ``CapturedGraph.training`` says what the step holds. Its implementation must be
+    resolved (``TrainStep.for_device``).
     """
     if not callable(model):
         raise CaptureError(f"the model must be an nn.Module or a callable, got {type(model).__name__}; pass the module itself")
     args, kwargs = normalize_inputs(example_inputs, kwargs)
+    if train is not None:
+        inference = False
+        if continuations:
+            raise CaptureError("a training step is one call of the model; capture a decode loop without --train")
     locator = FrameLocator(preferred_files(model, user_files))
     then = _Continuations(continuations, link)
     if real:
         try:
-            graph = _trace(model, args, kwargs, fake=False, inference=inference, locator=locator, then=then)
+            graph = _trace(model, args, kwargs, fake=False, inference=inference, locator=locator, then=then, train=train)
         except _TraceFailed as failed:
             exc = failed.error
             raise CaptureError(f"capture failed at {failures.describe_location(exc, locator)}: {failures.summary(exc)}; {failures.hint(exc)}") from None
@@ -106,7 +117,7 @@ def capture(
         return graph
 
     try:
-        return _trace(model, args, kwargs, fake=True, inference=inference, locator=locator, device=device, then=then)
+        return _trace(model, args, kwargs, fake=True, inference=inference, locator=locator, device=device, then=then, train=train)
     except _TraceFailed as failed:
         fake_failure = failed.error
     if continuations:  # the loop of calls runs on fake tensors only
@@ -128,7 +139,7 @@ def capture(
             f"{need}; captured by running the model once on real CPU tensors "
             f"(capture_mode 'real'): the ops are those of these inputs' values"
         )
-        return _capture_real(materialize, warning, inference, locator)
+        return _capture_real(materialize, warning, inference, locator, train)
 
     if materialize is not None and failures.involves_meta(fake_failure):
         warning = (
@@ -136,7 +147,7 @@ def capture(
             f"attribute of a module ({failures.summary(fake_failure)}); captured by running the "
             f"model once on real CPU tensors (capture_mode 'real')"
         )
-        return _capture_real(materialize, warning, inference, locator)
+        return _capture_real(materialize, warning, inference, locator, train)
 
     raise CaptureError(f"capture failed at {where}: {failures.summary(fake_failure)}; {failures.hint(fake_failure)}") from None
 
@@ -160,7 +171,7 @@ def normalize_inputs(example_inputs: Any, kwargs: dict | None = None) -> tuple[t
     return example_inputs, dict(kwargs or {})
 
 
-def _capture_real(materialize: Materializer, warning: str, inference: bool, locator: FrameLocator) -> CapturedGraph:
+def _capture_real(materialize: Materializer, warning: str, inference: bool, locator: FrameLocator, train: TrainStep | None = None) -> CapturedGraph:
     try:
         got = materialize()
         model, args, kwargs = (*got, None) if len(got) == 2 else got
@@ -180,7 +191,7 @@ def _capture_real(materialize: Materializer, warning: str, inference: bool, loca
                     f"build it with real tensors (load the model file with materialize=True)"
                 )
     try:
-        graph = _trace(model, args, kwargs, fake=False, inference=inference, locator=locator)
+        graph = _trace(model, args, kwargs, fake=False, inference=inference, locator=locator, train=train)
     except _TraceFailed as failed:
         exc = failed.error
         raise CaptureError(
@@ -208,9 +219,10 @@ class _TraceFailed(Exception):
 
 
 def _trace(model, args: tuple, kwargs: dict, *, fake: bool, inference: bool, locator: FrameLocator, device: str = "cpu",
-           then: _Continuations | None = None) -> CapturedGraph:
+           then: _Continuations | None = None, train: TrainStep | None = None) -> CapturedGraph:
     is_module = isinstance(model, nn.Module)
     named = named_state(model) if is_module else []
+    trainable = {id(p) for p in model.parameters() if p.requires_grad} if (is_module and train is not None) else set()
     if fake:
         from torch._subclasses.fake_tensor import FakeTensorMode
 
@@ -223,10 +235,16 @@ def _trace(model, args: tuple, kwargs: dict, *, fake: bool, inference: bool, loc
         mode = contextlib.nullcontext()
 
         def convert(x: torch.Tensor) -> torch.Tensor:
-            return x.detach()
+            # a training step changes its state (the optimizer, batch norm's statistics): on a copy
+            return x.detach().clone() if train is not None else x.detach()
+
+    def convert_state(x: torch.Tensor) -> torch.Tensor:
+        t = convert(x)
+        return t.requires_grad_() if id(x) in trainable else t
 
     fakes: dict[int, torch.Tensor] = {}  # a tied weight is one tensor under two names
-    state = {name: fakes[id(t)] if id(t) in fakes else fakes.setdefault(id(t), convert(t)) for name, t in named}
+    state = {name: fakes[id(t)] if id(t) in fakes else fakes.setdefault(id(t), convert_state(t)) for name, t in named}
+    params = [fakes[i] for i in dict.fromkeys(id(t) for _, t in named if id(t) in trainable)]
     run_args = map_tensors(args, convert)
     run_kwargs = map_tensors(kwargs, convert)
 
@@ -235,6 +253,8 @@ def _trace(model, args: tuple, kwargs: dict, *, fake: bool, inference: bool, loc
     recorder = _Recorder(locator, tracker, calls)
     calls.on_whole = recorder.record_whole
     calls.on_host_read = recorder.host_read
+    if train is not None:
+        calls.on_return = recorder.torch_call_returned
     seen_state = set()
     for name, t in state.items():
         if id(t) not in seen_state:
@@ -250,12 +270,17 @@ def _trace(model, args: tuple, kwargs: dict, *, fake: bool, inference: bool, loc
             recorder.name_value(t, f"call.{c + 1}.input.{i}")
     segments, segment_calls = [0], [0]
 
-    grad = torch.no_grad() if inference else contextlib.nullcontext()
+    grad = torch.no_grad() if inference else (torch.enable_grad() if train is not None else contextlib.nullcontext())
     restore_training = set_eval(model) if (is_module and inference) else (lambda: None)
+    step = None
     try:
-        with mode, grad, tracker.installed(), quiet_torch_logs(), calls, recorder:
+        with mode, grad, training_mode(model if train is not None else None), tracker.installed(), quiet_torch_logs(), calls, recorder:
             try:
+                if train is not None:
+                    step = StepRun(train, params, recorder)
                 result = call_model(model, is_module, state, run_args, run_kwargs)
+                if step is not None:
+                    step.finish(result, run_args, run_kwargs)
                 for a, k in later:
                     recorder.mark_returned(result)
                     segments.append(len(recorder.ops))
@@ -277,6 +302,7 @@ def _trace(model, args: tuple, kwargs: dict, *, fake: bool, inference: bool, loc
     graph.capture_mode = "fake" if fake else "real"
     graph.segments = segments
     graph.segment_module_calls = segment_calls
+    graph.training = step.info() if step is not None else None
     graph.replay = _ReplayPlan(
         inputs=len(inputs), state=[name for name in state], constants=recorder.constants, real=not fake,
     )
@@ -286,6 +312,8 @@ def _trace(model, args: tuple, kwargs: dict, *, fake: bool, inference: bool, loc
 # Ops that ask a tensor about itself and launch nothing (``t.device`` on a fake tensor): not part
 # of the program.
 _QUERIES = {torch.ops.prim.device.default}
+# torch.profiler's record_function markers (the optimizers' step runs inside one): no work
+_MARKERS = ("profiler.",)
 
 
 class _Recorder(TorchDispatchMode):
@@ -309,6 +337,30 @@ class _Recorder(TorchDispatchMode):
         self.constants: dict[str, Any] = {}  # value name -> the tensor (real capture) or its TensorMeta
         self.suspended = False
         self.host_reads: list[str] = []  # "`.item()` at model.py:12", in order
+        self.phase = "forward"  # of a training step (roofline.graph.training)
+        # autograd node -> (module, module type, source) of the forward op that made it: a backward
+        # op is attributed to the forward op whose node autograd is running
+        self.origin: dict[Any, tuple[str, str, str | None]] = {}
+        # values that live on the host's CPU whatever the model's device: an optimizer's step counts
+        self.host_scalars: set[str] = set()
+
+    @contextlib.contextmanager
+    def paused(self):
+        """Run torch code without recording it (work that is not part of the program priced)."""
+        was, self.suspended = self.suspended, True
+        try:
+            yield
+        finally:
+            self.suspended = was
+
+    @contextlib.contextmanager
+    def in_module(self, name: str):
+        """Attribute the ops run inside to a pseudo-module ``name`` (the loss of a training step)."""
+        self.tracker.stack.append((name, name))
+        try:
+            yield
+        finally:
+            self.tracker.stack.pop()
 
     def host_read(self, what: str) -> None:
         """The model read tensor values into Python (``TorchCalls.on_host_read``)."""
@@ -336,7 +388,7 @@ class _Recorder(TorchDispatchMode):
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         out = func(*args, **kwargs)
-        if func not in _QUERIES and not self.suspended:
+        if func not in _QUERIES and not self.suspended and not str(func).startswith(_MARKERS):
             with torch._C.DisableTorchFunction():  # our own reads of the tensors are not the model's calls
                 self._record(func, args, kwargs, out)
         return out
@@ -369,19 +421,48 @@ class _Recorder(TorchDispatchMode):
         mkwargs = {k: meta(v) for k, v in kwargs.items()}
         outputs = [t for t in pytree.tree_leaves(out) if isinstance(t, torch.Tensor)]
         module, module_type = self.tracker.stack[-1] if self.tracker.stack else ("", "")
-        try:
-            source = self.locator.find(sys._getframe(2))
-        except Exception:  # noqa: BLE001 - provenance is best effort, never fatal
-            source = None
+        grad_of = ""
+        if self.phase == "backward":  # no module runs: the forward op's module and line, by autograd's node
+            node = torch._C._current_autograd_node() if hasattr(torch._C, "_current_autograd_node") else None
+            grad_of, module_type, source = self.origin.get(node, ("", "", None))
+            module = ""
+        else:
+            try:
+                source = self.locator.find(sys._getframe(2))
+            except Exception:  # noqa: BLE001 - provenance is best effort, never fatal
+                source = None
+        host_scalar = self.phase == "optimizer" and bool(sources) and all(
+            name in self.host_scalars or (name.startswith("const.") and t.ndim == 0)
+            for (name, _), t in zip(sources, _flat_tensors(args, kwargs))
+        ) and all(t.ndim == 0 for t in outputs)
         self.ops.append(
             CapturedOp(
                 index=index, target=func, args=margs, kwargs=mkwargs, outputs=tuple(_tensor_meta(t) for t in outputs),
                 module=module, module_type=module_type, source=source, torch_call=self.calls.current,
                 input_ops=tuple(sorted({p for _, p in sources if p >= 0})), input_sources=tuple(sources),
+                phase=self.phase, grad_of=grad_of, host_scalar=host_scalar,
             )
         )
         for k, t in enumerate(outputs):
             self.name_value(t, f"op.{index}.{k}", index)
+            if host_scalar:
+                self.host_scalars.add(f"op.{index}.{k}")
+
+    def torch_call_returned(self, result) -> None:
+        """A torch call of the model's code returned (``TorchCalls.on_return``): the autograd nodes
+        it made (its outputs' ``grad_fn`` and the new nodes behind them) belong to the module and line
+        of its last op, which is where their backward ops are attributed."""
+        if self.phase != "forward" or not self.ops:
+            return
+        last = self.ops[-1]
+        where = (last.module, last.module_type, last.source)
+        stack = [t.grad_fn for t in tensors_in(result) if t.grad_fn is not None]
+        while stack:
+            node = stack.pop()
+            if node is None or node in self.origin:
+                continue
+            self.origin[node] = where
+            stack.extend(n for n, _ in node.next_functions if n is not None)
 
     def mark_returned(self, result) -> None:
         """Mark the ops whose values a model call returned (every call's, in a loop of calls)."""
@@ -416,6 +497,25 @@ def _reads_values(target) -> bool:
     """An op whose result depends on tensor values, not only on shapes (``.item()``, ``nonzero``)."""
     tags = getattr(target, "tags", ())
     return torch.Tag.data_dependent_output in tags or torch.Tag.dynamic_output_shape in tags
+
+
+def _flat_tensors(args: tuple, kwargs: dict) -> list[torch.Tensor]:
+    """The tensor arguments of a call in the order ``_record`` names their sources."""
+    found: list[torch.Tensor] = []
+
+    def walk(x):
+        if isinstance(x, torch.Tensor):
+            found.append(x)
+        elif isinstance(x, (list, tuple)):
+            for y in x:
+                walk(y)
+        elif isinstance(x, dict):
+            for y in x.values():
+                walk(y)
+
+    walk(args)
+    walk(kwargs)
+    return found
 
 
 def _is_fake(t: torch.Tensor) -> bool:

@@ -93,6 +93,14 @@ class CapturedOp:
     # The native (C++) torch call (``F.linear``, ``torch.matmul``) this op ran inside, shared by every
     # op of that call; None for a call into Python code, or when unknown. See capture._TorchCalls.
     torch_call: int | None = None
+    # Of a training step (roofline.graph.training): "forward" (the loss included), "backward" or
+    # "optimizer". A backward op runs in no module (``module`` is ""); ``grad_of`` is the module of
+    # the forward op it differentiates, and ``source`` that op's line.
+    phase: str = "forward"
+    grad_of: str = ""
+    # An op on CPU scalars that stay on the host whatever the model's device (an optimizer's step
+    # count, and ``.item()`` of it): no kernel on a GPU, and no wait for the device.
+    host_scalar: bool = False
 
     @property
     def name(self) -> str:
@@ -142,6 +150,8 @@ HOST_READ_OPS = {
 def reads_to_host(op: "CapturedOp") -> str | None:
     """What makes the host wait for the device at this op, in words; None if nothing does. A
     boolean mask used as an index (``x[x > 0]``) runs a nonzero inside ``index``/``index_put``."""
+    if op.host_scalar:
+        return None
     what = HOST_READ_OPS.get(op.packet)
     if what is None and op.packet in ("aten.index", "aten.index_put", "aten.index_put_", "aten._index_put_impl_"):
         if any(t.dtype == torch.bool for t in op.tensor_inputs()[1:]):
@@ -175,6 +185,7 @@ class CapturedGraph:
     replay: Any = None  # what roofline.graph.replay needs to run the ops again on real tensors
     segments: list[int] = field(default_factory=lambda: [0])  # first op of each model call (several: a decode loop)
     segment_module_calls: list[int] = field(default_factory=lambda: [0])  # module calls made before each model call
+    training: Any = None  # a training step's roofline.graph.training.StepInfo; None for a forward
 
     def with_ops(self, ops: list[CapturedOp]) -> "CapturedGraph":
         """The same program with other ops (fused, or changed for an alternative)."""

@@ -176,6 +176,9 @@ class TorchCalls(TorchFunctionMode):
         self.on_whole: Callable | None = None
         # called with HOST_READS' description when the model reads tensor values into Python
         self.on_host_read: Callable[[str], None] | None = None
+        # called with the result of each outermost call (a training step's capture maps the autograd
+        # nodes the call made to its module and line)
+        self.on_return: Callable[[object], None] | None = None
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         if self.on_whole is not None and func in WHOLE_CALLS and self.current is None:
@@ -187,9 +190,12 @@ class TorchCalls(TorchFunctionMode):
             self.count += 1
             self.current = None if inspect.isfunction(func) else self.count
         try:
-            return func(*args, **(kwargs or {}))
+            result = func(*args, **(kwargs or {}))
         finally:
             self.current = outer
+        if outer is None and self.on_return is not None:
+            self.on_return(result)
+        return result
 
 
 @contextlib.contextmanager

@@ -1,0 +1,212 @@
+"""Backward ops: each formula on the op autograd really runs (worked examples, by hand).
+
+Each case runs a small forward and its backward on real CPU tensors, recorded by tests.opcapture,
+and checks the one backward op against the rule in roofline/costs/backward.py.
+"""
+
+import pytest
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from roofline.costs import cost_of
+from roofline.costs.backward import attention_backward_flops
+from tests.opcapture import capture_with_grad, meta, only, op_of
+
+aten = torch.ops.aten
+F32 = 4
+
+
+def backward_op(packet, forward, *shapes, dtype=torch.float32):
+    """The single ``packet`` op of ``forward(*inputs).backward(gradient)``, and its cost (a dense
+    gradient: that of ``.sum()`` is a broadcast scalar, read at one element)."""
+    inputs = [torch.randn(*s, dtype=dtype, requires_grad=True) for s in shapes]
+
+    def step():
+        out = forward(*inputs)
+        out.backward(torch.randn(out.shape))
+
+    op = only(capture_with_grad(step), packet)
+    cost, ok = cost_of(op)
+    assert ok, op.name
+    return op, cost
+
+
+@pytest.mark.parametrize("packet, forward, flops, category", [
+    ("aten.threshold_backward", torch.relu, 1, "pointwise"),
+    ("aten.hardtanh_backward", F.hardtanh, 2, "pointwise"),
+    ("aten.leaky_relu_backward", F.leaky_relu, 2, "pointwise"),
+    ("aten.hardsigmoid_backward", F.hardsigmoid, 2, "pointwise"),
+    ("aten.hardswish_backward", F.hardswish, 4, "pointwise"),
+    ("aten.sigmoid_backward", torch.sigmoid, 3, "pointwise"),
+    ("aten.tanh_backward", torch.tanh, 3, "pointwise"),
+    ("aten.elu_backward", F.elu, 4, "transcendental"),
+    ("aten.softplus_backward", F.softplus, 5, "transcendental"),
+    ("aten.log_sigmoid_backward", F.logsigmoid, 5, "transcendental"),
+    ("aten.silu_backward", F.silu, 6, "transcendental"),
+    ("aten.mish_backward", F.mish, 10, "transcendental"),
+    ("aten.gelu_backward", F.gelu, 8, "transcendental"),
+    ("aten.gelu_backward", lambda x: F.gelu(x, approximate="tanh"), 12, "transcendental"),
+])
+def test_activation_backward(packet, forward, flops, category):
+    # 6 x 10 = 60 elements: reads the gradient and the saved input (or output), writes the gradient;
+    # log_sigmoid's backward also reads the buffer its forward saved
+    _, c = backward_op(packet, forward, (6, 10))
+    reads = 3 if packet == "aten.log_sigmoid_backward" else 2
+    assert (c.flops, c.bytes_read, c.bytes_written, c.kernels, c.category) == (flops * 60, reads * 60 * F32, 60 * F32, 1, category)
+
+
+@pytest.mark.parametrize("packet, forward", [
+    ("aten._softmax_backward_data", lambda x: torch.softmax(x, -1)),
+    ("aten._log_softmax_backward_data", lambda x: torch.log_softmax(x, -1)),
+])
+def test_softmax_backward(packet, forward):
+    _, c = backward_op(packet, forward, (4, 16))
+    assert (c.flops, c.bytes_read, c.bytes_written, c.kernels) == (4 * 64, 2 * 64 * F32, 64 * F32, 1)
+
+
+def test_layer_norm_backward():
+    # 8 x 32 = 256 elements, all three gradients: 8 + 3 + 1 = 12 per element; 2 kernels
+    ln = nn.LayerNorm(32)
+    x = torch.randn(8, 32, requires_grad=True)
+    op = only(capture_with_grad(lambda: ln(x).backward(torch.randn(8, 32))), "aten.native_layer_norm_backward")
+    c, _ = cost_of(op)
+    assert (c.flops, c.kernels, c.category) == (12 * 256, 2, "norm")
+    # reads grad, input, mean, rstd (8 each), weight, bias; writes the three gradients
+    assert c.bytes_read == (256 + 256 + 8 + 8 + 32 + 32) * F32
+    assert c.bytes_written == (256 + 32 + 32) * F32
+
+
+def test_layer_norm_backward_input_only():
+    # a frozen LayerNorm without affine: the input's gradient alone, one kernel
+    x = torch.randn(8, 32, requires_grad=True)
+    op = only(capture_with_grad(lambda: F.layer_norm(x, (32,)).sum().backward()), "aten.native_layer_norm_backward")
+    c, _ = cost_of(op)
+    assert (c.flops, c.kernels) == (8 * 256, 1)
+
+
+def test_batch_norm_backward():
+    bn = nn.BatchNorm2d(4)
+    x = torch.randn(2, 4, 3, 3, requires_grad=True)  # 72 elements
+    op = only(capture_with_grad(lambda: bn(x).sum().backward()), "aten.native_batch_norm_backward")
+    c, _ = cost_of(op)
+    assert (c.flops, c.kernels) == (12 * 72, 2)
+
+
+def test_group_norm_backward():
+    gn = nn.GroupNorm(2, 4)
+    x = torch.randn(2, 4, 3, 3, requires_grad=True)
+    op = only(capture_with_grad(lambda: gn(x).sum().backward()), "aten.native_group_norm_backward")
+    c, _ = cost_of(op)
+    assert (c.flops, c.kernels) == (12 * 72, 3)
+
+
+@pytest.mark.skipif(not hasattr(aten, "_fused_rms_norm_backward"), reason="no fused RMS norm in this torch")
+def test_rms_norm_backward():
+    x, w, rstd = meta(8, 32), meta(32), meta(8, 1)
+    op = op_of(aten._fused_rms_norm_backward.default, x, x, [32], rstd, w, [True, True], outputs=[x, w])
+    c, ok = cost_of(op)
+    assert ok and (c.flops, c.kernels) == ((6 + 2) * 256, 2)
+
+
+def test_nll_loss_backward():
+    logits = torch.randn(5, 7, requires_grad=True)
+    target = torch.tensor([0, 1, 2, 3, 4])
+    op = only(capture_with_grad(lambda: F.cross_entropy(logits, target).backward()), "aten.nll_loss_backward")
+    c, _ = cost_of(op)
+    # one value per row into a zeroed (5, 7) gradient; 2 kernels
+    assert (c.flops, c.bytes_written, c.kernels, c.category) == (5, 35 * F32, 2, "data_movement")
+
+
+def test_mse_loss_backward():
+    x = torch.randn(4, 6, requires_grad=True)
+    y = torch.randn(4, 6)
+    op = only(capture_with_grad(lambda: F.mse_loss(x, y).backward()), "aten.mse_loss_backward")
+    c, _ = cost_of(op)
+    assert c.flops == 3 * 24 and c.bytes_written == 24 * F32
+
+
+def test_dropout_backward():
+    x, mask = meta(4, 8), meta(4, 8, dtype=torch.bool)
+    c, ok = cost_of(op_of(aten.native_dropout_backward.default, x, mask, 2.0, outputs=[x]))
+    assert ok and (c.flops, c.bytes_read, c.bytes_written) == (64, 128 + 32, 128)
+
+
+def test_max_pool_backward():
+    x = torch.randn(1, 2, 8, 8, requires_grad=True)
+    op = only(capture_with_grad(lambda: F.max_pool2d(x, 2).sum().backward()), "aten.max_pool2d_with_indices_backward")
+    c, _ = cost_of(op)
+    assert (c.flops, c.bytes_written, c.kernels) == (32, 128 * F32, 2)  # one add per output
+
+
+def test_avg_pool_backward():
+    x = torch.randn(1, 2, 8, 8, requires_grad=True)
+    op = only(capture_with_grad(lambda: F.avg_pool2d(x, 2).sum().backward()), "aten.avg_pool2d_backward")
+    c, _ = cost_of(op)
+    assert c.flops == 32 * 4  # 32 outputs x 4 taps
+
+
+def test_adaptive_avg_pool_backward():
+    x = torch.randn(1, 2, 8, 8, requires_grad=True)
+    op = only(capture_with_grad(lambda: F.adaptive_avg_pool2d(x, 2).sum().backward()), "aten._adaptive_avg_pool2d_backward")
+    c, _ = cost_of(op)
+    assert c.flops == 128
+
+
+def test_embedding_backward():
+    emb = nn.Embedding(100, 16)
+    ids = torch.tensor([[1, 2, 3], [4, 5, 6]])
+    op = only(capture_with_grad(lambda: emb(ids).sum().backward()), "aten.embedding_dense_backward")
+    c, _ = cost_of(op)
+    # 6 rows of 16 added into a zeroed (100, 16) gradient: written 1600 + 96 elements
+    assert (c.flops, c.bytes_written, c.kernels) == (96, (1600 + 96) * F32, 2)
+
+
+@pytest.mark.parametrize("packet, forward", [
+    ("aten.select_backward", lambda x: x[1]),
+    ("aten.slice_backward", lambda x: x[1:3]),
+])
+def test_view_backward(packet, forward):
+    _, c = backward_op(packet, lambda x: forward(x) * 2, (4, 5))
+    assert c.flops == 0 and c.kernels == 2 and c.bytes_written > 20 * F32
+
+
+def test_convolution_backward_dense():
+    # x (2, 3, 8, 8), w (4, 3, 3, 3), out (2, 4, 6, 6): forward 2*2*36*27*4 = 15552 FLOPs;
+    # input and weight gradients 15552 each, the bias gradient a sum over 288 elements
+    conv = nn.Conv2d(3, 4, 3)
+    x = torch.randn(2, 3, 8, 8, requires_grad=True)
+    op = only(capture_with_grad(lambda: conv(x).sum().backward()), "aten.convolution_backward")
+    c, _ = cost_of(op)
+    assert c.category == "conv" and len(c.parts) == 3
+    forward = 2 * 2 * 36 * 27 * 4
+    assert c.flops == 2 * forward and c.parts[2][1].flops == 288  # the bias's sum: priced, not counted
+
+
+def test_convolution_backward_weight_only_grouped():
+    # a frozen input: the weight's gradient only; groups=2: (2, 4/2, 72) @ (72, 2*9) -> 2*2*2*72*18
+    conv = nn.Conv2d(4, 4, 3, groups=2, bias=False)
+    x = torch.randn(2, 4, 8, 8)
+    op = only(capture_with_grad(lambda: conv(x).sum().backward()), "aten.convolution_backward")
+    c, _ = cost_of(op)
+    assert len(c.parts) == 1 and c.flops == 2 * 2 * 2 * 72 * 18
+
+
+def test_attention_backward():
+    q = torch.randn(2, 3, 16, 8, requires_grad=True)
+    k = torch.randn(2, 3, 16, 8, requires_grad=True)
+    v = torch.randn(2, 3, 16, 8, requires_grad=True)
+    ops = capture_with_grad(lambda: F.scaled_dot_product_attention(q, k, v).sum().backward())
+    op = next(o for o in ops if "attention" in o.packet and o.packet.endswith("backward"))
+    c, ok = cost_of(op)
+    # 2 * 6 * 16 * 16 * (3*8 + 2*8) = 122880: 2.5x the forward's 4 * 6 * 16 * 16 * 8
+    assert ok and c.flops == 122880 == attention_backward_flops(6, 16, 16, 8, 8)
+    assert c.flops * 2 == 5 * (4 * 6 * 16 * 16 * 8) and c.category == "attention"
+
+
+def test_attention_kernel_backward_bshd():
+    q, lse = meta(2, 16, 3, 8), meta(2, 3, 16)
+    op = op_of(aten._efficient_attention_backward.default, q, q, q, q, None, q, None, None, 16, 16, lse, 0.0,
+               meta(2), meta(2), 0, False, outputs=[q, q, q])
+    c, ok = cost_of(op)
+    assert ok and c.flops == attention_backward_flops(6, 16, 16, 8, 8)
