@@ -44,6 +44,30 @@ def attach_measurement(report: Report, measurement: Measurement, analysis: Analy
     return report
 
 
+def attach_step_measurement(report: Report, measured) -> Report:
+    """Put real training steps (``roofline.measure.train.StepMeasurement``) beside the predicted step:
+    the step, each phase, and the peak of memory."""
+    step = report.training
+    report.total.measured_s = measured.total.median_s
+    report.total.measured_spread_s = measured.total.iqr_s
+    step.measured_s = measured.total.median_s
+    for phase in step.phases:
+        phase.measured_s = measured.phases_s.get(phase.phase)
+    step.memory.measured_peak_bytes = measured.peak_bytes
+    def err(p, m):
+        return f"{100 * (p - m) / m:+.0f}%" if m else "-"
+    line = f"checked: training step measured {seconds(measured.total.median_s)} against {seconds(step.predicted_s)} predicted ({err(step.predicted_s, measured.total.median_s)}); " + ", ".join(
+        f"{p.phase} {seconds(p.measured_s)} against {seconds(p.predicted_s)} ({err(p.predicted_s, p.measured_s)})" for p in step.phases if p.measured_s
+    )
+    if measured.peak_bytes:
+        from roofline.units import count
+
+        line += f"; peak memory {count(measured.peak_bytes, 'B')} against {count(step.memory.peak_bytes, 'B')} predicted ({err(step.memory.peak_bytes, measured.peak_bytes)})"
+    report.advice.append(line)
+    report.warnings += measured.notes
+    return report
+
+
 def attach_host_speed(report: Report, analysis: Analysis, scale: float) -> Report:
     """Put the prediction at the host's speed of the measurement beside the one as calibrated: the
     same graph and costs predicted with every host cost times the host-speed index's scale. Host

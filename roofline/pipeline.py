@@ -11,7 +11,7 @@ a loaded model file.
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 from typing import Any, Callable, Literal
@@ -25,14 +25,17 @@ from roofline.advice.fusion import fuse_program, fusion_groups, fusion_report
 from roofline.advice.padding import padding_advice
 from roofline.advice.placement import crossover, placement, size_of
 from roofline.advice.plans import DevicePart, rank_plans
+from roofline.advice.step_memory import step_memory
 from roofline.advice.streams import stream_pipeline
 from roofline.advice.text import advice_lines
+from roofline.advice.training import UNCALIBRATED_HOST, checkpointing_estimate, host_only, phase_times, training_lines
 from roofline.costs import OpCost, cost_of
 from roofline.errors import CaptureError, ProfileError
 from roofline.graph.capture import capture, normalize_inputs
 from roofline.graph.ops import CapturedGraph
 from roofline.graph.rebatch import Rebatcher, leading_batch, with_batch
 from roofline.graph.structure import tensors_in
+from roofline.graph.training import ParameterSet, TrainStep
 from roofline.model.coverage import uncertain_reason
 from roofline.model.device import DeviceModel, MathModes
 from roofline.model.host import scaled_overheads
@@ -49,8 +52,10 @@ from roofline.schema.report import (
     PlacementSweep,
     ProfileRef,
     Report,
+    StepMemory,
     TensorInfo,
     Totals,
+    TrainingStep,
     UncertainOps,
 )
 
@@ -66,7 +71,8 @@ class Options:
     torch's flags now). ``calls``, ``host_memory``, ``copies_per_call``: the loop placement is for.
     ``batch_sweep``: predict other batch sizes (None: for models of up to ``BATCH_SWEEP_MAX_OPS``
     ops). ``capture_device``: where to trace (None: the predicted GPU when this machine has one,
-    else the CPU). ``user_files``: files whose lines name each op's source.
+    else the CPU). ``user_files``: files whose lines name each op's source. ``train``: analyze one
+    training step (``roofline.graph.training.TrainStep``) instead of the forward.
     """
 
     device: str | None = None
@@ -78,6 +84,7 @@ class Options:
     batch_sweep: bool | None = None
     capture_device: str | None = None
     user_files: tuple[str, ...] = field(default_factory=tuple)
+    train: TrainStep | None = None
 
     def modes(self) -> MathModes:
         return MathModes.from_torch(self.allow_tf32, self.conv_tf32)
@@ -131,15 +138,16 @@ def capture_device_for(kind: str, options: Options) -> str:
 def capture_for(model, args: tuple, kwargs: dict, kind: str, options: Options, materialize=None, real: bool = False) -> CapturedGraph:
     """Capture on ``capture_device_for``; ``real``: the model and inputs are real CPU tensors, run as they are."""
     device = capture_device_for(kind, options)
+    train = options.train.for_device(kind) if options.train is not None else None
     if real and device == "cpu":
-        return capture(model, args, kwargs, user_files=options.user_files, real=True)
+        return capture(model, args, kwargs, user_files=options.user_files, real=True, train=train)
     try:
-        graph = capture(model, args, kwargs, materialize=materialize, user_files=options.user_files, device=device)
+        graph = capture(model, args, kwargs, materialize=materialize, user_files=options.user_files, device=device, train=train)
     except CaptureError as e:
         if device == "cpu":
             raise
         # Some CUDA-only kernels (cuDNN RNNs) have no fake-tensor support: price the CPU trace.
-        graph = capture(model, args, kwargs, materialize=materialize, user_files=options.user_files, device="cpu")
+        graph = capture(model, args, kwargs, materialize=materialize, user_files=options.user_files, device="cpu", train=train)
         graph.warnings.append(f"captured on the CPU because capture on {device} failed ({str(e)[:160]}); per-op replay may not be possible")
     cpu_path = sorted({op.name for op in graph.ops if "for_cpu" in op.name or "mkldnn" in op.name})
     if kind == "cuda" and cpu_path:
@@ -163,11 +171,12 @@ class Analysis:
         self._capture_at, self._batch = capture_at, batch
         if costs is None:
             priced = [cost_of(op) for op in graph.ops]
-            costs = [c for c, _ in priced], [ok for _, ok in priced]
+            costs = [host_only(c) if op.host_scalar else c for op, (c, _) in zip(graph.ops, priced)], [ok for _, ok in priced]
         self.costs, self.supported = costs
         self._devices: dict[str, DeviceModel | None] = dict(devices or {})
         self._kernels: dict[str, list[KernelTerms]] = {}
         self._timelines: dict[str, Timeline] = {}
+        self._capture_step: Callable[[TrainStep], CapturedGraph] | None = None
 
     @classmethod
     def of(cls, model, args: Any = (), kwargs: dict | None = None, profile: DeviceProfile | str | Path | None = None,
@@ -187,12 +196,15 @@ class Analysis:
         def capture_at(b: int) -> CapturedGraph | None:
             try:
                 a, k = with_batch(args, kwargs, b, real=real)
-                return capture_for(model, a, k, kind, Options(capture_device=options.capture_device), real=real)
+                return capture_for(model, a, k, kind, Options(capture_device=options.capture_device, train=options.train), real=real)
             except Exception:  # a model whose shapes do not follow its batch (hard-coded reshapes)
                 return None
 
         label = name or getattr(model, "__name__", None) or type(model).__name__
-        return cls(graph, prof, kind, options, name=label, is_module=isinstance(model, torch.nn.Module), capture_at=capture_at, batch=b0, devices=devices)
+        analysis = cls(graph, prof, kind, options, name=label, is_module=isinstance(model, torch.nn.Module), capture_at=capture_at, batch=b0, devices=devices)
+        if options.train is not None:  # the same step otherwise (under autocast): the training advice prices it
+            analysis._capture_step = lambda step: capture_for(model, args, kwargs, kind, replace(options, train=step), materialize, real=real)
+        return analysis
 
     # ---- device models and timelines ---------------------------------------------------------
 
@@ -290,10 +302,25 @@ class Analysis:
         return host_syncs(self.graph)
 
     def memory_on(self, kind: str) -> MemoryFit:
-        """What one call holds against the memory of the profile's GPU ('cuda') or host ('cpu')."""
+        """What one call holds against the memory of the profile's GPU ('cuda') or host ('cpu'); for a
+        training step, its peak (``step_memory_on``), all of it beyond weights and inputs as activations."""
         part = self.profile.gpu if kind == "cuda" else self.profile.host
         capacity = part.identity.memory_bytes if part is not None else None
-        return memory_fit(self.graph, self.costs, kind, capacity)
+        if self.graph.training is None:
+            return memory_fit(self.graph, self.costs, kind, capacity)
+        step = self.step_memory_on(kind)
+        rest = step.peak_bytes - step.weights_bytes - step.inputs_bytes
+        return MemoryFit(
+            device=kind, weights_bytes=step.weights_bytes, inputs_bytes=step.inputs_bytes, peak_activations_bytes=max(rest, 0),
+            need_bytes=step.peak_bytes, capacity_bytes=capacity, fits=step.fits,
+        )
+
+    def step_memory_on(self, kind: str) -> StepMemory:
+        """A training step's memory over its ops on the profile's GPU ('cuda') or host ('cpu')."""
+        part = self.profile.gpu if kind == "cuda" else self.profile.host
+        capacity = part.identity.memory_bytes if part is not None else None
+        cc = getattr(part.identity, "compute_capability", None) if part is not None else None
+        return step_memory(self.graph, self.costs, kind, capacity, cc)
 
     @cached_property
     def plans(self):
@@ -339,7 +366,7 @@ class Analysis:
             return None
         if graph is self.graph:
             return self.timeline()
-        costs = [cost_of(op)[0] for op in graph.ops]
+        costs = [host_only(cost_of(op)[0]) if op.host_scalar else cost_of(op)[0] for op in graph.ops]
         return predict_timeline(graph, costs, self.dev, is_module=self.is_module)
 
     @cached_property
@@ -357,6 +384,94 @@ class Analysis:
             return None
         return batch_sweep(self._batch, self.at_batch, self.kind)
 
+    # ---- a training step ---------------------------------------------------------------------
+
+    @cached_property
+    def training(self) -> TrainingStep | None:
+        """The training step's phases, memory and alternatives (None for a forward)."""
+        info = self.graph.training
+        if info is None:
+            return None
+        tl = self.timeline()
+        batch = self._batch if self._batch and self._batch > 0 else None
+        alternatives = {f"optimizer_{impl}": s for impl, s in self._optimizer_alternatives_s().items()}
+        bf16 = self._autocast_step_s()
+        if bf16 is not None:
+            alternatives["autocast_bfloat16"] = bf16
+        compiled = self.alternatives.torch_compile_s
+        if compiled is not None:
+            alternatives["torch_compile"] = compiled
+        return TrainingStep(
+            optimizer=info.optimizer, implementation=info.implementation, loss=info.loss, batch=batch, parameters=info.parameters,
+            phases=phase_times(self.graph, self.costs, tl), predicted_s=tl.total_s,
+            samples_per_s=batch / tl.total_s if batch and tl.total_s else None, memory=self.step_memory_on(self.kind),
+            alternatives=alternatives,
+        )
+
+    def _optimizer_alone_s(self, implementation: str) -> float | None:
+        """The optimizer step alone over this model's parameters in ``implementation``, on the
+        predicted part (None where torch cannot build it)."""
+        info = self.graph.training
+        step = TrainStep(optimizer=info.optimizer, implementation=implementation, loss="sum")
+        try:
+            graph = capture(ParameterSet(info.parameter_shapes), (), train=step, device=capture_device_for(self.kind, self.options))
+        except (CaptureError, RuntimeError, ValueError, TypeError):
+            return None
+        ops = [op for op in graph.ops if op.phase == "optimizer"]
+        costs = [host_only(cost_of(op)[0]) if op.host_scalar else cost_of(op)[0] for op in ops]
+        tl = predict_timeline(graph.with_ops(ops), costs, self.dev, is_module=False)
+        return tl.total_s - tl.sync_s
+
+    def _optimizer_alternatives_s(self) -> dict[str, float]:
+        """The step with each other optimizer implementation: its optimizer alone swapped for the other's."""
+        info = self.graph.training
+        mine = self._optimizer_alone_s(info.implementation)
+        if mine is None:
+            return {}
+        out = {}
+        for impl in ("foreach", "fused", "for-loop"):
+            if impl == info.implementation:
+                continue
+            other = self._optimizer_alone_s(impl)
+            if other is not None:
+                out[impl] = max(self.total_s - mine + other, 0.0)
+        return out
+
+    def _autocast_step_s(self) -> float | None:
+        """The step with the forward and loss under bf16 autocast, for float32 models on a part with a
+        bf16 matmul curve (None otherwise, or when it cannot be captured)."""
+        info = self.graph.training
+        if self._capture_step is None or not info.parameter_shapes or info.parameter_shapes[0][1] != torch.float32:
+            return None
+        if "bfloat16" not in self.dev.matmul:
+            return None
+        try:
+            graph = self._capture_step(replace(self.options.train, autocast="bfloat16"))
+        except (CaptureError, RuntimeError):
+            return None
+        costs = [host_only(cost_of(op)[0]) if op.host_scalar else cost_of(op)[0] for op in graph.ops]
+        return predict_timeline(graph, costs, self.dev, is_module=self.is_module).total_s
+
+    def _best_batch(self) -> tuple[int, float] | None:
+        """(batch, samples/s): the batch of the sweep with the most samples per second whose step fits
+        the predicted device's memory."""
+        sweep = self.batch_sweep
+        if sweep is None or self._rebatcher is None:
+            return None
+        part = self.profile.gpu if self.kind == "cuda" else self.profile.host
+        capacity = part.identity.memory_bytes if part is not None else None
+        best = None
+        for point in sweep.points:
+            graph = self._rebatcher.at(point.batch)
+            if graph is None or graph.training is None or point.predicted_s <= 0:
+                continue
+            costs = [host_only(cost_of(op)[0]) if op.host_scalar else cost_of(op)[0] for op in graph.ops]
+            mem = step_memory(graph, costs, self.kind, capacity, getattr(part.identity, "compute_capability", None))
+            rate = point.batch / point.predicted_s
+            if mem.fits and (best is None or rate > best[1]):
+                best = (point.batch, rate)
+        return best
+
     # ---- the report --------------------------------------------------------------------------
 
     def report(self) -> Report:
@@ -367,12 +482,12 @@ class Analysis:
         for op, cost, ok, t, why in zip(self.graph.ops, self.costs, self.supported, tl.ops, self.uncertain):
             ops.append(
                 OpReport.model_construct(
-                    index=op.index, target=op.name, module=op.module, module_type=op.module_type, source=op.source,
+                    index=op.index, target=op.name, module=op.module or op.grad_of, module_type=op.module_type, source=op.source,
                     category=cost.category, inputs=_tensor_infos(op.tensor_inputs()), outputs=_tensor_infos(op.outputs),
                     flops=cost.flops, bytes_read=cost.bytes_read, bytes_written=cost.bytes_written, kernels=cost.kernels,
                     kernel_s=t.kernel_s, host_s=t.host_s, compute_s=t.compute_s, memory_s=t.memory_s,
                     predicted_s=t.predicted_s, start_s=t.start_s, issue_s=t.issue_s, regime=t.regime, bound_by=t.bound_by, supported=ok,
-                    kernel_source=kernel_source(op, cost, self.dev), uncertain=why,
+                    kernel_source=kernel_source(op, cost, self.dev), uncertain=why, phase=op.phase,
                 )
             )
         flops = sum(c.flops for c in self.costs)
@@ -396,8 +511,13 @@ class Analysis:
             fusion=fusion, unsupported_ops=dict(unsupported),
             warnings=list(self.graph.warnings), alternatives=self.alternatives, streams=self.streams, batch_sweep=sweep,
             padding=padding_advice(self.graph.ops, self.costs, self.kernels(), self.dev),
+            training=self.training,
         )
         report.advice = advice_lines(report, copies_per_call=self.options.copies_per_call)
+        if report.training is not None:
+            report.warnings.append(UNCALIBRATED_HOST)
+            checkpointing = checkpointing_estimate(self.graph, self.costs, report.training.memory, tl)
+            report.advice[:0] = training_lines(report.training, checkpointing=checkpointing, best_batch=self._best_batch())
         timed = sum(op.kernel_source == "table" for op in ops)
         if timed:
             with_kernels = sum(op.kernel_source != "none" for op in ops)

@@ -38,6 +38,19 @@ def add_parsers(sub) -> None:
     )
     adv.add_argument("--report", metavar="PATH.html", help="write a self-contained HTML design-review page (charts inline, no network needed)")
     adv.add_argument("--trace", metavar="PATH.json", help="write the predicted eager timeline (and, with --measure, the measured kernels) as a Chrome trace for Perfetto")
+    adv.add_argument(
+        "--train", action="store_true",
+        help="analyze one training step: forward, loss, backward and optimizer step, each op with its phase, and memory over the step (with --measure: real steps timed)",
+    )
+    adv.add_argument("--optimizer", choices=["adamw", "adam", "sgd"], default="adamw", help="--train: the optimizer (default adamw)")
+    adv.add_argument(
+        "--optimizer-impl", choices=["default", "foreach", "fused", "for-loop"], default="default",
+        help="--train: how the optimizer updates its tensors (default: torch's choice for the device: foreach on a GPU, for-loop on the CPU)",
+    )
+    adv.add_argument(
+        "--loss", choices=["auto", "sum"], default="auto",
+        help="--train: the loss when the model file defines no loss_fn(output, *inputs): auto (the output's own .loss, else cross-entropy over a logits-shaped output, else the sum) or sum",
+    )
     adv.set_defaults(func=_cmd_advise)
 
 
@@ -57,10 +70,13 @@ def _cmd_advise(args) -> int:
         from roofline.measure.device import device_for
 
         measure_device = device_for(profile, kind, "--measure" if args.measure else "--bench-kernels")  # refuses a profile of another machine
+    if args.train and args.decode:
+        raise RooflineError("--train and --decode analyze different programs (a training step, a decode loop); run them separately")
     loaded = load_model_file(args.model_file, materialize=False)
     options = Options(
         device=kind, allow_tf32=args.tf32 or None, calls=args.calls, host_memory="pinned" if args.pinned else "pageable",
         copies_per_call=args.copies == "per-call", batch_sweep=args.batch_sweep, user_files=(str(loaded.path),),
+        train=_train_step(args, loaded),
     )
     analysis = Analysis.of(loaded.model, loaded.args, loaded.kwargs, profile, options, name=loaded.name, materialize=loaded.materializer())
     if args.bench_kernels:
@@ -77,7 +93,9 @@ def _cmd_advise(args) -> int:
     if args.placement_sweep:
         _placement_sweep(report, loaded, profile, options, measure_device)
     report.warnings = list(loaded.warnings) + report.warnings
-    if args.measure:
+    if args.measure and args.train:
+        _measure_train(report, analysis, args, measure_device)
+    elif args.measure:
         _measure(report, analysis, args, measure_device)
         if decode is not None:
             _measure_decode(report, decode, args, measure_device)
@@ -119,6 +137,36 @@ def _measure(report, analysis, args, device: str) -> None:
         attach_host_speed(report, analysis, measurement.host_speed.scale)
     if alternatives is not None:
         attach_alternatives(report, *alternatives, predict_at=analysis.at_host_scale)
+
+
+def _train_step(args, loaded):
+    """The training step the flags ask for (None without --train); the model file's loss_fn if it has one."""
+    if not args.train:
+        return None
+    from roofline.graph.training import TrainStep
+
+    loss_fn = getattr(loaded.module, "loss_fn", None)
+    if loss_fn is not None and not callable(loss_fn):
+        raise ModelFileError(f"{loaded.path.name}: loss_fn must be a function loss_fn(output, *inputs) returning a scalar tensor")
+    return TrainStep(optimizer=args.optimizer, implementation=args.optimizer_impl, loss=args.loss, loss_fn=loss_fn)
+
+
+def _measure_train(report, analysis, args, device: str) -> None:
+    """Time real training steps on the device and put them, per phase and in memory, beside the prediction."""
+    from roofline.checks import attach_host_speed, attach_step_measurement
+    from roofline.graph.loading import load_model_file
+    from roofline.measure.train import measure_step
+
+    real = load_model_file(args.model_file, materialize=True)
+    step = analysis.options.train.for_device(analysis.kind)
+    if analysis.graph.training is not None:  # the implementation the prediction captured
+        from dataclasses import replace
+
+        step = replace(step, implementation=analysis.graph.training.implementation)
+    measured = measure_step(real.model, real.args, real.kwargs, step, device, overheads=analysis.dev.overheads)
+    attach_step_measurement(report, measured)
+    if measured.host_speed is not None:
+        attach_host_speed(report, analysis, measured.host_speed.scale)
 
 
 def _with_benched_kernels(analysis, profile, device: str, name: str):

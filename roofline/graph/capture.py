@@ -278,7 +278,8 @@ def _trace(model, args: tuple, kwargs: dict, *, fake: bool, inference: bool, loc
             try:
                 if train is not None:
                     step = StepRun(train, params, recorder)
-                result = call_model(model, is_module, state, run_args, run_kwargs)
+                with step.autocast() if step is not None else contextlib.nullcontext():
+                    result = call_model(model, is_module, state, run_args, run_kwargs)
                 if step is not None:
                     step.finish(result, run_args, run_kwargs)
                 for a, k in later:
@@ -363,7 +364,10 @@ class _Recorder(TorchDispatchMode):
             self.tracker.stack.pop()
 
     def host_read(self, what: str) -> None:
-        """The model read tensor values into Python (``TorchCalls.on_host_read``)."""
+        """The model read tensor values into Python (``TorchCalls.on_host_read``). An optimizer's
+        reads are of its step counts, CPU scalars: no wait for a device."""
+        if self.phase == "optimizer" or self.suspended:
+            return
         try:
             source = self.locator.find(sys._getframe(2))
         except Exception:  # noqa: BLE001 - provenance is best effort, never fatal

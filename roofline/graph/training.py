@@ -44,6 +44,7 @@ class TrainStep:
     loss: str = "auto"
     loss_fn: Callable | None = None
     lr: float = 1e-3
+    autocast: str | None = None  # "bfloat16" or "float16": the forward and loss under torch.autocast
 
     def __post_init__(self):
         if self.optimizer not in OPTIMIZERS:
@@ -141,6 +142,7 @@ class StepInfo:
     gradient_bytes: int = 0
     optimizer_state_bytes: int = 0  # state on the parameters' device (moments, momentum buffers)
     optimizer_host_state_bytes: int = 0  # state torch keeps on the CPU (the step counts, unless fused)
+    parameter_shapes: list[tuple[tuple[int, ...], torch.dtype]] = field(default_factory=list)
 
 
 def is_host_step(key: str, step: TrainStep) -> bool:
@@ -179,12 +181,16 @@ class StepRun:
                         self.device_state += nbytes
         self.loss_words = ""
 
+    def autocast(self):
+        """The forward's and the loss's context: ``torch.autocast`` when the step asks for it."""
+        return step_autocast(self.step, self.params[0].device.type)
+
     def finish(self, output: Any, args: tuple, kwargs: dict) -> None:
         """Loss and backward pass from the forward's ``output``, then the optimizer step."""
         rec = self.recorder
         with rec.paused():  # targets come with the data, as the inputs do
             loss_of, self.loss_words = make_loss(output, args, kwargs, self.step)
-        with rec.in_module("loss"):
+        with self.autocast(), rec.in_module("loss"):
             loss = loss_of(output)
         if not isinstance(loss, torch.Tensor) or loss.numel() != 1 or not loss.requires_grad:
             raise CaptureError("the loss is not a scalar tensor that depends on the parameters; make loss_fn(output, *inputs) return one")
@@ -195,7 +201,7 @@ class StepRun:
             self.optimizer.step()
         rec.phase = "forward"
 
-    def info(self) -> StepInfo:
+    def info(self) -> StepInfo:  # noqa: D102 - what the step held, once it ran
         rec = self.recorder
         gradients = []
         for p in self.params:
@@ -206,9 +212,29 @@ class StepRun:
         return StepInfo(
             optimizer=self.step.optimizer, implementation=self.step.implementation, loss=self.loss_words,
             parameters=len(self.params), parameter_bytes=sum(p.numel() * p.element_size() for p in self.params),
+            parameter_shapes=[(tuple(p.shape), p.dtype) for p in self.params],
             gradients=gradients, gradient_bytes=sum(p.numel() * p.element_size() for p in self.params if p.grad is not None),
             optimizer_state_bytes=self.device_state, optimizer_host_state_bytes=self.host_state,
         )
+
+
+def step_autocast(step: TrainStep, device_type: str):
+    """``torch.autocast`` for the step's forward and loss, or nothing."""
+    if step.autocast is None:
+        return contextlib.nullcontext()
+    return torch.autocast(device_type, dtype=getattr(torch, step.autocast))
+
+
+class ParameterSet(torch.nn.Module):
+    """Parameters of given shapes and a forward that only sums them: its training step is the
+    optimizer step over those parameters, which ``optimizer_alone`` prices in another implementation."""
+
+    def __init__(self, shapes: list[tuple[tuple[int, ...], torch.dtype]]):
+        super().__init__()
+        self.tensors = torch.nn.ParameterList(torch.nn.Parameter(torch.empty(s, dtype=d, device="meta")) for s, d in shapes)
+
+    def forward(self):
+        return torch.stack([p.sum().float() for p in self.tensors]).sum()
 
 
 @contextlib.contextmanager

@@ -54,6 +54,9 @@ class OpReport(_Model):
     issue_s: float = Field(default=0.0, ge=0, description="When the host has issued it (the end of its host_s), seconds from the first issue.")
     regime: Regime = Field(description="compute, memory or overhead bound; none for ops that take no time.")
     bound_by: str = Field(description="The term that set the time: compute, memory, floor, host or none.")
+    phase: Literal["forward", "backward", "optimizer"] = Field(
+        default="forward", description="Of a training step (--train): forward (the loss included), backward or optimizer; forward otherwise. A backward op's module is the module of the forward op it differentiates.",
+    )
     supported: bool = Field(description="False when no formula prices this op (bytes only, FLOPs 0).")
     uncertain: str | None = Field(
         default=None, description="Why this op's price cannot be stood behind (no formula, no calibrated family for its kernel, a dtype without a curve); null when covered.",
@@ -236,6 +239,64 @@ class MemoryFit(_Model):
     fits: bool = Field(description="need_bytes within capacity_bytes (true when the capacity is unknown).")
 
 
+class PhaseTime(_Model):
+    """One phase of a training step on the predicted timeline."""
+
+    phase: Literal["forward", "backward", "optimizer"]
+    ops: int = Field(ge=0)
+    predicted_s: float = Field(ge=0, description="What the phase's ops add to the step's end, seconds.")
+    host_s: float = Field(ge=0, description="Host issue time of its ops, seconds.")
+    kernel_s: float = Field(ge=0, description="Device time of its kernels, seconds.")
+    flops: int = Field(ge=0)
+    bytes: int = Field(ge=0)
+    kernels: int = Field(ge=0)
+    measured_s: float | None = Field(default=None, description="--measure --train: the phase's median wall time between synchronizations, seconds.")
+
+
+class MemoryPoint(_Model):
+    index: int = Field(ge=0, description="The op after which this much is allocated.")
+    phase: Literal["forward", "backward", "optimizer"]
+    bytes: int = Field(ge=0)
+
+
+class StepMemory(_Model):
+    """Device memory over one training step, predicted from the capture: what stays (parameters and
+    buffers, inputs, optimizer state), gradients as backward makes them, every other value from the op
+    that makes it to its last reader, and the allocator's workspace."""
+
+    device: Literal["cuda", "cpu"]
+    weights_bytes: int = Field(ge=0, description="Parameters and buffers.")
+    inputs_bytes: int = Field(ge=0, description="The batch.")
+    optimizer_state_bytes: int = Field(ge=0, description="Optimizer state on the device (moments, momentum buffers).")
+    gradients_bytes: int = Field(ge=0, description="Parameters' gradients at the end of the step.")
+    saved_activations_bytes: int = Field(ge=0, description="Values alive at the end of the forward and loss that the backward pass reads.")
+    peak_bytes: int = Field(ge=0, description="Most bytes allocated at once over the step.")
+    peak_index: int = Field(ge=0, description="The op at the peak.")
+    peak_phase: Literal["forward", "backward", "optimizer"]
+    at_peak: dict[str, int] = Field(default_factory=dict, description="The peak by part: weights, inputs, optimizer_state, gradients, activations (other values alive), workspace.")
+    workspace_bytes: int = Field(ge=0, description="Library workspaces and allocator rounding (an estimate on a GPU; 0 on the CPU).")
+    capacity_bytes: int | None = Field(default=None, description="The device's memory; null when the profile does not say.")
+    fits: bool = Field(description="peak_bytes within capacity_bytes (true when the capacity is unknown).")
+    timeline: list[MemoryPoint] = Field(default_factory=list, description="Bytes allocated after each op (at most a few hundred points; phase ends and the peak always kept).")
+    measured_peak_bytes: int | None = Field(default=None, description="--measure --train: torch.cuda.max_memory_allocated over a step on a GPU; on the CPU, the resident state plus the profiler's peak of allocations during the step.")
+
+
+class TrainingStep(_Model):
+    """A training step (--train): forward and loss, backward, optimizer step, per phase and in memory."""
+
+    optimizer: str = Field(description="adamw, adam or sgd.")
+    implementation: str = Field(description="foreach, fused or for-loop: how the optimizer updates its tensors.")
+    loss: str = Field(description="What the loss is, in words.")
+    batch: int | None = Field(default=None, description="The inputs' leading dimension.")
+    parameters: int = Field(ge=0, description="Trainable parameter tensors.")
+    phases: list[PhaseTime]
+    predicted_s: float = Field(ge=0, description="One step, synchronized at its end, seconds.")
+    samples_per_s: float | None = Field(default=None, description="batch / predicted_s.")
+    measured_s: float | None = Field(default=None, description="--measure: one step (gradients zeroed, forward, loss, backward, optimizer, synchronize), median, seconds.")
+    memory: StepMemory
+    alternatives: dict[str, float] = Field(default_factory=dict, description="The step predicted otherwise, seconds: optimizer implementations (optimizer_foreach, optimizer_fused, optimizer_for-loop), torch_compile.")
+
+
 class StreamPipeline(_Model):
     """A stream of independent batches: copy in, compute, copy out (seed 004)."""
 
@@ -337,6 +398,7 @@ class Report(_Model):
     measured_alternatives_s: dict[str, float] = Field(default_factory=dict, description="--measure on a GPU: measured time of each alternative.")
     gain_checks: list[GainCheck] = Field(default_factory=list, description="--measure on a GPU: each alternative's gain, predicted against measured.")
     decode: DecodeReport | None = Field(default=None, description="--decode N: prefill plus N decode steps with the key-value cache.")
+    training: TrainingStep | None = Field(default=None, description="--train: the training step's phases, memory over the step and its peak.")
 
     def ops_frame(self):
         """The ops as a pandas DataFrame, one row per op in execution order (shapes as strings)."""

@@ -1,0 +1,115 @@
+"""A training step's figures and advice: time per phase on the step's timeline, what is and is not
+calibrated about it, and what would make the step faster or smaller.
+
+The step is one program on the eager timeline (``roofline.model.timeline``): the autograd engine's
+ops and the optimizer's are issued like the forward's. What calibration measures for them today is
+the forward's dispatch cost per op kind; the engine's own work per autograd node and the
+optimizer's Python per parameter are not measured yet, and the report says so.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Sequence
+
+from roofline.advice.step_memory import Values
+from roofline.costs import OpCost
+from roofline.graph.ops import CapturedGraph
+from roofline.graph.training import PHASES
+from roofline.model.timeline import Timeline
+from roofline.schema.report import PhaseTime, StepMemory, TrainingStep
+from roofline.units import count, seconds
+
+UNCALIBRATED_HOST = (
+    "training step: backward and optimizer ops are priced with the forward's dispatch cost per op kind; "
+    "the autograd engine's cost per node and the optimizer's Python per parameter tensor are not calibrated yet"
+)
+
+
+def host_only(cost: OpCost) -> OpCost:
+    """An op on host scalars (an optimizer's step count): no kernel and no device bytes, and the
+    host's dispatch of an op that launches nothing (a view's), not a launching op's."""
+    return replace(cost, kernels=0, bytes_read=0, bytes_written=0, flops=0, category="view")
+
+
+def phase_times(graph: CapturedGraph, costs: Sequence[OpCost], timeline: Timeline) -> list[PhaseTime]:
+    """Each phase's share of the step on its timeline (what its ops add to the end), FLOPs and bytes."""
+    out = []
+    for phase in PHASES:
+        idx = [i for i, op in enumerate(graph.ops) if op.phase == phase]
+        out.append(PhaseTime(
+            phase=phase, ops=len(idx), predicted_s=sum(timeline.ops[i].predicted_s for i in idx),
+            host_s=sum(timeline.ops[i].host_s for i in idx), kernel_s=sum(timeline.ops[i].kernel_s for i in idx),
+            flops=sum(costs[i].flops for i in idx), bytes=sum(costs[i].bytes for i in idx), kernels=sum(costs[i].kernels for i in idx),
+        ))
+    return out
+
+
+def block_of(module: str) -> str:
+    """The top-level block a module belongs to: ``layers.3`` for ``layers.3.attn.q``, else its first part."""
+    parts = module.split(".")
+    return ".".join(parts[:2]) if len(parts) >= 2 and parts[1].isdigit() else parts[0]
+
+
+def checkpointing_estimate(graph: CapturedGraph, costs: Sequence[OpCost], memory: StepMemory, timeline: Timeline) -> tuple[int, float] | None:
+    """(bytes saved, seconds added) by checkpointing each top-level block (``block_of``): what
+    autograd saved inside the blocks is dropped and their forward runs again in backward; each
+    block's output is kept. None when nothing would be saved."""
+    ops = graph.ops
+    forward = [op for op in ops if op.phase == "forward" and op.module and op.module != "loss"]
+    if not forward:
+        return None
+    values = Values(graph, costs, memory.device)
+    last_of_block: dict[str, int] = {}
+    for op in forward:
+        last_of_block[block_of(op.module)] = op.index
+    inside = {op.index for op in forward}
+    kept = {values.alias.get((i, 0)) for i in last_of_block.values()}
+    saved = sum(size for v, size in values.size.items() if v[0] in inside and v not in kept and values.read_in_backward[v])
+    if saved <= 0:
+        return None
+    recompute_s = sum(timeline.ops[op.index].predicted_s for op in forward)
+    return min(saved, memory.saved_activations_bytes), recompute_s
+
+
+def training_lines(step: TrainingStep, *, checkpointing: tuple[int, float] | None, best_batch: tuple[int, float] | None) -> list[str]:
+    """The training advice, in the order a reader needs it."""
+    lines = []
+    phases = {p.phase: p for p in step.phases}
+    total = step.predicted_s or 1.0
+    lines.append(
+        f"training step ({step.optimizer}, {step.implementation}; loss: {step.loss}): {seconds(step.predicted_s)}"
+        + (f", {step.samples_per_s:.4g} samples/s" if step.samples_per_s else "")
+        + " — " + ", ".join(f"{p} {seconds(phases[p].predicted_s)} ({100 * phases[p].predicted_s / total:.0f}%)" for p in PHASES if p in phases)
+    )
+    mem = step.memory
+    parts = ", ".join(f"{k.replace('_', ' ')} {count(v, 'B')}" for k, v in mem.at_peak.items() if v)
+    where = "GPU" if mem.device == "cuda" else "CPU"
+    fit = "" if mem.capacity_bytes is None else (
+        f" of {count(mem.capacity_bytes, 'B')}" + ("" if mem.fits else ": the step does not fit the device")
+    )
+    lines.append(f"memory over the step ({where}): peak {count(mem.peak_bytes, 'B')}{fit} in the {mem.peak_phase} pass ({parts})")
+    alt = step.alternatives
+    options = [(k.split("_", 1)[1], v) for k, v in alt.items() if k.startswith("optimizer_")]
+    if options:
+        best, best_s = min(options, key=lambda kv: kv[1])
+        if best != step.implementation and best_s < 0.97 * step.predicted_s:
+            lines.append(
+                f"optimizer: the {best} implementation ({step.optimizer}(..., {'fused=True' if best == 'fused' else 'foreach=True' if best == 'foreach' else 'foreach=False'})) "
+                f"takes the step from {seconds(step.predicted_s)} to {seconds(best_s)}"
+            )
+    if "autocast_bfloat16" in alt:
+        gain = step.predicted_s / alt["autocast_bfloat16"] if alt["autocast_bfloat16"] else 0
+        lines.append(f"mixed precision: the forward and loss under torch.autocast(dtype=torch.bfloat16) predict {seconds(alt['autocast_bfloat16'])} per step ({gain:.2f}x)")
+    if "torch_compile" in alt:
+        lines.append(f"torch.compile on the model: {seconds(alt['torch_compile'])} per step predicted (Inductor's fusion of forward and backward)")
+    if checkpointing is not None:
+        saved, added = checkpointing
+        lines.append(
+            f"activation checkpointing of each top-level block: saves about {count(saved, 'B')} of the {count(mem.saved_activations_bytes, 'B')} "
+            f"saved for backward, for about {seconds(added)} more per step (the forward again)"
+        )
+    if best_batch is not None:
+        b, rate = best_batch
+        lines.append(f"batch size: {b} gives the most samples/s that fit the device ({rate:.4g} samples/s)")
+    return lines

@@ -1,0 +1,158 @@
+"""Real training steps, timed as users run them: ``--measure --train``.
+
+One step is what a training loop does each iteration: ``optimizer.zero_grad()`` (gradients set to
+None, torch's default), the forward, the loss, ``loss.backward()``, ``optimizer.step()``, then a
+synchronize. The optimizer and the loss are the ones the prediction captured
+(``roofline.graph.training``), built for real tensors on the device.
+
+- The step: timed by the shared protocol (``roofline.timing``) after warm-up, in rounds beside the
+  host-speed index when the profile recorded one (``roofline.measure.host_speed``).
+- Per phase: further steps with a synchronize at each phase's end; each phase's median wall time.
+  On a GPU those synchronizes stop the host from running ahead of the device, so the phases add up
+  to a little more than the step.
+- Peak memory: on a GPU, ``torch.cuda.max_memory_allocated`` over one step after the statistics are
+  reset (the step starts with its gradients freed, as after ``zero_grad``); on the CPU, what the
+  step holds before it starts (parameters, buffers, optimizer state, the batch) plus the highest
+  total of the allocations made during it, as ``torch.profiler`` records them.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from dataclasses import dataclass, field
+
+import torch
+
+from roofline.graph.structure import map_tensors, tensors_in
+from roofline.graph.training import PHASES, TrainStep, make_loss, make_optimizer, step_autocast
+from roofline.measure.host_speed import HostSpeed, host_speed_beside, warm_up
+from roofline.measure.run import _quiet_native_stderr
+from roofline.schema.profile import Overheads
+from roofline.timing import Timing, sync, time_fn
+
+PHASE_STEPS = 9  # steps timed phase by phase
+
+
+@dataclass
+class StepMeasurement:
+    total: Timing
+    phases_s: dict[str, float]
+    peak_bytes: int | None
+    host_speed: HostSpeed | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+class RealStep:
+    """A model's training step on real tensors on ``device``, callable once per iteration."""
+
+    def __init__(self, model, args: tuple, kwargs: dict, step: TrainStep, device: str):
+        self.device = device
+        self.model = model.to(device).train()
+        move = lambda t: t.to(device)  # noqa: E731
+        self.args, self.kwargs = map_tensors(args, move), map_tensors(kwargs, move)
+        self.params = [p for p in self.model.parameters() if p.requires_grad]
+        self.step = step
+        self.optimizer = make_optimizer(self.params, step)
+        with torch.enable_grad(), step_autocast(step, torch.device(device).type):
+            output = self.model(*self.args, **self.kwargs)
+            self.loss_of, _ = make_loss(output, self.args, self.kwargs, step)
+        self.stamps: list[float] | None = None
+
+    def _mark(self) -> None:
+        if self.stamps is not None:
+            sync(self.device)
+            self.stamps.append(time.perf_counter())
+
+    def __call__(self) -> None:
+        self.optimizer.zero_grad(set_to_none=True)
+        self.run_after_zero_grad()
+
+    def run_after_zero_grad(self) -> None:
+        self._mark()
+        with torch.enable_grad():
+            with step_autocast(self.step, torch.device(self.device).type):
+                loss = self.loss_of(self.model(*self.args, **self.kwargs))
+            self._mark()
+            loss.backward()
+        self._mark()
+        self.optimizer.step()
+        sync(self.device)
+        self._mark()
+
+    def resident_bytes(self) -> int:
+        """What the step holds before it starts: parameters, buffers, optimizer state, the batch."""
+        seen, total = set(), 0
+        state = [v for s in self.optimizer.state.values() for v in s.values() if isinstance(v, torch.Tensor)]
+        for t in [*self.model.parameters(), *self.model.buffers(), *state, *tensors_in((self.args, self.kwargs))]:
+            if t.device.type != torch.device(self.device).type or id(t) in seen:
+                continue
+            seen.add(id(t))
+            total += t.numel() * t.element_size()
+        return total
+
+
+def measure_step(model, args: tuple, kwargs: dict, step: TrainStep, device: str, *, overheads: Overheads | None = None,
+                 budget_s: float = 1.0) -> StepMeasurement:
+    """Time real training steps of ``model`` on ``device`` (module docstring)."""
+    real = RealStep(model, args, kwargs, step, device)
+    warm_up(real, seconds=0.3, at_least=3)
+    notes = []
+    speed = None
+    if overheads is not None and overheads.dispatch_by_op_s:
+        total, speed = host_speed_beside(real, device, overheads, budget_s=budget_s, label="training step")
+    else:
+        total = time_fn(real, device=device, clock="host", inner=1, budget_s=budget_s, warmup_budget_s=0.3, min_samples=7, label="training step")
+    if total.warning:
+        notes.append(total.warning)
+    phases = _phases(real)
+    peak = _peak_bytes(real)
+    return StepMeasurement(total=total, phases_s=phases, peak_bytes=peak, host_speed=speed, notes=notes)
+
+
+def _phases(real: RealStep) -> dict[str, float]:
+    samples: dict[str, list[float]] = {p: [] for p in PHASES}
+    for _ in range(PHASE_STEPS):
+        real.optimizer.zero_grad(set_to_none=True)
+        real.stamps = []
+        real.run_after_zero_grad()
+        marks, real.stamps = real.stamps, None
+        for phase, (a, b) in zip(PHASES, zip(marks, marks[1:])):
+            samples[phase].append(b - a)
+    return {p: statistics.median(v) for p, v in samples.items()}
+
+
+def _peak_bytes(real: RealStep) -> int | None:
+    real.optimizer.zero_grad(set_to_none=True)
+    if real.device.startswith("cuda"):
+        sync(real.device)
+        torch.cuda.reset_peak_memory_stats(real.device)
+        real.run_after_zero_grad()
+        return int(torch.cuda.max_memory_allocated(real.device))
+    from torch._C._profiler import _EventType
+    from torch.profiler import ProfilerActivity, profile
+
+    resident = real.resident_bytes()
+    prof = profile(activities=[ProfilerActivity.CPU], profile_memory=True)
+    with _quiet_native_stderr():
+        prof.start()
+    try:
+        real.run_after_zero_grad()
+    finally:
+        with _quiet_native_stderr():
+            prof.stop()
+    allocated = []
+
+    def walk(node):
+        if node.tag == _EventType.Allocation:
+            allocated.append((node.start_time_ns, node.extra_fields.alloc_size))
+        for child in node.children:
+            walk(child)
+
+    for root in prof.profiler.kineto_results.experimental_event_tree():
+        walk(root)
+    alive = peak = 0
+    for _, nbytes in sorted(allocated):
+        alive += nbytes
+        peak = max(peak, alive)
+    return resident + peak

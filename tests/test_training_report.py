@@ -1,0 +1,103 @@
+"""A training step analyzed on a profile: phases on the report, memory over the step, advice."""
+
+import json
+
+import pytest
+import torch
+from torch import nn
+
+from roofline.advice.step_memory import step_memory
+from roofline.costs import cost_of
+from roofline.graph.capture import capture
+from roofline.graph.training import TrainStep
+from roofline.pipeline import Analysis, Options
+from roofline.profiles import load_profile_file
+from tests.conftest import REPO, run_cli
+
+PROFILE = REPO / "tests" / "fixtures" / "h100_profile.json"
+
+
+@pytest.fixture(scope="module")
+def h100():
+    return load_profile_file(PROFILE)
+
+
+class MLP(nn.Module):
+    def __init__(self, width=64):
+        super().__init__()
+        self.fc1, self.fc2 = nn.Linear(32, width), nn.Linear(width, 10)
+
+    def forward(self, x):
+        return self.fc2(torch.relu(self.fc1(x)))
+
+
+def test_step_memory_parts_by_hand():
+    # batch 8: fc1 (32->64), relu, fc2 (64->10), float32; AdamW: two moments per parameter
+    g = capture(MLP(), (torch.randn(8, 32),), train=TrainStep(implementation="foreach"))
+    costs = [cost_of(op)[0] for op in g.ops]
+    mem = step_memory(g, costs, "cpu", None)
+    params = 4 * (32 * 64 + 64 + 64 * 10 + 10)
+    assert (mem.weights_bytes, mem.gradients_bytes, mem.optimizer_state_bytes) == (params, params, 2 * params)
+    assert mem.inputs_bytes == 8 * 32 * 4 and mem.workspace_bytes == 0
+    # saved for backward: relu's output (relu's own backward and fc2's weight gradient read it; fc1's
+    # output is freed after relu), the loss's log-softmax (8 x 10) and nll's scalar total weight
+    assert 8 * 64 * 4 + 8 * 10 * 4 <= mem.saved_activations_bytes <= 8 * 64 * 4 + 8 * 10 * 4 + 16
+    assert mem.peak_bytes >= mem.weights_bytes + mem.optimizer_state_bytes + mem.inputs_bytes
+    assert sum(mem.at_peak.values()) == mem.peak_bytes
+    assert mem.timeline[-1].phase == "optimizer" and mem.timeline[-1].index == len(g.ops) - 1
+
+
+def test_gpu_memory_rounds_blocks_and_counts_workspaces():
+    g = capture(MLP(), (torch.randn(8, 32),), train=TrainStep(implementation="foreach"))
+    costs = [cost_of(op)[0] for op in g.ops]
+    cpu, gpu = step_memory(g, costs, "cpu", None), step_memory(g, costs, "cuda", 1 << 30, "9.0")
+    assert gpu.workspace_bytes == 2 * (32 << 20)  # the model's thread and autograd's, sm_90
+    assert gpu.peak_bytes - gpu.workspace_bytes > cpu.peak_bytes  # every block rounded up to 512 B
+    assert gpu.fits and not step_memory(g, costs, "cuda", 1 << 20, "9.0").fits
+
+
+def test_activations_grow_with_the_batch():
+    small = capture(MLP(), (torch.randn(8, 32),), train=TrainStep(implementation="foreach"))
+    large = capture(MLP(), (torch.randn(64, 32),), train=TrainStep(implementation="foreach"))
+    mem = [step_memory(g, [cost_of(op)[0] for op in g.ops], "cpu", None) for g in (small, large)]
+    # per sample: relu's 64 and log-softmax's 10 float32 values
+    assert mem[1].saved_activations_bytes - mem[0].saved_activations_bytes == (64 - 8) * (64 + 10) * 4
+
+
+def test_training_report_on_the_h100_profile(h100):
+    a = Analysis.of(MLP(256), (torch.randn(64, 32),), None, h100, Options(device="cuda", train=TrainStep(), batch_sweep=False))
+    r = a.report()
+    assert {op.phase for op in r.ops} == {"forward", "backward", "optimizer"}
+    t = r.training
+    assert t.implementation == "foreach" and t.optimizer == "adamw"  # torch's default on a GPU
+    assert [p.phase for p in t.phases] == ["forward", "backward", "optimizer"]
+    assert t.predicted_s == pytest.approx(r.total.predicted_s)
+    assert sum(p.predicted_s for p in t.phases) == pytest.approx(t.predicted_s, rel=0.05)  # plus the final sync
+    mm = {ph: sum(op.flops for op in r.ops if op.phase == ph and op.category == "matmul") for ph in ("forward", "backward")}
+    # fc1's input needs no gradient: backward = 2x forward less fc1's input gradient (64 x 32 x 256)
+    assert mm["backward"] == 2 * mm["forward"] - 2 * 64 * 32 * 256
+    assert {"optimizer_fused", "optimizer_for-loop"} <= set(t.alternatives)
+    assert "autocast_bfloat16" in t.alternatives
+    assert any(line.startswith("training step (adamw, foreach") for line in r.advice)
+    assert any(line.startswith("memory over the step (GPU)") for line in r.advice)
+    assert any("not calibrated" in w for w in r.warnings)
+    # backward ops are attributed to the forward's modules
+    assert {op.module for op in r.ops if op.phase == "backward" and op.category == "matmul"} == {"fc1", "fc2"}
+
+
+def test_advise_train_json_on_a_transformer_block(tmp_path):
+    out = tmp_path / "r.json"
+    proc = run_cli("advise", "examples/gpt_block.py", "--profile", str(PROFILE), "--train", "--json", str(out), "--no-batch-sweep")
+    assert proc.returncode == 0, proc.stderr
+    r = json.loads(out.read_text())
+    assert all(op["phase"] in ("forward", "backward", "optimizer") for op in r["ops"])
+    mm = {ph: sum(op["flops"] for op in r["ops"] if op["phase"] == ph and op["category"] == "matmul") for ph in ("forward", "backward")}
+    assert mm["backward"] == 2 * mm["forward"] > 0
+    mem = r["training"]["memory"]
+    assert mem["peak_bytes"] > 0 and set(mem["at_peak"]) == {"weights", "inputs", "optimizer_state", "gradients", "activations", "workspace"}
+    assert "training step" in proc.stdout
+
+
+def test_train_with_decode_is_one_line():
+    proc = run_cli("advise", "examples/mlp_tiny.py", "--profile", str(PROFILE), "--train", "--decode", "4")
+    assert proc.returncode == 2 and "--train and --decode" in proc.stderr and "Traceback" not in proc.stderr
