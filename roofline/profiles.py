@@ -73,19 +73,30 @@ def _describe_validation_error(err: ValidationError) -> str:
 def load_profile_file(path: Path) -> DeviceProfile:
     """Load and validate one profile file."""
     path = Path(path)
+    pass_one = "pass a file written by `roofline calibrate` (`roofline profiles` lists them)"
+    if path.is_dir():
+        raise ProfileError(f"{path} is a directory, not a profile file; {pass_one}")
+    if path.suffix == ".py":
+        raise ProfileError(
+            f"{path} is a Python file, not a device profile; the model file comes first and the profile after it: "
+            f"`roofline advise MODEL.py --profile NAME|PATH`"
+        )
     try:
         text = path.read_text()
     except FileNotFoundError:
         raise ProfileError(f"profile file {path} does not exist; run `roofline profiles` to list the available ones")
     except OSError as e:
-        raise ProfileError(f"cannot read profile {path}: {e.strerror}")
+        raise ProfileError(f"cannot read profile {path}: {e.strerror or e}; {pass_one}")
     except UnicodeDecodeError:
-        raise ProfileError(f"{path} is not a roofline device profile (a binary file, not JSON); pass a file written by `roofline calibrate`")
+        raise ProfileError(f"{path} is not a roofline device profile (a binary file, not JSON); {pass_one}")
+    if not text.strip():
+        raise ProfileError(f"{path} is empty, not a roofline device profile; {pass_one}")
     try:
         data = json.loads(text)
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+    except json.JSONDecodeError as e:
+        # a file of another kind, or a profile cut short: either way not to be used, and not to be deleted unasked
         raise ProfileError(
-            f"profile {path} is corrupt (not valid JSON: {e}); delete it and run `roofline calibrate` again"
+            f"{path} is not a roofline device profile: not valid JSON ({e.msg} at line {e.lineno}), so corrupt or another kind of file; {pass_one}"
         )
     if not isinstance(data, dict) or data.get("kind") != PROFILE_KIND:
         raise ProfileError(

@@ -55,10 +55,11 @@ def add_parsers(sub) -> None:
 
 
 def _cmd_advise(args) -> int:
-    from roofline.graph.loading import load_model_file
+    from roofline.graph.loading import check_model_path, load_model_file
     from roofline.pipeline import Analysis, Options, resolve_profile
     from roofline.report.terminal import render
 
+    check_model_path(args.model_file)
     profile, kind = resolve_profile(args.profile, args.device)  # fail fast on a bad profile
     check_output_args(args)  # and on an unwritable --plot/--report path
     if args.json:

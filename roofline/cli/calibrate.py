@@ -84,11 +84,12 @@ def _cmd_calibrate_for(args) -> int:
     """Add the model's shape-exact kernels to a GPU profile's kernel table and save it."""
     from calibrate.kernels import time_graph_kernels
     from roofline.errors import ProfileError
-    from roofline.graph.loading import load_model_file
+    from roofline.graph.loading import check_model_path, load_model_file
     from roofline.measure.device import device_for
     from roofline.pipeline import Options, capture_for, resolve_profile
     from roofline.profiles import save_profile, shipped_profile_dir, user_profile_dir
 
+    check_model_path(args.for_model)
     profile, kind = resolve_profile(args.profile, "cuda")
     device = device_for(profile, kind, "calibrate --for")  # refuses a profile of another machine, or no GPU
     if args.output:

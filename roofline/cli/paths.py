@@ -1,4 +1,8 @@
-"""Output paths checked before any work: an unwritable path fails in one line, not after the run."""
+"""Output paths checked before any work: an unwritable path fails in one line, not after the run.
+
+Permission bits do not tell everything (root passes every check, /proc and read-only mounts refuse
+files whatever the bits say), so each check creates and removes a file where the output will go.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +10,30 @@ import os
 from pathlib import Path
 
 from roofline.errors import ProfileError, RooflineError
+
+
+def _write_problem(folder: Path) -> str | None:
+    """Why a file cannot be created in ``folder`` (an existing directory), or None if it can."""
+    probe_file = folder / f".roofline-write-check-{os.getpid()}"
+    try:
+        probe_file.write_bytes(b"")
+        probe_file.unlink()
+    except OSError as e:
+        return e.strerror or str(e)
+    return None
+
+
+def _existing_ancestor(folder: Path) -> Path:
+    """``folder`` or its nearest parent that exists: where the folders still to be made go."""
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    return folder
+
+
+def _file_in_the_way(folder: Path) -> Path | None:
+    """The file that stands where ``folder`` or one of its parents should be, if any."""
+    existing = _existing_ancestor(folder)
+    return None if existing.is_dir() else existing
 
 
 def check_writable(path: str) -> None:
@@ -16,26 +44,36 @@ def check_writable(path: str) -> None:
         raise ProfileError(f"--output {path} is a directory; give a file path such as {p / 'profile.json'}")
     if p.exists() and not os.access(p, os.W_OK):
         raise ProfileError(f"cannot write profile to {path}: the file is read-only; choose another --output path")
-    # permission bits do not tell everything (root, read-only or virtual file systems): make the
-    # folder the profile will be saved in, and a file in it, now
+    blocker = _file_in_the_way(parent)
+    if blocker is not None:
+        raise ProfileError(f"cannot write profile to {path}: {blocker} is a file, not a folder; choose another --output path")
+    # make the folder the profile will be saved in (as the save will), and a file in it, now
     try:
         parent.mkdir(parents=True, exist_ok=True)
-        probe_file = parent / f".roofline-write-check-{os.getpid()}"
-        probe_file.write_text("")
-        probe_file.unlink()
     except OSError as e:
         raise ProfileError(f"cannot write profile to {path}: {e.strerror or e}; choose another --output path")
+    problem = _write_problem(parent)
+    if problem:
+        raise ProfileError(f"cannot write profile to {path}: creating a file in {parent} failed ({problem}); choose another --output path")
 
 
 def check_json_path(path: str, flag: str = "--json", what: str = "the JSON report") -> None:
     """Refuse an unusable JSON output path (``--json``, ``--trace``) before the analysis (and any
     measurement) runs."""
-    p = Path(path)
+    p = Path(path).expanduser()
     if p.is_dir():
         raise RooflineError(f"{flag} {path} is a directory; give a file path such as {p / 'report.json'}")
     parent = p.parent if str(p.parent) else Path(".")
-    if not parent.is_dir() or not os.access(parent, os.W_OK):
-        raise RooflineError(f"cannot write {what} to {path}: its folder does not exist or is not writable")
+    blocker = _file_in_the_way(parent)
+    if blocker is not None:
+        raise RooflineError(f"cannot write {what} to {path}: {blocker} is a file, not a folder; choose another {flag} path")
+    if not parent.is_dir():
+        raise RooflineError(f"cannot write {what} to {path}: its folder {parent} does not exist; create it or choose another {flag} path")
+    if p.exists() and not os.access(p, os.W_OK):
+        raise RooflineError(f"cannot write {what} to {path}: the file is read-only; choose another {flag} path")
+    problem = _write_problem(parent)
+    if problem:
+        raise RooflineError(f"cannot write {what} to {path}: creating a file in {parent} failed ({problem}); choose another {flag} path")
 
 
 def check_output_path(path: str, kind: str, flag: str = "--output") -> None:
@@ -56,11 +94,12 @@ def check_output_path(path: str, kind: str, flag: str = "--output") -> None:
     if flag == "--plot" and p.suffix.lower() in (".html", ".htm"):
         raise RooflineError(f"--plot {path}: for an HTML page use --report {path}")
     target_dir = p if is_dir else p.parent
-    probe = target_dir if str(target_dir) else Path(".")
-    while not probe.exists() and probe != probe.parent:
-        probe = probe.parent
-    if not probe.is_dir() or not os.access(probe, os.W_OK | os.X_OK):
-        raise RooflineError(f"cannot write {path}: {probe} is not a writable directory; choose another path")
+    probe = _existing_ancestor(target_dir if str(target_dir) else Path("."))
+    if not probe.is_dir():
+        raise RooflineError(f"cannot write {path}: {probe} is a file, not a folder; choose another path")
+    problem = _write_problem(probe)
+    if problem:
+        raise RooflineError(f"cannot write {path}: creating a file in {probe} failed ({problem}); choose another path")
     if not is_dir and p.exists() and not os.access(p, os.W_OK):
         raise RooflineError(f"cannot write {path}: permission denied; choose another path")
 

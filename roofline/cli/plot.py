@@ -39,12 +39,19 @@ def load_report(path) -> "Report":  # noqa: F821
     from roofline.schema.report import REPORT_SCHEMA_VERSION, Report
 
     path = Path(path).expanduser()
+    pass_one = "pass a file written by `roofline advise --json`"
+    if path.is_dir():
+        raise RooflineError(f"{path} is a directory, not a report; {pass_one}")
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise RooflineError(f"report {path} does not exist; write one with `roofline advise MODEL.py --json {path}`")
-    except (OSError, UnicodeDecodeError) as e:
-        raise RooflineError(f"cannot read report {path}: {getattr(e, 'strerror', None) or e}")
+    except UnicodeDecodeError:
+        raise RooflineError(f"{path} is not a roofline report (a binary file, not JSON); {pass_one}")
+    except OSError as e:
+        raise RooflineError(f"cannot read report {path}: {e.strerror or e}; {pass_one}")
+    if not text.strip():
+        raise RooflineError(f"{path} is empty, not a roofline report; {pass_one}")
     try:
         data = json.loads(text)
     except json.JSONDecodeError as e:

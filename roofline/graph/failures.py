@@ -46,7 +46,9 @@ def _exception_frames(exc: BaseException) -> list[tuple[str, int]]:
 def describe_location(exc: BaseException, locator: FrameLocator) -> str:
     hit = locator.best(_exception_frames(exc))
     if hit is None:
-        return "an unknown line of the model (no frame of user code in the traceback)"
+        if _arguments_mismatch(exc):
+            return "the call of the model (example_inputs do not match its arguments)"
+        return "a line of torch's own code (no frame of user code in the traceback)"
     filename, line = hit
     text = linecache.getline(filename, line).strip()
     code = f" (`{_clip(text, 80)}`)" if text else ""
@@ -55,6 +57,16 @@ def describe_location(exc: BaseException, locator: FrameLocator) -> str:
 
 # --------------------------------------------------------------------------------------------
 # classifying failures
+
+# what Python says when a call's arguments do not fit the function's signature
+_SIGNATURE_MISMATCH = re.compile(
+    r"takes \d+ positional arguments? but \d+ (were|was) given|missing \d+ required (positional|keyword-only) arguments?|"
+    r"got an unexpected keyword argument|got multiple values for argument"
+)
+
+
+def _arguments_mismatch(exc: BaseException) -> bool:
+    return isinstance(exc, TypeError) and bool(_SIGNATURE_MISMATCH.search(str(exc)))
 
 
 def _chain(exc: BaseException):
@@ -109,6 +121,11 @@ def hint(exc: BaseException) -> str:
         return (
             "an op without a fake-tensor kernel; capture with real CPU tensors "
             "(capture(..., materialize=...))"
+        )
+    if _arguments_mismatch(exc):
+        return (
+            "make the call's arguments match the function's signature (for the model itself: example_inputs, "
+            "a tuple of its positional inputs or a dict of its keyword inputs)"
         )
     if re.search(r"\bmeta\b", text):
         return (

@@ -30,7 +30,7 @@ import torch
 
 from roofline.errors import ModelFileError
 
-__all__ = ["LoadedModel", "load_model_file"]
+__all__ = ["LoadedModel", "check_model_path", "load_model_file"]
 
 _ATTRS = ("model", "example_inputs")
 _FUNCS = ("get_model", "get_example_inputs")
@@ -74,7 +74,7 @@ def load_model_file(path: str | Path, *, materialize: bool = False) -> LoadedMod
     is run again with real CPU tensors and a warning is recorded. ``materialize=True`` builds
     real tensors from the start.
     """
-    path = _check_path(path)
+    path = check_model_path(path)
     try:
         source = path.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
@@ -111,7 +111,9 @@ class _RunError(ModelFileError):
         self.summary = summary
 
 
-def _check_path(path: str | Path) -> Path:
+def check_model_path(path: str | Path) -> Path:
+    """The model file's resolved path, or a one-line ``ModelFileError`` when it is missing, a folder
+    or not a .py file: the commands check it first, before any slower check."""
     p = Path(path).expanduser()
     if not p.exists():
         raise ModelFileError(
