@@ -91,6 +91,7 @@ def get_example_inputs() -> tuple:
 
 
 def sweep():
-    """Yield ``(label, model, example_inputs)`` over hidden sizes at batch 1 (built lazily)."""
+    """Yield ``(label, model, example_inputs)`` over hidden sizes at batch 1 (built lazily). The label names
+    the one size that varies: ``--placement-sweep`` reads the first number of a label as the size."""
     for hidden in SWEEP_HIDDEN:
-        yield f"batch={BATCH},hidden={hidden}", make_model(hidden), make_inputs(BATCH, hidden)
+        yield f"hidden={hidden}", make_model(hidden), make_inputs(BATCH, hidden)
