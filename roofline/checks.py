@@ -1,6 +1,11 @@
 """Predictions checked against measurements (``--measure``): measured times, per-op errors and
 roofline fractions put into a report, the prediction at the host's speed of the measurement beside
-the one as calibrated, and each measured alternative's gain against its predicted gain."""
+the one as calibrated, and each measured alternative's gain against its predicted gain.
+
+A measurement far outside what a host's drift or the model's error can explain (a host-speed scale of
+x1000, a forward 1000x off its prediction) means the profile is not of this machine or the run
+stalled: the report says so in a warning, with what to do, and gives no prediction at that host speed.
+"""
 
 from __future__ import annotations
 
@@ -13,6 +18,49 @@ from roofline.model.kernels import matmul_dtype_name
 from roofline.pipeline import Analysis, module_rollups
 from roofline.schema.report import GainCheck, Report
 from roofline.units import seconds
+
+# A host runs tens of percent faster or slower than at calibration (the H100 runs of benchmarks/results/ stay
+# within x0.6..x1.5); a scale outside this band is not drift, and a prediction at it means nothing.
+PLAUSIBLE_HOST_SCALE = (0.2, 5.0)
+# Predicted over measured end to end: the zoo's worst case is under 4x (benchmarks/RESULTS.md); beyond this band
+# the figures describe different machines or a stalled run, not the model's error.
+PLAUSIBLE_PREDICTED_OVER_MEASURED = (0.2, 5.0)
+WHAT_TO_DO = (
+    "recalibrate on this machine (roofline calibrate, or pick its profile with --profile) and rerun --measure on a quiet machine"
+)
+
+
+def host_scale_plausible(scale: float) -> bool:
+    low, high = PLAUSIBLE_HOST_SCALE
+    return low <= scale <= high
+
+
+def implausible_host_scale(scale: float, profile: str) -> str:
+    """The warning for a host-speed scale outside ``PLAUSIBLE_HOST_SCALE``."""
+    low, high = PLAUSIBLE_HOST_SCALE
+    return (
+        f"the host-speed index ran x{scale:.2f} against calibration, outside x{low:g}..x{high:g}: profile '{profile}' is likely "
+        f"not of this machine, or the run stalled; no prediction at that host speed is given: {WHAT_TO_DO}"
+    )
+
+
+def _warn_once(report: Report, warning: str) -> None:
+    if warning not in report.warnings:
+        report.warnings.append(warning)
+
+
+def _check_end_to_end(report: Report) -> None:
+    """Warn when the measured total is beyond any plausible error of the prediction."""
+    predicted, measured = report.total.predicted_s, report.total.measured_s
+    if not measured or not predicted:
+        return
+    low, high = PLAUSIBLE_PREDICTED_OVER_MEASURED
+    ratio = predicted / measured
+    if not low <= ratio <= high:
+        _warn_once(report, (
+            f"predicted {seconds(predicted)} against {seconds(measured)} measured ({100 * (ratio - 1):+.0f}%), beyond the model's error: "
+            f"profile '{report.profile.name}' is likely not of this machine or device, or the measurement stalled; {WHAT_TO_DO}"
+        ))
 
 
 def attach_measurement(report: Report, measurement: Measurement, analysis: Analysis) -> Report:
@@ -41,6 +89,7 @@ def attach_measurement(report: Report, measurement: Measurement, analysis: Analy
             op.roofline_fraction = roof / measured if roof > 0 else None
     report.modules = module_rollups(report.ops)
     report.warnings += measurement.notes
+    _check_end_to_end(report)
     return report
 
 
@@ -65,6 +114,7 @@ def attach_step_measurement(report: Report, measured) -> Report:
         line += f"; peak memory {count(measured.peak_bytes, 'B')} against {count(step.memory.peak_bytes, 'B')} predicted ({err(step.memory.peak_bytes, measured.peak_bytes)})"
     report.advice.append(line)
     report.warnings += measured.notes
+    _check_end_to_end(report)
     return report
 
 
@@ -72,9 +122,27 @@ def attach_host_speed(report: Report, analysis: Analysis, scale: float) -> Repor
     """Put the prediction at the host's speed of the measurement beside the one as calibrated: the
     same graph and costs predicted with every host cost times the host-speed index's scale. Host
     speed drifts by tens of percent on a shared machine; this separates that drift from the model's
-    own error."""
+    own error. A scale outside ``PLAUSIBLE_HOST_SCALE`` is kept and warned about, with no prediction at it."""
     report.total.host_scale = scale
+    if not host_scale_plausible(scale):
+        report.total.predicted_at_host_now_s = None
+        _warn_once(report, implausible_host_scale(scale, report.profile.name))
+        return report
     report.total.predicted_at_host_now_s = analysis.at_host_scale(scale).total_s
+    return report
+
+
+def attach_decode_host_speed(report: Report, decode, scale: float) -> Report:
+    """The decode loop (``roofline.decode.DecodeAnalysis``) predicted again at the host scale timed beside
+    it, when that scale is plausible."""
+    d = report.decode
+    d.host_scale = scale
+    if not host_scale_plausible(scale):
+        d.per_token_now_s = d.total_now_s = None
+        _warn_once(report, implausible_host_scale(scale, report.profile.name))
+        return report
+    now = decode.report(host_scale=scale)
+    d.per_token_now_s, d.total_now_s = now.per_token_s, now.total_s
     return report
 
 
@@ -104,7 +172,9 @@ def attach_alternatives(
                           predicted_gain_s=pred_gain, measured_gain_s=meas_gain, gain_error=err)
         now = ""
         scale = (scale_beside or {}).get(key)
-        if scale is not None and predict_at is not None:
+        if scale is not None and not host_scale_plausible(scale):
+            _warn_once(report, implausible_host_scale(scale, report.profile.name))
+        elif scale is not None and predict_at is not None:
             at = predict_at(scale)
             alt_now = at.alternatives.by_name().get(key)
             if alt_now is not None:

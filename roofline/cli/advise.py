@@ -188,6 +188,7 @@ def _with_benched_kernels(analysis, profile, device: str, name: str):
 
 def _measure_decode(report, decode, args, device: str) -> None:
     """Time the decode loop and put it beside the prediction, also at the host speed timed beside it."""
+    from roofline.checks import attach_decode_host_speed
     from roofline.graph.loading import load_model_file
     from roofline.measure.decode import measure_decode
 
@@ -197,8 +198,7 @@ def _measure_decode(report, decode, args, device: str) -> None:
     d.measured_prefill_s, d.measured_total_s, d.measured_per_token_s = m.prefill.median_s, m.loop.median_s, m.per_token_s
     d.measured_spread_s = m.loop.iqr_s
     if m.host_speed is not None:
-        now = decode.report(host_scale=m.host_speed.scale)
-        d.host_scale, d.per_token_now_s, d.total_now_s = m.host_speed.scale, now.per_token_s, now.total_s
+        attach_decode_host_speed(report, decode, m.host_speed.scale)
     for t in (m.prefill, m.loop):
         if t.warning:
             report.warnings.append(t.warning)

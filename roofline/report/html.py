@@ -401,7 +401,7 @@ def _extras_section(report: Report) -> str:
         rows = []
         for label, pred, meas in (("prefill", d.prefill_s, d.measured_prefill_s), ("per token", d.per_token_s, d.measured_per_token_s), ("total", d.total_s, d.measured_total_s)):
             rows.append([label, _s(pred), _s(meas) if meas is not None else "–"])
-        if d.host_scale is not None:
+        if d.per_token_now_s is not None:
             rows.append([f"per token at host ×{d.host_scale:.2f}", _s(d.per_token_now_s), _s(d.measured_per_token_s)])
         out += (
             f"<h3>Decode: batch {d.batch}, a {d.prompt_tokens}-token prompt, {d.new_tokens} new tokens</h3>"

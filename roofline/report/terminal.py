@@ -56,6 +56,8 @@ def render(report: Report, console: Console | None = None, top: int = 15) -> Non
                 f"; at the host's speed during the measurement (host x{t.host_scale:.2f} against calibration): "
                 f"predicted {fmt_s(t.predicted_at_host_now_s)} ({_err(t.predicted_at_host_now_s, t.measured_s)})"
             )
+        elif t.host_scale is not None:  # roofline.checks gives no prediction at an implausible host speed
+            line += f"; [yellow]host x{t.host_scale:.2f} against calibration: implausible, no prediction at that speed (see the warning)[/]"
     console.print(
         f"{line} | {fmt_n(t.flops, 'FLOP')}, {fmt_n(t.bytes, 'B')}, {t.kernels} kernels, {t.ops} ops | "
         f"achieved {fmt_n(t.achieved_flop_per_s, 'FLOP/s')}, {fmt_n(t.achieved_bytes_per_s, 'B/s')} | "
@@ -157,7 +159,7 @@ def _render_decode(d, console: Console) -> None:
         ("total", d.total_s, d.measured_total_s),
     ):
         table.add_row(label, fmt_s(pred), fmt_s(meas), _err(pred, meas))
-    if d.host_scale is not None:
+    if d.per_token_now_s is not None:  # absent at an implausible host speed (roofline.checks)
         table.add_row(f"per token at host x{d.host_scale:.2f}", fmt_s(d.per_token_now_s), fmt_s(d.measured_per_token_s), _err(d.per_token_now_s, d.measured_per_token_s))
         table.add_row(f"total at host x{d.host_scale:.2f}", fmt_s(d.total_now_s), fmt_s(d.measured_total_s), _err(d.total_now_s, d.measured_total_s))
     console.print(table)
