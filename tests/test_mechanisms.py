@@ -47,10 +47,10 @@ def conv_case(p):
     return (lambda x, w: F.conv2d(x, w, None, s, pad, 1, g)), (x, w)
 
 
-def relative_errors(recorded, family, prof):
+def relative_errors(recorded, family, prof, strided: bool | None = None):
     errs = []
     for p in recorded["checks"]:
-        if p["family"] == family:
+        if p["family"] == family and (strided is None or (p["stride"] > 1) == strided):
             fn, args = conv_case(p)
             errs.append((kernel_s(fn, args, prof) - p["median_s"]) / p["median_s"])
     return errs
@@ -60,14 +60,24 @@ def test_depthwise_convolutions_are_priced_on_their_family(recorded):
     with_family = relative_errors(recorded, "conv_depthwise", profile(recorded))
     on_gemm_curve = relative_errors(recorded, "conv_depthwise", profile(recorded, families=False))
     assert len(with_family) >= 10
-    assert statistics.median(map(abs, with_family)) < 0.35
+    # affine in work between the launch-bound and the throughput-bound points (log-log
+    # interpolation between them overprices the convolutions in between: 10.8% here)
+    assert statistics.median(map(abs, with_family)) < 0.08
     assert statistics.median(on_gemm_curve) > 5.0  # the dense GEMM curve prices them as compute-bound
 
 
 def test_grouped_convolutions_at_other_group_counts(recorded):
     # the curves hold 32 groups; the checks are RegNet-like widths at other group counts
     errs = relative_errors(recorded, "conv_grouped", profile(recorded))
-    assert len(errs) >= 6 and statistics.median(map(abs, errs)) < 0.4
+    assert len(errs) >= 6 and statistics.median(map(abs, errs)) < 0.12  # log-log in work: 21%
+
+
+def test_strided_convolutions_pay_the_stride_ratio_of_their_family(recorded):
+    # held-out stride-2 depthwise and grouped convolutions at other sizes and widths: the stride-1
+    # curve times the ratio the calibrated stride-2 points show (on the stride-1 curve alone: 28%)
+    prof = profile(recorded)
+    errs = relative_errors(recorded, "conv_depthwise", prof, strided=True) + relative_errors(recorded, "conv_grouped", prof, strided=True)
+    assert len(errs) >= 6 and statistics.median(map(abs, errs)) < 0.15
 
 
 def test_stride_two_against_stride_one_as_measured(recorded):

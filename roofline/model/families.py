@@ -1,11 +1,16 @@
 """Kernel families priced from their own calibrated points, not the dense GEMM curve
 (``calibrate.mechanisms`` measures them).
 
-- ``ConvFamilyModel``: depthwise and grouped convolutions. A query takes the calibrated points of
-  its (kind, dtype, layout) with its filter size and stride (the nearest where none match) and, for
-  a grouped convolution, the two calibrated group widths around its own; time is interpolated in
-  log-log over multiply-accumulates: flat below the smallest point (a launch-bound floor), linear in
-  work beyond the largest (throughput-bound), and across group widths in log width.
+- ``ConvFamilyModel``: depthwise and grouped convolutions. A query takes the calibrated stride-1
+  points of its (kind, dtype, layout) with its filter size (the nearest where none match) and, for
+  a grouped convolution, the two calibrated group widths around its own. Time is affine in
+  multiply-accumulates between and beyond the points of one width (a fixed launch cost plus work
+  at the kernel's rate: interpolating in log-log between a launch-bound point and a
+  throughput-bound one overprices everything between them), flat below the smallest, and
+  interpolated across group widths in log width. A strided convolution is that time times the
+  ratio its calibrated strided points show over the stride-1 curve at their own width and work
+  (a stride-s convolution reads s^2 times the input per output; cuDNN's grouped kernels run a
+  strided one at the rate of a narrower group), the ratio interpolated over work.
 - ``GemmRatioModel``: how much slower than the aligned mm a misaligned GEMM (per alignment in
   bytes, over FLOPs) or an addmm with a bias (nearest calibrated shapes) runs.
 """
@@ -17,23 +22,29 @@ from bisect import bisect_left
 
 import numpy as np
 
-from roofline.schema.profile import ConvFamilyCurve, GemmRatioCurve
+from roofline.schema.profile import ConvFamilyCurve, ConvFamilyPoint, GemmRatioCurve
 
 TWIN = {"bfloat16": "float16", "float16": "bfloat16"}
 
 
-def _loglog_time(points: list[tuple[float, float]], x: float) -> float:
-    """Time at work ``x`` from (work, time) points: log-log interpolation, flat below the first,
-    proportional to work beyond the last."""
+def _affine_time(points: list[tuple[float, float]], x: float) -> float:
+    """Time at work ``x`` from (work, time) points: piecewise linear between them, the last
+    segment's slope beyond the last (a fixed cost plus work at the kernel's rate), flat below the
+    first (launch-bound). One point alone: flat below it, proportional beyond."""
     points = sorted(points)
-    xs = [math.log(p[0]) for p in points]
-    ys = [math.log(p[1]) for p in points]
-    lx = math.log(max(x, 1.0))
-    if lx <= xs[0]:
-        return math.exp(ys[0])
-    if lx >= xs[-1]:
-        return math.exp(ys[-1]) * x / points[-1][0]
-    return math.exp(float(np.interp(lx, xs, ys)))
+    if x <= points[0][0]:
+        return points[0][1]
+    for (x0, t0), (x1, t1) in zip(points, points[1:]):
+        if x <= x1:
+            return t0 + (t1 - t0) * (x - x0) / (x1 - x0)
+    if len(points) == 1:
+        return points[0][1] * x / points[0][0]
+    (x0, t0), (x1, t1) = points[-2], points[-1]
+    return t1 + max((t1 - t0) / (x1 - x0), 0.0) * (x - x1)
+
+
+def _nearest(values, x: float, log: bool = True):
+    return min(values, key=lambda v: abs(math.log(v / max(x, 1e-9))) if log else abs(v - x))
 
 
 class ConvFamilyModel:
@@ -53,28 +64,52 @@ class ConvFamilyModel:
                     return curve
         return None
 
+    @staticmethod
+    def _at_width(points: list[ConvFamilyPoint], width: int, macs: float) -> float:
+        """Time of ``macs`` at group width ``width`` from points of one filter size and stride:
+        affine in work per calibrated width, log-interpolated between the two widths around it."""
+        by_width: dict[int, list[tuple[float, float]]] = {}
+        for p in points:
+            by_width.setdefault(p.channels // p.groups, []).append((p.macs, p.time.median_s))
+        widths = sorted(by_width)
+        if len(widths) == 1 or width <= widths[0] or width >= widths[-1]:
+            return _affine_time(by_width[_nearest(widths, width)], macs)
+        i = bisect_left(widths, width)
+        lo, hi = widths[i - 1], widths[i]
+        t_lo, t_hi = _affine_time(by_width[lo], macs), _affine_time(by_width[hi], macs)
+        f = math.log(width / lo) / math.log(hi / lo)
+        return math.exp((1 - f) * math.log(t_lo) + f * math.log(t_hi))
+
+    def _stride_ratio(self, points: list[ConvFamilyPoint], kernel: float, stride: int, macs: float) -> float:
+        """How much slower than the stride-1 curve a convolution of this stride runs: the ratio at
+        the calibrated points of the nearest stride (of the nearest filter size that has strided
+        points), each against the stride-1 curve of its own filter size and width at its own work,
+        interpolated in log(work) between them, flat beyond."""
+        strided = [p for p in points if p.stride > 1]
+        if not strided:
+            return 1.0
+        k = _nearest({p.kernel for p in strided}, kernel)
+        s = _nearest({p.stride for p in strided if p.kernel == k}, stride, log=False)
+        base = [p for p in points if p.kernel == k and p.stride == 1]
+        if not base:
+            return 1.0
+        ratios = sorted((p.macs, p.time.median_s / self._at_width(base, p.channels // p.groups, p.macs)) for p in strided if p.kernel == k and p.stride == s)
+        xs = [math.log(m) for m, _ in ratios]
+        return float(np.interp(math.log(max(macs, 1.0)), xs, [r for _, r in ratios]))
+
     def time_s(self, kind: str, dtype: str, layout: str, kernel: float, stride: int, width: int, macs: int) -> float | None:
         """Seconds for one convolution of ``macs`` multiply-accumulates; None without a curve."""
         curve = self._curve(kind, dtype, layout)
         if curve is None or macs <= 0:
             return None
-        pts = curve.points
-        k_best = min({p.kernel for p in pts}, key=lambda k: abs(math.log(k / kernel)))
-        pts = [p for p in pts if p.kernel == k_best]
-        s_best = min({p.stride for p in pts}, key=lambda s: abs(s - stride))
-        pts = [p for p in pts if p.stride == s_best]
-        by_width: dict[int, list[tuple[float, float]]] = {}
-        for p in pts:
-            by_width.setdefault(p.channels // p.groups, []).append((p.macs, p.time.median_s))
-        widths = sorted(by_width)
-        if len(widths) == 1 or width <= widths[0] or width >= widths[-1]:
-            nearest = min(widths, key=lambda w: abs(math.log(w / max(width, 1))))
-            return _loglog_time(by_width[nearest], macs)
-        i = bisect_left(widths, width)
-        lo, hi = widths[i - 1], widths[i]
-        t_lo, t_hi = _loglog_time(by_width[lo], macs), _loglog_time(by_width[hi], macs)
-        f = math.log(width / lo) / math.log(hi / lo)
-        return math.exp((1 - f) * math.log(t_lo) + f * math.log(t_hi))
+        k_best = _nearest({p.kernel for p in curve.points}, kernel)
+        same_k = [p for p in curve.points if p.kernel == k_best]
+        base = [p for p in same_k if p.stride == 1]
+        if not base:  # no stride-1 points at this filter size: its nearest stride as it was measured
+            s_best = _nearest({p.stride for p in same_k}, stride, log=False)
+            return self._at_width([p for p in same_k if p.stride == s_best], width, macs)
+        t = self._at_width(base, width, macs)
+        return t if stride <= 1 else t * self._stride_ratio(curve.points, kernel, stride, macs)
 
 
 class GemmRatioModel:
