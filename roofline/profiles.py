@@ -147,6 +147,8 @@ def available_profiles(include_unusable: bool = False) -> list[ProfileEntry]:
 
 def find_profile(name_or_path: str) -> DeviceProfile:
     """``--profile NAME|PATH``: a path if it looks like one, else a saved name, else a shipped name."""
+    if not name_or_path.strip():
+        raise ProfileError("the profile name is empty; give a profile name or path (`roofline profiles` lists them)")
     candidate = Path(name_or_path).expanduser()
     if candidate.suffix == ".json" or os.sep in name_or_path or candidate.exists():
         return load_profile_file(candidate)

@@ -249,6 +249,7 @@ def advise(model: str, *extra: str) -> tuple[str, ...]:
 ERRORS = [
     # model files
     Case("model-missing", advise("{d}/nowhere.py"), "model file not found"),
+    Case("model-path-empty", advise(""), "path is empty"),
     Case("model-is-a-directory", advise("{d}/a_folder.py"), "is a directory"),
     Case("model-not-python", advise("{d}/model.txt"), "not a Python file"),
     Case("model-not-utf8", advise("{d}/latin1.py"), "not UTF-8"),
@@ -274,6 +275,7 @@ ERRORS = [
     Case("placement-sweep-without-sweep", advise("{d}/no_sweep.py", "--placement-sweep"), "sweep()"),
     # profiles
     Case("profile-unknown-name", ("advise", "{mlp}", "--profile", "h100-typo"), "no profile named 'h100-typo'"),
+    Case("profile-name-empty", ("advise", "{mlp}", "--profile", ""), "profile name is empty"),
     Case("profile-missing-path", ("advise", "{mlp}", "--profile", "{d}/nowhere.json"), "does not exist"),
     Case("profile-binary", ("advise", "{mlp}", "--profile", "{d}/binary.json"), "not a roofline device profile"),
     Case("profile-empty", ("advise", "{mlp}", "--profile", "{d}/empty.json"), "empty"),
@@ -315,6 +317,11 @@ ERRORS = [
     Case("top-zero", ("advise", "{mlp}", "--profile", H100, "--top", "0"), "give 1 or more"),
     Case("decode-zero", ("advise", "{mlp}", "--profile", H100, "--decode", "0"), "give 1 or more"),
     Case("decode-on-a-non-lm", advise("{mlp}", "--decode", "4"), "decode"),
+    Case("train-without-parameters", advise("{d}/no_params.py", "--train"), "no parameter that requires grad"),
+    Case("optimizer-without-train", advise("{mlp}", "--optimizer", "sgd"), "add --train or drop --optimizer"),
+    Case("loss-without-train", advise("{mlp}", "--loss", "sum"), "add --train or drop --loss"),
+    Case("optimizer-unknown", advise("{mlp}", "--train", "--optimizer", "lion"), "invalid choice: 'lion'"),
+    Case("train-and-decode", advise("{mlp}", "--train", "--decode", "4"), "run them separately"),
     # roofline plot
     Case("plot-missing-report", ("plot", "{d}/nowhere.json"), "does not exist"),
     Case("plot-report-not-json", ("plot", "{d}/not_json_report.json"), "not valid JSON"),
@@ -329,6 +336,8 @@ ERRORS = [
     Case("unknown-flag", ("advise", "{mlp}", "--profile", H100, "--fast"), "unrecognized arguments: --fast"),
     Case("advise-without-model", ("advise",), "model_file"),
     Case("copies-unknown", ("advise", "{mlp}", "--copies", "twice"), "invalid choice"),
+    Case("profiles-extra-argument", ("profiles", "everything"), "unrecognized arguments: everything"),
+    Case("plot-without-report", ("plot",), "required: report_json"),
 ]
 
 

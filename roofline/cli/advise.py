@@ -10,6 +10,10 @@ from roofline.cli.paths import check_json_path, check_output_args
 from roofline.errors import ModelFileError, RooflineError
 
 
+# the flags that describe the training step, and their defaults: given without --train, they would be ignored
+_TRAIN_DEFAULTS = {"optimizer": "adamw", "optimizer_impl": "default", "loss": "auto"}
+
+
 def add_parsers(sub) -> None:
     adv = sub.add_parser("advise", help="trace a model file, predict per-op time and regime, and advise")
     adv.add_argument("model_file", help="a .py file defining `model` + `example_inputs`, or `get_model()` + `get_example_inputs()`")
@@ -42,13 +46,13 @@ def add_parsers(sub) -> None:
         "--train", action="store_true",
         help="analyze one training step: forward, loss, backward and optimizer step, each op with its phase, and memory over the step (with --measure: real steps timed)",
     )
-    adv.add_argument("--optimizer", choices=["adamw", "adam", "sgd"], default="adamw", help="--train: the optimizer (default adamw)")
+    adv.add_argument("--optimizer", choices=["adamw", "adam", "sgd"], default=_TRAIN_DEFAULTS["optimizer"], help="--train: the optimizer (default adamw)")
     adv.add_argument(
-        "--optimizer-impl", choices=["default", "foreach", "fused", "for-loop"], default="default",
+        "--optimizer-impl", choices=["default", "foreach", "fused", "for-loop"], default=_TRAIN_DEFAULTS["optimizer_impl"],
         help="--train: how the optimizer updates its tensors (default: torch's choice for the device: foreach on a GPU, for-loop on the CPU)",
     )
     adv.add_argument(
-        "--loss", choices=["auto", "sum"], default="auto",
+        "--loss", choices=["auto", "sum"], default=_TRAIN_DEFAULTS["loss"],
         help="--train: the loss when the model file defines no loss_fn(output, *inputs): auto (the output's own .loss, else cross-entropy over a logits-shaped output, else the sum) or sum",
     )
     adv.set_defaults(func=_cmd_advise)
@@ -60,6 +64,11 @@ def _cmd_advise(args) -> int:
     from roofline.report.terminal import render
 
     check_model_path(args.model_file)
+    if not args.train:
+        for name, default in _TRAIN_DEFAULTS.items():
+            if getattr(args, name) != default:
+                flag = "--" + name.replace("_", "-")
+                raise RooflineError(f"{flag} describes the training step, which only --train analyzes; add --train or drop {flag}")
     profile, kind = resolve_profile(args.profile, args.device)  # fail fast on a bad profile
     check_output_args(args)  # and on an unwritable --plot/--report path
     if args.json:

@@ -114,6 +114,11 @@ class _RunError(ModelFileError):
 def check_model_path(path: str | Path) -> Path:
     """The model file's resolved path, or a one-line ``ModelFileError`` when it is missing, a folder
     or not a .py file: the commands check it first, before any slower check."""
+    if not str(path).strip():
+        raise ModelFileError(
+            "the model file's path is empty; pass the path of a .py file that defines "
+            "`model` + `example_inputs` or `get_model()` + `get_example_inputs()`"
+        )
     p = Path(path).expanduser()
     if not p.exists():
         raise ModelFileError(
