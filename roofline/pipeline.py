@@ -28,7 +28,16 @@ from roofline.advice.plans import DevicePart, rank_plans
 from roofline.advice.step_memory import step_memory
 from roofline.advice.streams import stream_pipeline
 from roofline.advice.text import advice_lines
-from roofline.advice.training import UNCALIBRATED_HOST, checkpointing_estimate, host_only, phase_times, training_lines
+from roofline.advice.training import (
+    OPTIMIZER_UNMEASURED,
+    UNCALIBRATED_HOST,
+    checkpointing_estimate,
+    host_only,
+    optimizer_measured,
+    phase_times,
+    training_host_cost,
+    training_lines,
+)
 from roofline.costs import OpCost, cost_of
 from roofline.errors import CaptureError, ProfileError
 from roofline.graph.capture import capture, normalize_inputs
@@ -234,7 +243,7 @@ class Analysis:
             dev = self.device(kind)
             if dev is None:
                 return None
-            self._timelines[kind] = predict_timeline(self.graph, self.costs, dev, is_module=self.is_module, kernels=self.kernels(kind))
+            self._timelines[kind] = step_timeline(self.graph, self.costs, dev, is_module=self.is_module, kernels=self.kernels(kind))
         return self._timelines[kind]
 
     @property
@@ -367,7 +376,7 @@ class Analysis:
         if graph is self.graph:
             return self.timeline()
         costs = [host_only(cost_of(op)[0]) if op.host_scalar else cost_of(op)[0] for op in graph.ops]
-        return predict_timeline(graph, costs, self.dev, is_module=self.is_module)
+        return step_timeline(graph, costs, self.dev, is_module=self.is_module)
 
     @cached_property
     def _rebatcher(self) -> Rebatcher | None:
@@ -419,7 +428,7 @@ class Analysis:
             return None
         ops = [op for op in graph.ops if op.phase == "optimizer"]
         costs = [host_only(cost_of(op)[0]) if op.host_scalar else cost_of(op)[0] for op in ops]
-        tl = predict_timeline(graph.with_ops(ops), costs, self.dev, is_module=False)
+        tl = step_timeline(replace(graph.with_ops(ops), module_calls=0), costs, self.dev, is_module=False)
         return tl.total_s - tl.sync_s
 
     def _optimizer_alternatives_s(self) -> dict[str, float]:
@@ -450,7 +459,7 @@ class Analysis:
         except (CaptureError, RuntimeError):
             return None
         costs = [host_only(cost_of(op)[0]) if op.host_scalar else cost_of(op)[0] for op in graph.ops]
-        return predict_timeline(graph, costs, self.dev, is_module=self.is_module).total_s
+        return step_timeline(graph, costs, self.dev, is_module=self.is_module).total_s
 
     def _best_batch(self) -> tuple[int, float] | None:
         """(batch, samples/s): the batch of the sweep with the most samples per second whose step fits
@@ -515,7 +524,11 @@ class Analysis:
         )
         report.advice = advice_lines(report, copies_per_call=self.options.copies_per_call)
         if report.training is not None:
-            report.warnings.append(UNCALIBRATED_HOST)
+            if self.dev.overheads.training is None:
+                report.warnings.append(UNCALIBRATED_HOST)
+            elif not optimizer_measured(self.graph, self.dev):
+                info = self.graph.training
+                report.warnings.append(OPTIMIZER_UNMEASURED.format(key=f"{info.optimizer} ({info.implementation})"))
             checkpointing = checkpointing_estimate(self.graph, self.costs, report.training.memory, tl)
             report.advice[:0] = training_lines(report.training, checkpointing=checkpointing, best_batch=self._best_batch())
         timed = sum(op.kernel_source == "table" for op in ops)
@@ -526,6 +539,16 @@ class Analysis:
         if sweep is not None and (rec is None or rec.device == self.kind):  # a sweep of the device the plan runs on
             report.advice.append(describe_batch_sweep(sweep, self._batch))
         return report
+
+
+def step_timeline(graph: CapturedGraph, costs, dev: DeviceModel, *, is_module: bool = True, kernels=None) -> Timeline:
+    """``predict_timeline``, with a training step's host costs where the profile measured them
+    (``advice.training.training_host_cost``)."""
+    host = training_host_cost(graph, costs, dev, is_module=is_module) if graph.training is not None else None
+    if host is None:
+        return predict_timeline(graph, costs, dev, is_module=is_module, kernels=kernels)
+    host_cost, start_s = host
+    return predict_timeline(graph, costs, dev, is_module=is_module, kernels=kernels, host_cost=host_cost, start_host_s=start_s)
 
 
 def uncertain_ops(ops: list[OpReport], total_s: float) -> UncertainOps:

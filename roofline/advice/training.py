@@ -16,14 +16,68 @@ from roofline.advice.step_memory import Values
 from roofline.costs import OpCost
 from roofline.graph.ops import CapturedGraph
 from roofline.graph.training import PHASES
-from roofline.model.timeline import Timeline
+from roofline.model.device import DeviceModel
+from roofline.model.timeline import Timeline, dispatch_kind, dispatch_payers, modules_entered, parts_host_s
 from roofline.schema.report import PhaseTime, StepMemory, TrainingStep
 from roofline.units import count, seconds
 
 UNCALIBRATED_HOST = (
     "training step: backward and optimizer ops are priced with the forward's dispatch cost per op kind; "
-    "the autograd engine's cost per node and the optimizer's Python per parameter tensor are not calibrated yet"
+    "the profile has no training host costs (the autograd engine's per node, the optimizer's per parameter tensor): "
+    "benchmarks/train_check.py --training-host OUT writes a copy of the profile with them measured on this host"
 )
+OPTIMIZER_UNMEASURED = "training step: the profile has no host cost for {key}; its ops are priced with the forward's dispatch cost per op kind"
+
+
+def training_host_cost(graph: CapturedGraph, costs: Sequence[OpCost], dev: DeviceModel, *, is_module: bool = True):
+    """``(host_cost(op, cost), start_host_s)`` for ``predict_timeline`` of a training step on a
+    profile with training host costs (``Overheads.training``); None without them.
+
+    Every op pays what the eager timeline charges it (its kind's dispatch, the module calls it
+    enters); a forward op autograd records pays ``grad_record_s`` more; the backward pass pays
+    ``autograd_node_s`` per node the engine runs, spread over its ops; the optimizer's ops together
+    cost the measured host time of its step over this many parameter tensors, spread over them in
+    proportion to their dispatch. Module calls that launch nothing are billed before the first op.
+    The training costs move with the host's speed as the dispatch cost does."""
+    training = dev.overheads.training
+    info = graph.training
+    if training is None or info is None:
+        return None
+    ops = graph.ops
+    kinds = [dispatch_kind(op, c) for op, c in zip(ops, costs)]
+    pays = dispatch_payers(ops, kinds)
+    distinct = len({k for k, p in zip(kinds, pays) if p})
+    dispatch = {k: dev.dispatch_s(k, distinct) for k in set(kinds)}
+    module_s = dev.module_call_s
+    entered = [modules_entered(ops[i - 1].module, op.module) if i else int(is_module) + modules_entered("", op.module) for i, op in enumerate(ops)]
+    base = [(dispatch[k] if p else 0.0) + e * module_s + parts_host_s(c, dev, distinct) for k, p, e, c in zip(kinds, pays, entered, costs)]
+    calibrated = dev.part.measurements.overheads.dispatch_s.median_s
+    scale = dev.overheads.dispatch_s.median_s / calibrated if calibrated else 1.0
+    extra = [0.0] * len(ops)
+    backward = [i for i, op in enumerate(ops) if op.phase == "backward"]
+    for i, op in enumerate(ops):
+        if op.records_grad:
+            extra[i] += training.grad_record_s.median_s * scale
+    for i in backward:
+        extra[i] += info.autograd_nodes * training.autograd_node_s.median_s * scale / len(backward)
+    optimizer = [i for i, op in enumerate(ops) if op.phase == "optimizer"]
+    measured = training.optimizers.get(f"{info.optimizer}:{info.implementation}")
+    if optimizer and measured is not None:
+        total = (measured.call_s + measured.per_parameter_s * info.parameters) * scale
+        weights = sum(base[i] for i in optimizer) or float(len(optimizer))
+        for i in optimizer:
+            share = (base[i] or (weights / len(optimizer))) / weights
+            extra[i] += total * share - base[i]
+    host = [max(b + x, 0.0) for b, x in zip(base, extra)]
+    by_index = {op.index: h for op, h in zip(ops, host)}
+    start = max(graph.module_calls - sum(entered), 0) * module_s
+    return (lambda op, cost: by_index[op.index]), start
+
+
+def optimizer_measured(graph: CapturedGraph, dev: DeviceModel) -> bool:
+    """Whether the profile measured this step's optimizer and implementation."""
+    training, info = dev.overheads.training, graph.training
+    return training is not None and info is not None and f"{info.optimizer}:{info.implementation}" in training.optimizers
 
 
 def host_only(cost: OpCost) -> OpCost:

@@ -445,6 +445,8 @@ class _Recorder(TorchDispatchMode):
                 module=module, module_type=module_type, source=source, torch_call=self.calls.current,
                 input_ops=tuple(sorted({p for _, p in sources if p >= 0})), input_sources=tuple(sources),
                 phase=self.phase, grad_of=grad_of, host_scalar=host_scalar,
+                records_grad=self.phase == "forward" and torch.is_grad_enabled() and any(
+                    t.requires_grad for t in _flat_tensors(args, kwargs)),
             )
         )
         for k, t in enumerate(outputs):

@@ -101,6 +101,9 @@ class CapturedOp:
     # An op on CPU scalars that stay on the host whatever the model's device (an optimizer's step
     # count, and ``.item()`` of it): no kernel on a GPU, and no wait for the device.
     host_scalar: bool = False
+    # A forward op of a training step that autograd records (an input requires grad): the host also
+    # makes its autograd node and saves what its backward needs.
+    records_grad: bool = False
 
     @property
     def name(self) -> str:

@@ -143,6 +143,7 @@ class StepInfo:
     optimizer_state_bytes: int = 0  # state on the parameters' device (moments, momentum buffers)
     optimizer_host_state_bytes: int = 0  # state torch keeps on the CPU (the step counts, unless fused)
     parameter_shapes: list[tuple[tuple[int, ...], torch.dtype]] = field(default_factory=list)
+    autograd_nodes: int = 0  # nodes the backward pass runs (each costs the engine's host time)
 
 
 def is_host_step(key: str, step: TrainStep) -> bool:
@@ -180,6 +181,7 @@ class StepRun:
                     else:
                         self.device_state += nbytes
         self.loss_words = ""
+        self.autograd_nodes = 0
 
     def autocast(self):
         """The forward's and the loss's context: ``torch.autocast`` when the step asks for it."""
@@ -194,6 +196,7 @@ class StepRun:
             loss = loss_of(output)
         if not isinstance(loss, torch.Tensor) or loss.numel() != 1 or not loss.requires_grad:
             raise CaptureError("the loss is not a scalar tensor that depends on the parameters; make loss_fn(output, *inputs) return one")
+        self.autograd_nodes = _nodes_behind(loss)
         rec.phase = "backward"
         loss.backward()
         rec.phase = "optimizer"
@@ -215,7 +218,20 @@ class StepRun:
             parameter_shapes=[(tuple(p.shape), p.dtype) for p in self.params],
             gradients=gradients, gradient_bytes=sum(p.numel() * p.element_size() for p in self.params if p.grad is not None),
             optimizer_state_bytes=self.device_state, optimizer_host_state_bytes=self.host_state,
+            autograd_nodes=self.autograd_nodes,
         )
+
+
+def _nodes_behind(loss: torch.Tensor) -> int:
+    """Autograd nodes reachable from the loss: what ``loss.backward()`` runs."""
+    seen, stack = set(), [loss.grad_fn]
+    while stack:
+        node = stack.pop()
+        if node is None or node in seen:
+            continue
+        seen.add(node)
+        stack.extend(n for n, _ in node.next_functions)
+    return len(seen)
 
 
 def step_autocast(step: TrainStep, device_type: str):

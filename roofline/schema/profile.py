@@ -394,6 +394,23 @@ class TransferCurve(_Strict):
         return max(p.bytes_per_s for p in self.points)
 
 
+class OptimizerHost(_Strict):
+    """Host time of one optimizer step over tiny parameters: ``call_s + per_parameter_s x tensors``."""
+
+    call_s: float = Field(ge=0, le=MAX_TIME_S, description="Per step, whatever the parameter count, seconds.")
+    per_parameter_s: float = Field(ge=0, le=MAX_TIME_S, description="Per parameter tensor, seconds.")
+
+
+class TrainingOverheads(_Strict):
+    """Host costs of a training step beyond the forward's dispatch (``roofline.measure.training_host``)."""
+
+    grad_record_s: Stat = Field(description="Extra host time of an op autograd records (its node, the tensors it saves) over the same op under no_grad.")
+    autograd_node_s: Stat = Field(description="Host time of the autograd engine per node it runs in backward, beyond the node's own ops.")
+    optimizers: dict[str, OptimizerHost] = Field(
+        default_factory=dict, description="'adamw:foreach' and the like: one optimizer step's host time over its parameter tensors.",
+    )
+
+
 class Overheads(_Strict):
     """Fixed per-call costs: what small ops pay regardless of size."""
 
@@ -442,6 +459,9 @@ class Overheads(_Strict):
     op_small_s: Stat | None = Field(
         default=None,
         description="CPU: wall time of one tiny aten op (dispatch plus the op itself); the CPU's per-op overhead.",
+    )
+    training: TrainingOverheads | None = Field(
+        default=None, description="Host costs of a training step (the autograd engine, optimizers); null when not measured.",
     )
 
 

@@ -1,0 +1,232 @@
+"""Training steps predicted against measured: time per step, per phase, and the peak of memory.
+
+    python benchmarks/train_check.py --profile P [--device cuda|cpu] [--only NAME ...] [--list] [--json OUT]
+
+Each case is a model, a batch and an optimizer. The step ``roofline advise --train`` predicts
+(``Analysis`` with ``Options(train=...)``: forward, loss, backward, optimizer step as torch runs it on
+the device) is set against real steps of the same model on the profile's device
+(``roofline.measure.train``: zero_grad, forward, loss, backward, optimizer step, synchronize, timed
+beside the host-speed index; each phase between synchronizes; the peak of memory over a step,
+``torch.cuda.max_memory_allocated`` on a GPU). It prints per case the predicted and measured step
+(and the step predicted at the host scale timed beside it), the phases and the peak of memory,
+then the median and largest |error| of each.
+
+Cases: two small hand-written models (``small_mlp``, ``small_cnn``: the CPU subset), the example
+files, and zoo models (``benchmarks/zoo/registry.py``) in float32 at a training batch. On the CPU
+the default is the small subset; ``--only`` picks any cases by name (substrings).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+import torch  # noqa: E402
+from torch import nn  # noqa: E402
+
+from roofline.graph.loading import load_model_file  # noqa: E402
+from roofline.graph.training import TrainStep  # noqa: E402
+from roofline.measure.device import device_for  # noqa: E402
+from roofline.measure.train import measure_step  # noqa: E402
+from roofline.pipeline import Analysis, Options, resolve_profile  # noqa: E402
+
+
+class SmallMLP(nn.Module):
+    def __init__(self, width: int = 256, depth: int = 4):
+        super().__init__()
+        layers = [nn.Linear(64, width), nn.ReLU()]
+        for _ in range(depth - 1):
+            layers += [nn.Linear(width, width), nn.ReLU()]
+        self.body = nn.Sequential(*layers)
+        self.head = nn.Linear(width, 10)
+
+    def forward(self, x):
+        return self.head(self.body(x))
+
+
+class SmallCNN(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.features = nn.Sequential(
+            nn.Conv2d(3, 16, 3, padding=1), nn.BatchNorm2d(16), nn.ReLU(),
+            nn.Conv2d(16, 32, 3, stride=2, padding=1), nn.BatchNorm2d(32), nn.ReLU(),
+            nn.Conv2d(32, 64, 3, stride=2, padding=1), nn.BatchNorm2d(64), nn.ReLU(),
+            nn.AdaptiveAvgPool2d(1), nn.Flatten(),
+        )
+        self.head = nn.Linear(64, 10)
+
+    def forward(self, x):
+        return self.head(self.features(x))
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    build: Callable[[], tuple[nn.Module, tuple, dict]]  # on the default device
+    cpu: bool = False  # in the CPU subset
+
+
+def _hand(name: str, cls, shape: tuple[int, ...]) -> Case:
+    return Case(name, lambda: (cls(), (torch.randn(*shape),), {}), cpu=True)
+
+
+def _example(file: str, cpu: bool = False) -> Case:
+    def build():
+        meta = torch.get_default_device().type == "meta"
+        loaded = load_model_file(REPO / "examples" / file, materialize=not meta)
+        return loaded.model, loaded.args, loaded.kwargs
+
+    return Case(Path(file).stem, build, cpu=cpu)
+
+
+ZOO = ["tv_resnet18", "tv_mobilenet_v2", "tv_efficientnet_b0", "tv_convnext_tiny", "tv_vit_b_16", "timm_deit_small",
+       "hf_bert_base", "hf_gpt2", "hf_t5_small", "hf_llama_small", "unet_small", "mixer_mlp_hand", "clip_text_hand",
+       "nn_transformer_encoder", "tcn_conv1d"]
+ZOO_BATCH = {"cnn": 32, "vit": 32, "encoder": 8, "decoder": 4, "encdec": 8, "rnn": 16, "mlp": 64, "other": 16}
+
+
+def _zoo(name: str) -> Case | None:
+    try:
+        from benchmarks.zoo.registry import MODELS, missing_reason
+    except ImportError:
+        return None
+    model = next((m for m in MODELS if m.name == name), None)
+    if model is None or missing_reason(model):
+        return None
+    return Case(f"zoo:{name}", lambda: model.build(ZOO_BATCH.get(model.family, 8), torch.float32))
+
+
+def all_cases() -> list[Case]:
+    cases = [
+        _hand("small_mlp", SmallMLP, (32, 64)), _hand("small_cnn", SmallCNN, (16, 3, 32, 32)),
+        _example("mlp_tiny.py", cpu=True), _example("gpt_block.py"), _example("resnet_cnn.py"), _example("transformer_encoder.py"),
+    ]
+    return cases + [c for c in map(_zoo, ZOO) if c is not None]
+
+
+def err(p: float | None, m: float | None) -> float | None:
+    return (p - m) / m if p is not None and m else None
+
+
+def pct(e: float | None) -> str:
+    return f"{100 * e:+6.1f}%" if e is not None else "     -"
+
+
+def run_case(case: Case, profile, kind: str, device: str, step: TrainStep) -> dict:
+    with torch.device("meta"):
+        model, args, kwargs = case.build()
+    t0 = time.perf_counter()
+    analysis = Analysis.of(model, args, kwargs, profile, Options(device=kind, train=step, batch_sweep=False), name=case.name)
+    training = analysis.training
+    analyze_s = time.perf_counter() - t0
+    del model
+    model, args, kwargs = case.build()
+    real_step = TrainStep(optimizer=step.optimizer, implementation=analysis.graph.training.implementation, loss=step.loss)
+    m = measure_step(model, args, kwargs, real_step, device, overheads=analysis.dev.overheads)
+    scale = m.host_speed.scale if m.host_speed else None
+    now_s = analysis.at_host_scale(scale).total_s if scale else None
+    return dict(
+        case=case.name, ops=len(analysis.graph.ops), implementation=training.implementation, batch=training.batch, analyze_s=analyze_s,
+        predicted_s=training.predicted_s, predicted_now_s=now_s, host_scale=scale, measured_s=m.total.median_s, measured_iqr_s=m.total.iqr_s,
+        phases={p.phase: dict(predicted_s=p.predicted_s, measured_s=m.phases_s.get(p.phase)) for p in training.phases},
+        peak_bytes=training.memory.peak_bytes, measured_peak_bytes=m.peak_bytes, notes=m.notes,
+    )
+
+
+def summary(rows: list[dict], key: str, label: str) -> str:
+    errors = [abs(e) for e in (r[key] for r in rows) if e is not None]
+    if not errors:
+        return f"{label}: no measurement"
+    return f"{label}: median |error| {100 * statistics.median(errors):.1f}%, max {100 * max(errors):.1f}% (n={len(errors)})"
+
+
+def write_training_host(profile, kind: str, device: str, out: Path) -> int:
+    """A copy of ``profile`` whose ``kind`` part carries the training host costs measured here."""
+    from roofline.measure.training_host import measure_training_host
+    from roofline.profiles import save_profile
+
+    t0 = time.perf_counter()
+    training = measure_training_host(device)
+    key = "host" if kind == "cpu" else "gpu"
+    part = profile.part(kind)
+    overheads = part.measurements.overheads.model_copy(update=dict(training=training))
+    measurements = part.measurements.model_copy(update=dict(overheads=overheads))
+    profile = profile.model_copy(update={key: part.model_copy(update=dict(measurements=measurements))})
+    save_profile(profile, out)
+    print(f"training host costs on {device} in {time.perf_counter() - t0:.1f} s: autograd records an op for "
+          f"{training.grad_record_s.median_s * 1e6:.2f} µs more, runs a node for {training.autograd_node_s.median_s * 1e6:.2f} µs")
+    for name, o in training.optimizers.items():
+        print(f"  {name:<16} {o.call_s * 1e6:7.1f} µs per step + {o.per_parameter_s * 1e6:6.2f} µs per parameter tensor")
+    print(f"wrote {out}")
+    return 0
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--profile", help="profile name or path (required unless --list)")
+    ap.add_argument("--device", choices=["cuda", "cpu"])
+    ap.add_argument("--only", nargs="*", help="case names (substrings); default: every case on a GPU, the CPU subset on the CPU")
+    ap.add_argument("--optimizer", choices=["adamw", "adam", "sgd"], default="adamw")
+    ap.add_argument("--list", action="store_true", help="list the cases and exit")
+    ap.add_argument(
+        "--training-host", metavar="OUT.json",
+        help="measure the training step's host costs on this machine (roofline.measure.training_host), write a copy of the profile with them to OUT.json, and exit",
+    )
+    ap.add_argument("--json")
+    args = ap.parse_args()
+    cases = all_cases()
+    if args.list:
+        for c in cases:
+            print(f"{c.name}{'  (CPU subset)' if c.cpu else ''}")
+        return 0
+    if not args.profile:
+        ap.error("--profile is required (a profile of this machine: roofline calibrate)")
+    profile, kind = resolve_profile(args.profile, args.device)
+    device = device_for(profile, kind)
+    if args.training_host:
+        return write_training_host(profile, kind, device, Path(args.training_host))
+    if args.only:
+        cases = [c for c in cases if any(s in c.name for s in args.only)]
+    elif kind == "cpu":
+        cases = [c for c in cases if c.cpu]
+    step = TrainStep(optimizer=args.optimizer)
+    print(f"training steps on {profile.device} ({kind}), profile '{profile.name}', torch {torch.__version__}, {time.strftime('%Y-%m-%d')}, {args.optimizer}")
+    print(f"{'case':<28} {'impl':<8} {'predicted':>11} {'at host':>11} {'measured':>11} {'error':>7} {'at host':>7} | "
+          f"{'fwd':>7} {'bwd':>7} {'opt':>7} | {'peak pred':>10} {'measured':>10} {'error':>7}")
+    rows = []
+    for case in cases:
+        try:
+            r = run_case(case, profile, kind, device, step)
+        except Exception as e:  # noqa: BLE001 - one case's failure is reported, the rest still run
+            print(f"{case.name:<28} failed: {type(e).__name__}: {str(e).splitlines()[0][:140]}")
+            continue
+        r["error"], r["error_now"] = err(r["predicted_s"], r["measured_s"]), err(r["predicted_now_s"], r["measured_s"])
+        r["peak_error"] = err(r["peak_bytes"], r["measured_peak_bytes"])
+        ph = {k: err(v["predicted_s"], v["measured_s"]) for k, v in r["phases"].items()}
+        now = f"{r['predicted_now_s'] * 1e3:9.3f}ms" if r["predicted_now_s"] else f"{'-':>11}"
+        print(f"{case.name:<28} {r['implementation']:<8} {r['predicted_s'] * 1e3:9.3f}ms {now} {r['measured_s'] * 1e3:9.3f}ms "
+              f"{pct(r['error'])} {pct(r['error_now'])} | {pct(ph['forward'])} {pct(ph['backward'])} {pct(ph['optimizer'])} | "
+              f"{r['peak_bytes'] / 1e6:8.2f}MB {(r['measured_peak_bytes'] or 0) / 1e6:8.2f}MB {pct(r['peak_error'])}")
+        rows.append(r)
+        if kind == "cuda":
+            torch.cuda.empty_cache()
+    print(summary(rows, "error", "step time, as calibrated"))
+    print(summary(rows, "error_now", "step time, at the host scale of the measurement"))
+    print(summary(rows, "peak_error", "peak memory"))
+    if args.json:
+        Path(args.json).write_text(json.dumps(dict(device=profile.device, profile=profile.name, torch=torch.__version__,
+                                                   date=time.strftime("%Y-%m-%d"), rows=rows), indent=1, default=str))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,35 @@
+"""Real training steps on the CPU: the step and its phases timed, the peak of memory against the
+prediction from the capture, and the training host costs measured."""
+
+import torch
+from torch import nn
+
+from roofline.advice.step_memory import step_memory
+from roofline.costs import cost_of
+from roofline.graph.capture import capture
+from roofline.graph.training import PHASES, TrainStep
+from roofline.measure.train import measure_step
+from roofline.measure.training_host import measure_training_host
+
+
+def mlp():
+    torch.manual_seed(0)
+    return nn.Sequential(nn.Linear(64, 256), nn.ReLU(), nn.Linear(256, 256), nn.ReLU(), nn.Linear(256, 10))
+
+
+def test_measured_step_and_its_peak_memory():
+    x = torch.randn(32, 64)
+    step = TrainStep(implementation="for-loop")
+    m = measure_step(mlp(), (x,), {}, step, "cpu", budget_s=0.1)
+    assert m.total.median_s > 0 and set(m.phases_s) == set(PHASES) and all(v > 0 for v in m.phases_s.values())
+    g = capture(mlp(), (x,), train=step)
+    predicted = step_memory(g, [cost_of(op)[0] for op in g.ops], "cpu", None).peak_bytes
+    # the profiler's allocations over a real step against the liveness of the captured values
+    assert abs(predicted - m.peak_bytes) <= 0.05 * m.peak_bytes
+
+
+def test_training_host_costs_are_measured():
+    t = measure_training_host("cpu", rounds=1)
+    assert 0 < t.grad_record_s.median_s < 1e-3 and 0 < t.autograd_node_s.median_s < 1e-3
+    assert {"adamw:for-loop", "adamw:foreach", "sgd:for-loop"} <= set(t.optimizers)
+    assert all(o.call_s + o.per_parameter_s > 0 for o in t.optimizers.values())
