@@ -7,8 +7,10 @@ activations in and out (bfloat16), an arithmetic intensity in the thousands of F
 
 What the advisor should find (regime): compute-bound convolutions (roughly half a millisecond
 each in bf16 on an H100 at cuDNN's achievable rate, below the matmul peak); the ReLUs are
-memory-bound and fusible into the conv epilogue; host overhead is negligible. The GPU wins
-placement by orders of magnitude. ``DTYPE`` is bfloat16 (tensor cores); set
+memory-bound and fusible into the conv epilogue; host overhead is negligible. The GPU computes
+the stack two orders of magnitude faster than the host CPU; per call with the input and output
+copied (pageable, 103 MB each way) the copies take longer than the convolutions and the margin
+drops to about 2x. ``DTYPE`` is bfloat16 (tensor cores); set
 ``ROOFLINE_EXAMPLE_DTYPE=float32`` to see fp32, for which PyTorch lets cuDNN use TF32 by default
 (``torch.backends.cudnn.allow_tf32`` is True, unlike matmul's), so "fp32" convs run at TF32
 rates. Too big to run on a CPU in a test: build and trace it under ``torch.device("meta")``.

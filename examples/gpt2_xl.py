@@ -13,10 +13,13 @@ dtype.
 
 What the advisor should find (regime), H100-class GPU: about 3.2 TFLOP of GEMMs (2 x 1.5e9
 x 1024 tokens, plus 165 GFLOP for the LM head) against 3.1 GB of weights read once: the GEMMs
-are compute-bound and the pass takes milliseconds; LayerNorm, GELU and residual adds are
-memory-bound and fusible; host overhead is small beside the kernels (some 15 ops per block).
-Placement: the GPU by far if the weights are resident; moving the weights each call (3.1 GB
-over ~55 GB/s pinned) would cost more than the forward itself.
+are compute-bound kernels and the pass takes milliseconds; LayerNorm, GELU and residual adds
+are memory-bound kernels (GELU would fold into its GEMM's epilogue: see ``gpt_block.py``). Host
+overhead is not small at batch 1: some 31 aten ops per block (about 1500 in all) take longer to
+issue than the kernels run, so about half of the eager time is host overhead and a CUDA graph
+would roughly halve it. The LM head is the largest op, and its vocabulary of 50257 is worth
+padding to 50304. Placement: the GPU by far if the weights are resident; moving the weights each
+call (3.1 GB over ~55 GB/s pinned) would cost more than the forward itself.
 """
 
 import os

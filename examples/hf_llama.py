@@ -2,8 +2,10 @@
 heads, SwiGLU MLP 8192, RMSNorm, rotary embeddings, vocabulary 128256), random weights, bf16, a
 prompt of 128 tokens with the default KV cache.
 
-Needs ``pip install transformers``. What the advisor should find: compute-bound GEMMs in bf16, the
-vocabulary head the largest op; grouped-query attention reads K and V once per key/value head.
+Needs ``pip install transformers``. What the advisor should find: at 128 tokens the eager forward is
+almost all host overhead (some 1300 aten ops; a CUDA graph about 5x faster), the vocabulary head
+the largest op; grouped-query attention reads K and V once per key/value head (SDPA over 8 key/value
+heads).
 """
 
 import torch

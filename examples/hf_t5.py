@@ -2,7 +2,7 @@
 keyword inputs, 128 source tokens and 32 decoder tokens (``input_ids``, ``decoder_input_ids``).
 
 Needs ``pip install transformers``. What the advisor should find: at these sizes an overhead-bound
-forward on an H100 (~700 small ops, explicit attention matmuls with a relative position bias).
+forward on an H100 (~960 small ops, explicit attention matmuls with a relative position bias).
 """
 
 import torch

@@ -6,9 +6,13 @@ heads, MLP 8192, vocabulary 128256), ``8b`` (32 layers, d 4096, 32 / 8 heads, ML
 (80 layers, d 8192, 64 / 8 heads, MLP 28672). bf16, batch 1, a 512-token prompt. Built on the meta
 device, even the 70B shape (about 141 GB of bf16 weights) is analyzed in a few hundred MB.
 
-What the advisor should find: a prefill is compute-bound in its GEMMs (the vocabulary head is the
-largest single op); the weights must be resident; at 70B they do not fit one 80 GB GPU. ``sweep()``
-runs a 2-layer model of the same design over prompt length.
+What the advisor should find: a prefill's GEMMs are compute-bound kernels, and the vocabulary head
+is the largest single op. At 1B and 512 tokens the ~1160 eager ops take longer to issue than the
+kernels run: most of the time is host overhead, and a CUDA graph would be about 3x faster; at 70B
+the prefill is compute-bound. Grouped-query attention reads K and V once per key/value head. The
+weights must be resident; at 70B they do not fit one 80 GB GPU, so no GPU plan applies (nor does
+the CPU with the shipped profile's 135 GB host). ``sweep()`` runs a 2-layer model of the same
+design over prompt length.
 """
 
 from __future__ import annotations

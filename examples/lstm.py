@@ -6,7 +6,8 @@ layer, the gates are a (32 x (in + 512)) @ ((in + 512) x 2048) GEMM: 2 x 32 x 76
 101 MFLOP for layer 1 and 134 MFLOP for layer 2, so about 23.5 GFLOP over 100 steps.
 
 What the advisor should find (regime): the recurrence is sequential, 200 dependent small GEMMs
-(M = 32) that run far below the GPU's peak, plus the gate nonlinearities. How it appears
+(M = 32) that run far below the GPU's peak (under a tenth of the fp32 matmul peak achieved over
+the forward), plus the gate nonlinearities. How it appears
 depends on the backend the capture dispatches to: on CUDA the whole LSTM is one fused cuDNN call
 (``aten._cudnn_rnn``), latency-bound inside its kernel sequence; with CPU (fake) tensors in
 torch 2.13 it is one ``aten.mkldnn_rnn_layer`` per layer (oneDNN); where ``aten.lstm`` is

@@ -1,16 +1,18 @@
 """A tiny MLP: 8 x (Linear(128, 128) + ReLU) at batch 1, float32, inference.
 
-A reference figure measured on an H100 host: this runs in 202 us eager against 31 us as a CUDA
-graph. It is the small end of seed 003's Linear + ReLU stack (``seed003_linear_relu.py``
-is the same network with in-place ReLUs and its sweep); here the ReLU is not in place, so the
-capture sees ``aten.relu``.
+Measured on an H100 host (``benchmarks/results/h100_advice.txt``): 216 us eager against 35.5 us
+as a CUDA graph. It is the small end of seed 003's Linear + ReLU stack
+(``seed003_linear_relu.py`` is the same network with in-place ReLUs and its sweep); here the
+ReLU is not in place, so the capture sees ``aten.relu``.
 
-What the advisor should find (regime): overhead-bound. 16 aten ops (8 ``addmm`` of 1 x 128 x
-128, 8 ``relu``) whose kernels take 1-3 us each, issued by a host that needs 7-10 us per op plus
-the ``nn.Module`` call, so the GPU idles most of the time. CUDA graphs collapse the host cost to
-about 1 us per kernel (~6.5x here); bias + ReLU fusion and a larger batch come almost free;
-the CPU is competitive or faster (0.26 MFLOP in all). ``DTYPE`` follows
-``ROOFLINE_EXAMPLE_DTYPE`` (float32 | bfloat16 | float16), default float32.
+What the advisor should find (regime): overhead-bound. 16 kernels (8 ``addmm`` of 1 x 128 x
+128, 8 ``relu``; 24 aten ops with the weight transposes), each a few microseconds, issued by a
+host that needs 10-30 us per op with the ``nn.Module`` call, so the GPU idles most of the time.
+A CUDA graph collapses the host cost to about 1 us per kernel, several x faster, and is the
+recommended plan, copies in and out included; the eight bias + ReLU pairs fuse (matmul
+epilogues) but save less than the graph; a larger batch is nearly free; eager, the CPU is faster
+than the GPU (0.26 MFLOP in all). ``DTYPE`` follows ``ROOFLINE_EXAMPLE_DTYPE`` (float32 |
+bfloat16 | float16), default float32.
 """
 
 import os

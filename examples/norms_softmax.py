@@ -6,11 +6,14 @@ Stands for the memory-bound non-GEMM work of a transformer (seed 001's bandwidth
 reductions): a few FLOPs per element against every byte read and written.
 
 What the advisor should find (regime): memory-bound throughout. ``aten.native_layer_norm`` and
-``aten._softmax`` are one kernel each that read 64 MiB and write 64 MiB (about 45 us each on an
+``aten._softmax`` are one kernel each that read 64 MiB and write 64 MiB (45-60 us each on an
 H100); the hand-written RMSNorm is six kernels (pow, mean, add, rsqrt, mul, mul) with 64 MiB
-intermediates, one fusion group that a compiler turns into a single read and write (about
-4-5x fewer bytes for that part). Reductions (mean, the softmax and LayerNorm statistics) must
-be costed, not silently zero. ``DTYPE`` follows ``ROOFLINE_EXAMPLE_DTYPE`` (float32 |
+intermediates (the add and rsqrt act on the per-row statistics). The advisor fuses them into two
+groups, pow + mean and add + rsqrt + mul + mul (its groups end at a reduction; a compiler such as
+Inductor makes one kernel of all six): six kernels become two, and that part moves about 2.3x
+fewer bytes (one kernel would be about 3.7x). Reductions (mean, the softmax and LayerNorm
+statistics) must be costed, not silently zero. Per call with the copies in and out (pageable) the
+CPU is the better place. ``DTYPE`` follows ``ROOFLINE_EXAMPLE_DTYPE`` (float32 |
 bfloat16 | float16), default float32.
 """
 

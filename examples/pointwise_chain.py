@@ -5,11 +5,12 @@ longer): every op reads its input and writes its output, one element at a time, 
 per element and no intermediate used twice (except the input ``x``, read again at the end).
 
 What the advisor should find (regime): memory-bound. Each op moves 32 MiB (read + write), about
-11 us at ~3 TB/s on an H100, slightly above one host dispatch; the whole chain is one fusion
-group that reads 16 MiB once and writes 16 MiB once, about 16x fewer bytes and 15 fewer
-launches. ``sweep()`` goes from 2**14 elements (every op overhead-bound) to 2**26 (clearly
-memory-bound). On the CPU the chain is memory-bound too, and placement depends on whether the
-copies in and out are counted. ``DTYPE`` follows ``ROOFLINE_EXAMPLE_DTYPE`` (float32 | bfloat16
+10 us at ~3 TB/s on an H100, a little under one host dispatch, so the device barely waits; the
+whole chain is one fusion group that reads 16 MiB once and writes 16 MiB once, about 16x fewer
+bytes and 15 fewer launches. ``sweep()`` goes from 2**14 elements (every op overhead-bound) to
+2**26 (clearly memory-bound). On the CPU the chain is memory-bound too, and placement depends on
+whether the copies in and out are counted: with pageable copies per call the GPU wins from about
+2**22 elements. ``DTYPE`` follows ``ROOFLINE_EXAMPLE_DTYPE`` (float32 | bfloat16
 | float16), default float32.
 """
 

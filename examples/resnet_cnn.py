@@ -8,13 +8,17 @@ with a 1x1/2 conv + BN downsample shortcut; adaptive average pool to 1x1 and a 1
 
 What the advisor should find (regime), H100-class GPU:
 
-* the 3x3 convolutions are compute-bound at batch 16 (the early, wide-spatial ones move the most
-  activations; the late 7x7 ones have few pixels and run well below peak);
+* the convolutions are compute-bound kernels at batch 16 (the early, wide-spatial ones move the
+  most activations; the late 7x7 ones have few pixels and run well below peak);
 * BatchNorm (eval: an affine per channel), ReLU and the residual adds are memory-bound
-  pointwise kernels, and they are most of the kernels: conv + BN + ReLU (+ add) are the
-  fusion groups (BN can even be folded into the conv weights);
-* at batch 1 (``sweep()``'s first entry) the ~60 kernels are short enough that host overhead
-  matters; larger batches move the network toward compute-bound.
+  pointwise kernels, and they are most of the kernels. Each residual add fuses with its ReLU;
+  BN + ReLU is the other group a compiler makes (and BN can be folded into the conv weights),
+  which the advisor does not find today: it ends a fusion group at eval-mode batch norm as at a
+  reduction (``tests/test_example_findings.py`` marks it);
+* host overhead matters: at batch 1 (``sweep()``'s first entry) it is nearly all of the time, at
+  batch 16 some 40% (the H100 measured it the dominant regime,
+  ``benchmarks/results/h100_accuracy.txt``); larger batches move the network toward
+  compute-bound.
 
 ``DTYPE`` follows ``ROOFLINE_EXAMPLE_DTYPE`` (float32 | bfloat16 | float16), default float32.
 """

@@ -2,13 +2,16 @@
 (batch 1, input 128, hidden 128), then a Linear read-out of the last state.
 
 Each step is ``h = tanh(x_t @ W_ih^T + b_ih + h @ W_hh^T + b_hh)``: two ``addmm`` of 1 x 128 x
-128, an ``add`` and a ``tanh``; 50 steps give about 200 aten ops of a few KB each.
+128, an ``add`` and a ``tanh``; 50 steps give about 200 aten ops with a kernel, of a few KB each
+(about 350 with the weight transposes and the slices).
 
-What the advisor should find (regime): overhead-bound from end to end. Every kernel is a
-microsecond or two on a GPU against 7-10 us of host dispatch (plus the ``nn.Module`` calls),
-so the GPU spends most of the run idle and the CPU is likely faster; CUDA graphs (or
-``torch.compile`` of the unrolled loop) are the fix, a larger batch is nearly free (the
-batch-doubling test), and fusing each step's add + tanh saves one dispatch per step.
+What the advisor should find (regime): overhead-bound from end to end. Every kernel is a few
+microseconds on a GPU against 10-30 us of host time per op on the shipped H100 profile (the
+``nn.Module`` calls included), so the GPU spends most of the run idle and the CPU is faster
+eager; CUDA graphs (or ``torch.compile`` with ``mode="reduce-overhead"`` of the unrolled loop)
+are the fix and the recommended plan, a larger batch is nearly free (the batch-doubling test,
+over ``sweep()``: the advisor's own batch sweep scales the leading dimension, here the 50 steps),
+and each step's add + tanh fuses into the epilogue of its ``addmm``.
 
 Tracing: the loop runs ``x.shape[0]`` times, so plain ``torch.fx.symbolic_trace`` cannot follow
 it (the length is a Proxy, not an int). Capture must trace by running the code (make_fx /

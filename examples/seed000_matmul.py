@@ -10,12 +10,13 @@ What the advisor should find (regime):
 * small ``dim`` (up to a few hundred): the GPU kernel is shorter than one host dispatch, so the
   op is overhead-bound and the CPU wins the placement;
 * large ``dim`` (the default, 4096: 137 GFLOP, 3 x 64 MiB of operands and result):
-  compute-bound on both devices. On the GPU the kernel (about 2.6 ms at fp32 without TF32 on an
-  H100) is shorter than the copies in and out (about 200 MB: ~4 ms pinned, 10-25 ms pageable),
-  so the copies dominate the GPU alternative (the seed's "the other 50% is the IO"), yet the GPU
-  still beats a CPU that needs tens of milliseconds for 137 GFLOP;
-* the size where the GPU starts to win once copies are counted lies between the two; ``sweep()``
-  covers it.
+  compute-bound on both devices. On the GPU the kernel (about 2.7 ms at fp32 without TF32 on an
+  H100; measured 2.75 ms) is far shorter than the copies in and out (201 MB: about 4 ms pinned;
+  pageable, about 86 ms on the shipped profile, whose host copies a result back into fresh pages
+  at about 1 GB/s), so the copies dominate the GPU alternative (the seed's "the other 50% is the
+  IO"), yet the GPU still beats the host CPU, which needs over 100 ms for 137 GFLOP;
+* the size where the GPU starts to win once copies are counted lies between the two: ``sweep()``
+  puts it at dim 1024, where the H100 measured it too (``benchmarks/results/h100_advice.txt``).
 
 The seed's warm-up and synchronize lessons are about measurement (``--measure``), not about
 this file. ``DTYPE`` follows ``ROOFLINE_EXAMPLE_DTYPE`` (float32 | bfloat16 | float16), default

@@ -10,11 +10,12 @@ What the advisor should find (regime):
 * every ``sin`` is memory-bound on the GPU: 1 FLOP-ish per element against 8 bytes moved
   (fp32 read + write). At the default 2**24 elements (64 MiB) each kernel moves 128 MiB, about
   45 us at ~3 TB/s, far above one host dispatch;
-* fusion: the four kernels become one that reads the input once and writes the output once,
-  cutting the bytes (and the GPU time) by about 4x (the seed saw about 2x: 100 us -> 50 us);
-* placement: with the host-to-device and device-to-host copies counted (2 x 64 MiB over
-  ~10-50 GB/s), the GPU loses to the CPU: the copies cost far more than the kernels save.
-  "The problem is still memory bound so CPU will still be faster";
+* fusion: the four kernels become one that reads the input once and writes the output once
+  (fusible 4 -> 1), cutting the bytes by 4x and the GPU time by about 3x (the seed saw about 2x:
+  100 us -> 50 us);
+* placement: with the host-to-device and device-to-host copies counted (2 x 64 MiB, pageable:
+  tens of milliseconds), the GPU loses to the CPU, at every size of ``sweep()``: the copies cost
+  far more than the kernels save. "The problem is still memory bound so CPU will still be faster";
 * at the small end of ``sweep()`` (2**10 elements) every op is overhead-bound.
 
 ``DTYPE`` follows ``ROOFLINE_EXAMPLE_DTYPE`` (float32 | bfloat16 | float16), default float32.

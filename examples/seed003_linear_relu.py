@@ -16,11 +16,16 @@ capture sees ``aten.relu_``. Default: hidden 128, batch 1, 8 layers.
 What the advisor should find (regime):
 
 * hidden < 1024 (and small batch): overhead-bound. Each layer is an ``addmm`` and a ``relu_``
-  whose kernels are shorter than one host dispatch plus the ``nn.Module`` call; removing the
-  overhead (CUDA graphs, or the seed's hand-written PyCUDA) is worth ~1.8x (1.73x on average
-  below hidden 1024), and fusing bias + ReLU into one kernel a further ~1.22x (up to 1.24x);
-* hidden >= 1024 with batch >= 64: the GEMMs are compute-bound; overhead removal buys ~1.05x
-  and bias/ReLU fusion ~1.01x: neither matters (the seed's divide at hidden 1024);
+  whose kernels are shorter than one host dispatch plus the ``nn.Module`` call. The seed (a GTX
+  1070) found removing the overhead with hand-written PyCUDA worth ~1.8x (1.73x on average below
+  hidden 1024) and fusing bias + ReLU a further ~1.22x. On an H100 the host weighs more: a CUDA
+  graph is worth several x (hidden 128, batch 1: the H100 measured 5.5x,
+  ``benchmarks/results/h100_advice.txt``) and is the recommended plan; every bias + ReLU pair
+  fused is worth ~1.2x;
+* large hidden and batch: the GEMMs turn compute-bound (from hidden 1024 at batch 64 by the
+  advisor, although the H100 measured that point still overhead-bound) and removing the overhead
+  stops mattering: ~1.06x at hidden 2048, batch 64, ~1.01x at hidden 4096, batch 512. The seed's
+  divide at hidden 1024 lies higher on an H100;
 * the batch-doubling test: while overhead-bound, doubling the batch barely changes the time.
 
 ``sweep()`` covers hidden in (128, ..., 4096) x batch in (1, 8, 64, 512). ``DTYPE`` follows

@@ -18,12 +18,13 @@ no overlap of two copies in the same direction). The seed measured 292 ms sequen
 122 ms streamed (2.4x), with the copies more than half of the time even pinned; pageable
 memory adds a staging copy through a pinned buffer and is slower still.
 
-What the advisor should find (regime): at n = 1024 fp32 the kernel (2.1 GFLOP, about 40 us at
-~52 TFLOP/s fp32 on an H100) is compute-bound but shorter than either 4 MiB copy (about 75 us
-each at ~55 GB/s pinned, ~200-500 us pageable), so the pipeline is copy-bound: sequential time
-per batch ~ H2D + kernel + D2H, streamed ~ max of the three, about a 2.5x bound that matches
-the seed's 2.4x. Copies grow as n**2 and the kernel as n**3, so ``sweep()`` crosses over to a
-compute-bound pipeline near n = 4 x P / W (a few thousand for fp32). ``BATCHES`` is a
+What the advisor should find (regime): at n = 1024 fp32 the kernel (2.1 GFLOP, 40-60 us at
+~52 TFLOP/s fp32 on an H100) is compute-bound but shorter than either 4 MiB copy (about 90 us
+each pinned, 450-550 us pageable), so the pipeline is copy-bound: sequential time per batch
+~ H2D + kernel + D2H, streamed ~ max of the three, about a 2.5x gain that matches the seed's
+2.4x (the H100 measured 2.6x: 4.26 ms against 1.63 ms). Copies grow as n**2 and the kernel as
+n**3, so ``sweep()`` crosses over to a compute-bound pipeline near n = 2 x P / W (about 1900 for
+fp32: the kernel outlasts each pinned copy from n = 2048). ``BATCHES`` is a
 representative loop length (the seed does not print its ``ITERS``). ``DTYPE`` follows
 ``ROOFLINE_EXAMPLE_DTYPE`` (float32 | bfloat16 | float16), default float32 as in the seed.
 """

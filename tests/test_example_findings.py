@@ -310,6 +310,7 @@ def test_gpt2_xl_prefill(advise, h100):
     assert all(kernel_bound(op) == "compute" for op in ops(r, category="matmul") + ops(r, category="attention"))
     small = ops(r, category="norm") + ops(r, target="aten.gelu") + ops(r, target="aten.add")
     assert len(small) >= 48 * 5 and all(kernel_bound(op) == "memory" for op in small)
+    assert 1400 < r.total.ops < 1600
     assert share(r.total.regime_s, "overhead") > 0.3, "some 31 aten ops a block: host overhead is not small beside the kernels"
     assert graph_speedup(a.analysis) > 1.5
     assert max(r.ops, key=lambda op: op.predicted_s).module == "lm_head"
@@ -326,6 +327,7 @@ def test_llama_1b_prefill(advise):
     r = a.report
     assert all(kernel_bound(op) == "compute" for op in ops(r, category="matmul"))
     assert max(r.ops, key=lambda op: op.predicted_s).module == "head", "the vocabulary head is the largest op"
+    assert 1100 < r.total.ops < 1250
     assert share(r.total.regime_s, "overhead") > 0.5 and graph_speedup(a.analysis) > 2
     q, k, v = ops(r, category="attention")[0].inputs[:3]
     assert q.shape[1] == 32 and k.shape[1] == v.shape[1] == 8, "grouped-query attention: K and V once per key/value head"
@@ -339,6 +341,7 @@ def test_llama_70b_does_not_fit_one_gpu(advise):
     gpu_plans = [p for p in r.plans if p.device == "cuda"]
     assert gpu_plans and not any(p.applicable for p in gpu_plans)
     assert all("does not fit" in p.reason for p in gpu_plans)
+    assert r.recommended_plan is None, "nor does the 135 GB host of the shipped profile hold 141 GB"
     assert share(r.total.regime_s, "compute") > 0.7, "at 70B the prefill is compute-bound"
 
 
@@ -400,6 +403,7 @@ def test_resnet_cnn(advise):
     assert sum(op.kernels for op in others) > sum(op.kernels for op in convs), "they are most of the kernels"
     add_relu = [g for g in group_targets(r) if g[:2] == ["add", "relu_"]]
     assert len(add_relu) == 8, "each residual add fuses with its ReLU"
+    assert share(r.total.regime_s, "overhead") > 0.2, "host overhead matters at batch 16 (measured: the dominant regime)"
 
 
 @pytest.mark.xfail(strict=True, reason=EVAL_BATCH_NORM_ENDS_GROUP)
@@ -421,7 +425,7 @@ def test_lstm_priced_from_its_shapes_far_below_peak(advise):
     assert len(rnn) == 2 and all(op.flops > 0 and op.kernel_s > 0 for op in rnn)
     assert abs(r.total.flops / 23.5e9 - 1) < 0.05
     peak = a.analysis.dev.matmul_model(matmul_dtype_name(torch.float32, False)).peak_flop_per_s
-    assert r.total.achieved_flop_per_s < 0.2 * peak, "200 dependent GEMMs of 32 rows"
+    assert r.total.achieved_flop_per_s < 0.1 * peak, "200 dependent GEMMs of 32 rows"
     assert plan_of(r)[0] == "cuda"
 
 
@@ -431,8 +435,8 @@ def test_rnn_loop_overhead_bound(advise, sweep):
     assert r.placement.recommended == "cpu", "eager, the CPU is faster"
     device, execution = plan_of(r)
     assert device == "cuda" and execution in ("cuda_graphs", "torch_compile_reduce_overhead")
-    steps = [g for g in group_targets(r) if "tanh" in g and "add" in g]
-    assert len(steps) == 50, "each step's add + tanh fuses"
+    steps = [g for g, targets in zip(r.fusion, group_targets(r)) if "tanh" in targets and "add" in targets]
+    assert len(steps) == 50 and all(g.kind == "matmul epilogue" for g in steps), "each step's add + tanh fuses into its addmm"
     s = sweep("rnn_loop.py", ("batch=1,steps=50", "batch=2,steps=50"))
     assert s["batch=2,steps=50"].total_s < 1.1 * s["batch=1,steps=50"].total_s, "a larger batch is nearly free"
 
@@ -457,7 +461,9 @@ def test_pointwise_chain_one_fusion_group(advise):
     assert group.bytes_saved > 0.85 * r.total.bytes, "16 MiB read once and written once"
 
 
-def test_pointwise_chain_sweep(sweep):
+def test_pointwise_chain_sweep(h100, sweep):
+    ps = placement_sweep(sweep_entries("pointwise_chain.py"), h100, Options(device="cuda"))
+    assert ps.crossover in (2**22, 2**24), "with the copies per call the GPU wins from about 2**22 elements"
     s = sweep("pointwise_chain.py", ("numel=2**14", "numel=2**26"))
     assert share(s["numel=2**14"].timeline().regime_s(), "overhead") > 0.9
     assert share(s["numel=2**26"].timeline().regime_s(), "memory") > 0.9
@@ -473,6 +479,9 @@ def test_norms_softmax_memory_bound_rmsnorm_fusible(advise):
     assert len(rms) == 6
     assert sorted(group_targets(r)) == [["add", "rsqrt", "mul", "mul"], ["pow", "mean"]], "six kernels become two"
     assert {i for g in r.fusion for i in g.ops} == rms
+    rms_bytes = sum(op.bytes_read + op.bytes_written for op in r.ops if op.index in rms)
+    assert 2 < rms_bytes / (rms_bytes - sum(g.bytes_saved for g in r.fusion)) < 3, "about 2.3x fewer bytes"
+    assert plan_of(r)[0] == "cpu", "per call, the copies in and out make the CPU the better place"
 
 
 def test_embedding_reads_touched_rows_not_the_table(advise):
@@ -481,9 +490,10 @@ def test_embedding_reads_touched_rows_not_the_table(advise):
     (emb,) = ops(r, target="aten.embedding")
     rows = 8192 * 512 * 4
     assert emb.bytes_read == 8192 * 8 + rows and emb.bytes_written == rows, "indices and the gathered rows"
+    assert emb.regime == "overhead", "the gather is shorter than its dispatch"
     (total,) = ops(r, target="aten.sum")
     assert kernel_bound(total) == "memory"
-    assert r.placement.recommended == "cuda" and plan_of(r)[0] == "cuda", "with the table resident the GPU wins"
+    assert r.placement.recommended == "cuda" and plan_of(r) == ("cuda", "cuda_graphs"), "with the table resident the GPU wins"
     table_in = transfer_time_s(a.analysis.device("cuda"), a.analysis.graph.parameters_bytes, "h2d", "pageable")
     assert table_in > 100 * r.total.predicted_s, "copying the table each call dwarfs everything"
 
@@ -498,6 +508,7 @@ def test_conv_big_compute_bound(advise):
     p = r.placement
     assert p.cpu_s > 50 * p.gpu_s, "the GPU computes it two orders of magnitude faster"
     assert p.transfer_s > p.gpu_s and plan_of(r)[0] == "cuda", "per call the copies cost more than the convs"
+    assert 1 < p.cpu_s / (p.gpu_s + p.transfer_s) < 5, "and the GPU's margin drops to a few x"
 
 
 # ---- transformers' models (need transformers) ---------------------------------------------------------------------
@@ -523,8 +534,10 @@ def test_hf_gpt2(advise):
 
 def test_hf_llama(advise):
     pytest.importorskip("transformers")
-    r = advise("hf_llama.py").report
-    assert share(r.total.regime_s, "overhead") > 0.8
+    a = advise("hf_llama.py")
+    r = a.report
+    assert share(r.total.regime_s, "overhead") > 0.8 and 1100 < r.total.ops < 1500
+    assert graph_speedup(a.analysis) > 3
     assert max(r.ops, key=lambda op: op.predicted_s).module.endswith("lm_head")
     for attn in ops(r, category="attention"):
         q, k, v = attn.inputs[:3]
@@ -556,4 +569,5 @@ def test_hf_whisper(advise):
     assert max(r.ops, key=lambda op: op.kernel_s) in ops(r, category="attention"), "its attention over 1500 positions first"
     decoder_s = {regime: sum(op.predicted_s for op in decoder if op.regime == regime) for regime in ("compute", "memory", "overhead")}
     assert share(decoder_s, "overhead") > 0.9, "the decoder is overhead-bound"
+    assert 300 < len(decoder) < 400 and sum(decoder_s.values()) > sum(op.predicted_s for op in encoder), "and most of the eager time"
     assert share(r.total.regime_s, "overhead") > 0.5
