@@ -136,3 +136,39 @@ def test_selection_bytes_are_the_registry_s():
     _, moved = _selection_call("topk", 64 * 1024, "cpu", torch.float32)
     # rows of 1024 floats read, 8 values and 8 int64 indices written per row
     assert moved == 64 * 1024 * 4 + 64 * 8 * (4 + 8)
+
+
+def _pool_memory_s(fn, x, profile, device="cuda"):
+    report = analyze(fn, (x,), profile, device=device, batch_sweep=False)
+    op = max(report.ops, key=lambda o: o.memory_s)
+    return op.memory_s, op.bytes_read + op.bytes_written
+
+
+def test_gpu_average_and_3d_pooling_price_on_the_pooling_family():
+    # one thread per output looping over its window, as max pooling: on the GPU's max-pool family
+    slow = 1e10
+    profile = _profile_with(_flat_curve("max_pool2d", "float32", slow))
+    for fn, x in ((lambda x: torch.nn.functional.avg_pool2d(x, 2, 2), torch.randn(2, 64, 56, 56)),
+                  (lambda x: torch.nn.functional.max_pool3d(x, 3, 2, 1), torch.randn(1, 8, 8, 28, 28))):
+        t, nbytes = _pool_memory_s(fn, x, profile)
+        assert t == pytest.approx(nbytes / slow, rel=1e-6)
+    # the CPU's average and max pooling loops differ: there average pooling stays on the bandwidth curves
+    cpu = load_profile_file(FIXTURE)
+    cpu.host.measurements.pointwise = [c for c in cpu.host.measurements.pointwise if c.op != "max_pool2d"] + [_flat_curve("max_pool2d", "float32", slow)]
+    t, nbytes = _pool_memory_s(lambda x: torch.nn.functional.avg_pool2d(x, 2, 2), torch.randn(2, 64, 56, 56), cpu, device="cpu")
+    assert t < nbytes / slow / 10
+
+
+def test_half_precision_pooling_costs_the_float32_op_over_the_same_elements():
+    # the H100 zoo record: max_pool2d 3x3/2 over (32, 64, 112, 112) took 105.9 us in fp16 and 104.5 us
+    # in fp32 (ResNet stems): the kernel is bound by its elements, not the bytes of its values. The
+    # profile calibrates the family in float32 only.
+    profile = _profile_with(_flat_curve("max_pool2d", "float32", 1e12))
+    pool = lambda x: torch.nn.functional.max_pool2d(x, 3, 2, 1)  # noqa: E731
+    fp32_s, _ = _pool_memory_s(pool, torch.randn(2, 64, 56, 56), profile)
+    fp16_s, fp16_bytes = _pool_memory_s(pool, torch.randn(2, 64, 56, 56).half(), profile)
+    assert fp16_s == pytest.approx(fp32_s, rel=1e-6)
+    assert fp16_s > 1.3 * fp16_bytes / 1e12  # priced by its own bytes it would be 0.64x the fp32 op
+    # a profile with a half-precision curve prices the op on it, by its own bytes
+    own = _profile_with(_flat_curve("max_pool2d", "float32", 1e12), _flat_curve("max_pool2d", "bfloat16", 2e12))
+    assert _pool_memory_s(pool, torch.randn(2, 64, 56, 56).half(), own)[0] == pytest.approx(fp16_bytes / 2e12, rel=1e-6)

@@ -112,9 +112,12 @@ class DeviceModel:
                 return self.matmul[candidate]
         return next(iter(self.matmul.values()))
 
-    def has_family(self, family: str) -> bool:
-        """Whether the profile calibrated this op family in any dtype (older profiles lack some)."""
-        return family in self._family_names
+    def has_family(self, family: str, dtype_name: str | None = None) -> bool:
+        """Whether the profile calibrated this op family (in this dtype or its fp16/bf16 twin; in
+        any dtype when none is given): older profiles lack some."""
+        if dtype_name is None:
+            return family in self._family_names
+        return (family, dtype_name) in self.family or (family, _TWIN.get(dtype_name)) in self.family
 
     def family_bytes_per_s(self, family: str | None, nbytes: int, dtype_name: str = "float32") -> float | None:
         """Calibrated bytes/s of an op family's kernel at this size and dtype (fp16 and bf16 stand

@@ -94,10 +94,20 @@ def _memory_s(op: CapturedOp, cost: OpCost, dev: DeviceModel) -> float:
         return 0.0
     family = _family(op, cost, dev)
     dtype = DTYPE_NAMES.get(_out_dtype(op, cost), "float32")
+    if family in ELEMENT_BOUND and not dev.has_family(family, dtype):
+        nbytes = round(nbytes * _float32_scale(op))
     rate = dev.family_bytes_per_s(family, nbytes, dtype)
     if rate and family in ROW_FAMILIES and ("layer_norm" in op.packet or "softmax" in op.packet):
         rate = _row_rate(op, family, rate, nbytes, dtype, dev)
     return nbytes / (rate or dev.bandwidth.bytes_per_s(max(nbytes, 1), _bandwidth_kind(cost)))
+
+
+def _float32_scale(op: CapturedOp) -> float:
+    """Bytes of the op's tensors with every narrower float as float32, over their bytes."""
+    tensors = [*op.tensor_inputs(), *op.outputs]
+    actual = sum(t.numel * t.itemsize for t in tensors)
+    widened = sum(t.numel * (4 if t.dtype.is_floating_point and t.itemsize < 4 else t.itemsize) for t in tensors)
+    return widened / actual if actual else 1.0
 
 
 def _row_rate(op: CapturedOp, family: str, long_rate: float, nbytes: int, dtype: str, dev: DeviceModel) -> float:
@@ -268,13 +278,20 @@ SELECTION_FAMILY = {
     "aten.max_pool2d_with_indices": "max_pool2d", "aten.max_pool2d": "max_pool2d",
     "aten.cat": "cat", "aten.roll": "roll",
 }
+# On a GPU, ATen pools with one thread per output element looping over its window, max or average,
+# 2-D or 3-D alike: all are priced on the max-pool family there (the CPU's loops differ by kind).
+GPU_POOLING = {f"aten.{p}": "max_pool2d" for p in ("max_pool3d_with_indices", "max_pool3d", "avg_pool2d", "avg_pool3d")}
+# families whose kernels are bound by per-element index work, not by the bytes of their values: a
+# dtype the profile did not calibrate is priced as the float32 op over the same elements (fp16 max
+# pooling takes as long as fp32 pooling)
+ELEMENT_BOUND = {"max_pool2d"}
 # row-wise kernels calibrated at two row lengths (calibrate.memory: ROW and SHORT_ROW)
 ROW_FAMILIES = {"layer_norm": ("layer_norm_short", 64, 1024), "softmax": ("softmax_short", 64, 1024)}
 
 
 def _family(op: CapturedOp, cost: OpCost, dev: DeviceModel) -> str | None:
     """Which calibrated op-family curve prices this op's memory traffic, if any."""
-    selection = SELECTION_FAMILY.get(op.packet)
+    selection = SELECTION_FAMILY.get(op.packet) or (GPU_POOLING.get(op.packet) if dev.kind == "cuda" else None)
     if selection is not None and dev.has_family(selection):
         return selection
     if cost.category == "transcendental":
