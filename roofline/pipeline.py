@@ -594,10 +594,13 @@ def analyze(model, example_inputs: Any = (), profile: DeviceProfile | str | Path
 
     ``example_inputs`` is a tuple of positional inputs, or a dict of keyword inputs; ``profile`` a
     ``DeviceProfile``, a profile name or path, or None for the newest saved one. Other keywords are
-    ``Options`` fields (``device``, ``allow_tf32``, ``calls``, ``host_memory``, ``batch_sweep``, ...).
+    ``Options`` fields (``device``, ``allow_tf32``, ``calls``, ``host_memory``, ``batch_sweep``, ...);
+    ``train=True`` (or a ``TrainStep``) analyzes one training step instead of the forward.
     """
     if "user_files" in options:
         options["user_files"] = tuple(str(f) for f in options["user_files"] or ())
+    if isinstance(options.get("train"), bool):  # train=True: torch's default step (adamw, the device's implementation)
+        options["train"] = TrainStep() if options["train"] else None
     return Analysis.of(model, example_inputs, kwargs, profile, Options(**options), name=name, materialize=materialize).report()
 
 

@@ -107,3 +107,21 @@ def test_bad_choices_are_one_line():
         TrainStep(optimizer="lamb")
     with pytest.raises(CaptureError, match="unknown loss"):
         TrainStep(loss="l1")
+
+
+def test_activation_checkpointing_is_priced_as_run():
+    from torch.utils.checkpoint import checkpoint
+
+    class Checkpointed(nn.Module):
+        def __init__(self, on: bool):
+            super().__init__()
+            self.on, self.block, self.head = on, nn.Sequential(nn.Linear(16, 32), nn.GELU(), nn.Linear(32, 16)), nn.Linear(16, 10)
+
+        def forward(self, x):
+            return self.head(checkpoint(self.block, x, use_reentrant=False) if self.on else self.block(x))
+
+    plain, ckpt = (step_graph(Checkpointed(on), implementation="foreach") for on in (False, True))
+    again = [op.packet for op in ckpt.ops if op.phase == "backward" and op.packet in ("aten.addmm", "aten.gelu")]
+    # the block's forward runs again inside backward, up to the last value its backward needs
+    assert again == ["aten.addmm", "aten.gelu"]
+    assert not any(op.packet in ("aten.addmm", "aten.gelu") for op in plain.ops if op.phase == "backward")

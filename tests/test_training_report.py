@@ -132,3 +132,11 @@ def test_training_host_costs_price_engine_and_optimizer(h100):
     assert not any("not calibrated" in w or "no training host costs" in w for w in r.warnings)
     # at twice the host's speed scale, the training costs double with the dispatch costs
     assert host(timed.at_host_scale(2.0), "optimizer") == pytest.approx(2 * (100 * us + 4 * 7 * us), rel=1e-6)
+
+
+def test_python_api_takes_train_true(h100):
+    from roofline import analyze
+
+    r = analyze(MLP(), (torch.randn(8, 32),), h100, device="cuda", train=True, batch_sweep=False)
+    assert r.training is not None and r.training.implementation == "foreach"
+    assert analyze(MLP(), (torch.randn(8, 32),), h100, device="cuda", train=False, batch_sweep=False).training is None

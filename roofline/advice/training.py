@@ -80,6 +80,10 @@ def optimizer_measured(graph: CapturedGraph, dev: DeviceModel) -> bool:
     return training is not None and info is not None and f"{info.optimizer}:{info.implementation}" in training.optimizers
 
 
+# checkpointing is advised when it would drop at least this share of what backward keeps
+CHECKPOINT_WORTH = 0.1
+
+
 def host_only(cost: OpCost) -> OpCost:
     """An op on host scalars (an optimizer's step count): no kernel and no device bytes, and the
     host's dispatch of an op that launches nothing (a view's), not a launching op's."""
@@ -157,7 +161,7 @@ def training_lines(step: TrainingStep, *, checkpointing: tuple[int, float] | Non
         lines.append(f"mixed precision: the forward and loss under torch.autocast(dtype=torch.bfloat16) predict {seconds(alt['autocast_bfloat16'])} per step ({gain:.2f}x)")
     if "torch_compile" in alt:
         lines.append(f"torch.compile on the model: {seconds(alt['torch_compile'])} per step predicted (Inductor's fusion of forward and backward)")
-    if checkpointing is not None:
+    if checkpointing is not None and checkpointing[0] >= CHECKPOINT_WORTH * mem.saved_activations_bytes:
         saved, added = checkpointing
         lines.append(
             f"activation checkpointing of each top-level block: saves about {count(saved, 'B')} of the {count(mem.saved_activations_bytes, 'B')} "
