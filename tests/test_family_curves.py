@@ -172,3 +172,21 @@ def test_half_precision_pooling_costs_the_float32_op_over_the_same_elements():
     # a profile with a half-precision curve prices the op on it, by its own bytes
     own = _profile_with(_flat_curve("max_pool2d", "float32", 1e12), _flat_curve("max_pool2d", "bfloat16", 2e12))
     assert _pool_memory_s(pool, torch.randn(2, 64, 56, 56).half(), own)[0] == pytest.approx(fp16_bytes / 2e12, rel=1e-6)
+
+
+def test_layer_norm_of_a_strided_input_pays_the_copy_aten_makes_first():
+    # ATen's layer_norm makes a strided input contiguous before its kernel (an MLP-Mixer token block,
+    # Whisper's transposed convolution output); the profiler counts that copy in the op's time
+    profile = load_profile_file(FIXTURE)
+    dev = DeviceModel(profile.gpu, "cuda")
+    ln = lambda x: torch.nn.functional.layer_norm(x, (768,))  # noqa: E731
+    x = torch.randn(8, 768, 196)
+
+    def ln_kernel_s(t):
+        report = analyze(ln, (t,), profile, device="cuda", batch_sweep=False)
+        (op,) = [o for o in report.ops if "layer_norm" in o.target]
+        return op.kernel_s
+
+    row_major, strided = ln_kernel_s(x.transpose(1, 2).contiguous()), ln_kernel_s(x.transpose(1, 2))
+    nbytes = 2 * x.numel() * 4
+    assert strided - row_major == pytest.approx(nbytes / dev.bandwidth.bytes_per_s(nbytes, "copy"), rel=1e-6)

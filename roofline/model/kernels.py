@@ -148,6 +148,31 @@ def bias_pass_s(cost: OpCost, dev: DeviceModel) -> float:
     return nbytes / rate
 
 
+# ops whose kernels need a row-major input and copy a strided one first (ATen's layer_norm and
+# softmax call ``input.contiguous()``): the copy is a kernel of its own inside the op
+CONTIGUOUS_INPUT = {"aten.native_layer_norm", "aten._softmax"}
+
+
+def _row_major(t) -> bool:
+    """Whether a tensor's strides are the dense row-major ones (size-1 dimensions aside)."""
+    expected = 1
+    for size, stride in zip(reversed(t.shape), reversed(t.stride)):
+        if size != 1 and stride != expected:
+            return False
+        expected *= size
+    return True
+
+
+def contiguous_pass_s(op: CapturedOp, cost: OpCost, dev: DeviceModel) -> float:
+    """Time of the copy an op makes of a strided input before its kernel (``CONTIGUOUS_INPUT``),
+    one read and one write of the input on the copy curve; 0 for a row-major input."""
+    inputs = op.tensor_inputs()
+    if op.packet not in CONTIGUOUS_INPUT or not inputs or _row_major(inputs[0]) or not cost.kernels:
+        return 0.0
+    nbytes = 2 * inputs[0].nbytes
+    return nbytes / dev.bandwidth.bytes_per_s(nbytes, "copy")
+
+
 def kernel_s(op: CapturedOp, cost: OpCost, dev: DeviceModel) -> tuple[float, float, float, float]:
     """(kernel_s, compute_s, memory_s, floor_s): the op's predicted device time and its terms; a
     fused native op that runs several kernels (``OpCost.parts``) the sums of theirs; an op of the
@@ -161,7 +186,7 @@ def kernel_s(op: CapturedOp, cost: OpCost, dev: DeviceModel) -> tuple[float, flo
     if not cost.kernels:
         return 0.0, compute, memory, floor
     timed = dev.kernel_table.get(kernel_key(op)) if dev.kernel_table else None
-    kernel = timed if timed is not None else max(compute, memory, floor) + bias_pass_s(cost, dev)
+    kernel = timed if timed is not None else max(compute, memory, floor) + bias_pass_s(cost, dev) + contiguous_pass_s(op, cost, dev)
     return kernel, compute, memory, floor
 
 
