@@ -5,7 +5,7 @@ FLOPs (``torch.utils.flop_counter.conv_flop_count``, reproduced exactly):
 where spatial is the OUTPUT spatial size for a normal conv and the INPUT spatial size for a transposed
 one. Because ``weight`` is (Cout, Cin/groups, *k) normally and (Cin, Cout/groups, *k) transposed,
 this is one multiply-add per (output, input-channel-in-group, kernel tap): grouped and depthwise
-convs are counted correctly. Padding taps are counted as if real (as flop_counter does) and the bias
+convs are counted correctly. Complex operands count 8 real FLOPs per multiply-add (flop_counter 2). Padding taps are counted as if real (as flop_counter does) and the bias
 add is not counted (as flop_counter does, so that counts agree exactly).
 
 Equivalent GEMM (for pricing on the matmul curve), one GEMM per group, ``batch = groups``:
@@ -31,7 +31,7 @@ import math
 
 import torch
 
-from roofline.costs.registry import OpCost, arguments, register, rw_bytes
+from roofline.costs.registry import OpCost, arguments, real_flops_factor, register, rw_bytes
 from roofline.graph.ops import CapturedOp
 
 aten = torch.ops.aten
@@ -102,7 +102,7 @@ def conv_cost(op: CapturedOp) -> OpCost:
     x_shape, out_shape = x.shape, out.shape
     if len(x_shape) == w.ndim - 1:  # unbatched input to convNd / conv_transposeNd
         x_shape, out_shape = (1, *x_shape), (1, *out_shape)
-    flops = conv_flops(x_shape, w.shape, out_shape, transposed)
+    flops = conv_flops(x_shape, w.shape, out_shape, transposed) * real_flops_factor(x.dtype)
     flops += _EPILOGUE_FLOPS.get(op.packet, 0) * out.numel
     read, written = rw_bytes(op)
     has_bias = a.get("bias") is not None
@@ -127,7 +127,7 @@ def conv_tbc_cost(op: CapturedOp) -> OpCost:
     t_out, batch = out.shape[0], out.shape[1]
     read, written = rw_bytes(op)
     return OpCost(
-        flops=2 * t_out * batch * c_out * c_in * k, bytes_read=read, bytes_written=written,
+        flops=2 * t_out * batch * c_out * c_in * k * real_flops_factor(a["self"].dtype), bytes_read=read, bytes_written=written,
         kernels=1, category="conv", gemm=(1, t_out * batch, c_out, c_in * k),
         compute_dtype=a["self"].dtype,
     )

@@ -47,7 +47,7 @@ def native_dropout_cost(op: CapturedOp) -> OpCost:
 def dropout_cost(op: CapturedOp) -> OpCost:
     """Composite dropouts: a view when inactive, else their decomposition's cost."""
     a = arguments(op)
-    x = a["input"]
+    x = a.get("input", a.get("self"))  # the in-place forms name it self
     if not a.get("train") or float(a.get("p") or 0.0) == 0.0:
         return VIEW_COST
     read, written = rw_bytes(op)

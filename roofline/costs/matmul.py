@@ -1,7 +1,8 @@
 """Matrix products: mm, addmm, bmm, baddbmm, matmul, linear, and the vector/outer variants.
 
 FLOPs: 2 per multiply-add, ``2*batch*m*n*k``, exactly as ``torch.utils.flop_counter`` counts mm,
-addmm, bmm, baddbmm and _scaled_mm. Like flop_counter, the ``beta*self`` / bias term of addmm,
+addmm, bmm, baddbmm and _scaled_mm. Complex operands count 8 real FLOPs per multiply-add (4 real
+multiplies, 4 real adds: ``registry.real_flops_factor``), where flop_counter counts 2. Like flop_counter, the ``beta*self`` / bias term of addmm,
 baddbmm, linear, addmv and addbmm is NOT counted (it is O(m*n) against O(m*n*k), and counting it
 would break agreement for addmm, which is what linear becomes). Ops flop_counter does not count
 (linear, matmul, mv, dot, addmv, addbmm, addr, _int_mm, _addmm_activation) follow the same rule.
@@ -22,7 +23,7 @@ import re
 
 import torch
 
-from roofline.costs.registry import OpCost, arguments, register, rw_bytes
+from roofline.costs.registry import OpCost, arguments, real_flops_factor, register, rw_bytes
 from roofline.graph.ops import CapturedOp, TensorMeta
 
 aten = torch.ops.aten
@@ -36,7 +37,7 @@ def _gemm_cost(op: CapturedOp, batch: int, m: int, n: int, k: int, operand: Tens
                kernels: int = 1, skip_read: tuple[str, ...] = (), bias_pass_bytes: int = 0) -> OpCost:
     read, written = rw_bytes(op, skip_read=skip_read)
     return OpCost(
-        flops=2 * batch * m * n * k,
+        flops=2 * batch * m * n * k * real_flops_factor(operand.dtype),
         bytes_read=read,
         bytes_written=written,
         kernels=kernels,
@@ -113,7 +114,7 @@ def addbmm_cost(op: CapturedOp) -> OpCost:
     beta = _beta(a)
     # One GEMM with K = b*k over the reshaped batches; gemm shape says so.
     read, written = rw_bytes(op, skip_read=("self",) if beta == 0.0 else ())
-    return OpCost(flops=2 * b * m * n * k, bytes_read=read, bytes_written=written,
+    return OpCost(flops=2 * b * m * n * k * real_flops_factor(x.dtype), bytes_read=read, bytes_written=written,
                   kernels=1 if beta == 0.0 else 2, category="matmul", gemm=(1, m, n, b * k),
                   compute_dtype=x.dtype)
 
@@ -220,7 +221,7 @@ def trilinear_cost(op: CapturedOp) -> OpCost:
     n = max(1, out.numel // max(1, m))
     k = max(1, total // max(1, out.numel))
     read, written = rw_bytes(op)
-    return OpCost(flops=2 * total, bytes_read=read, bytes_written=written, kernels=1,
+    return OpCost(flops=2 * total * real_flops_factor(a["i1"].dtype), bytes_read=read, bytes_written=written, kernels=1,
                   category="matmul", gemm=(1, m, n, k), compute_dtype=a["i1"].dtype)
 
 

@@ -15,7 +15,9 @@ FLOPs (flop_counter counts none of these), per element of each tensor of the fir
   * ``_fused_adagrad_``: ``s += g g`` 2, update 4 (``p -= lr g / (sqrt(s) + eps)``), weight decay 2.
 
 Bytes: every tensor of every list read once and the lists the op writes written once (``rw_bytes``:
-the schema says which lists are mutated).
+the schema says which lists are mutated), except that ``_foreach_zero_``/``_foreach_copy_`` do not
+read their destination and a fused optimizer writes its gradients back only when it unscales them
+(``grad_scale``).
 
 Kernels (CUDA eager): ``multi_tensor_apply`` (``ATen/native/cuda/MultiTensorApply.cuh``) cuts
 tensors into chunks of 65536 elements and launches one kernel per at most 320 chunks or per as many
@@ -82,6 +84,7 @@ def _foreach_base(op: CapturedOp) -> str:
     return name[:-1] if name.endswith("_") else name
 
 
+_WRITE_ONLY = ("zero", "copy")
 _FOREACH_PACKETS = existing_ops(*(f"_foreach_{n}{s}" for n in FOREACH for s in ("", "_")))
 
 
@@ -94,7 +97,8 @@ def foreach_cost(op: CapturedOp) -> OpCost:
     first = lists[0] if lists else []
     elements = sum(t.numel for t in first)
     depth = len(lists) + (1 if op.outputs else 0)
-    read, written = rw_bytes(op)
+    # zero and copy overwrite their destination without reading it
+    read, written = rw_bytes(op, skip_read=("self",) if _foreach_base(op) in _WRITE_ONLY else ())
     return OpCost(
         flops=flops * elements, bytes_read=read, bytes_written=written, kernels=launches([t.numel for t in first], depth),
         category=category, compute_dtype=first[0].dtype if first else None,
@@ -122,6 +126,8 @@ def _fused(op: CapturedOp, per_element: int) -> OpCost:
     params = tensors_in(a["self"])
     depth = sum(1 for name in _FUSED_LISTS if tensors_in(a.get(name)))
     read, written = rw_bytes(op)
+    if op.packet.endswith("_") and a.get("grad_scale") is None:  # the schema marks grads written; the kernel stores them only to unscale
+        written -= sum(t.nbytes for t in tensors_in(a.get("grads")))
     return OpCost(
         flops=per_element * sum(t.numel for t in params), bytes_read=read, bytes_written=written,
         kernels=launches([t.numel for t in params], depth), category="pointwise",

@@ -198,10 +198,10 @@ def pow_cost(op: CapturedOp) -> OpCost:
     """x ** n: integer n by repeated squaring (pointwise), otherwise exp(n*log x) (transcendental)."""
     a = arguments(op)
     base, exponent = a.get("self"), a.get("exponent")
-    if tensors_in(exponent):
-        flops, category = 3, "transcendental"
-    elif not tensors_in(base):  # scalar ** tensor: exp(x * log(base)), log(base) is a constant
+    if not tensors_in(base):  # scalar ** tensor: exp(x * log(base)), log(base) is a constant
         flops, category = 2, "transcendental"
+    elif tensors_in(exponent):
+        flops, category = 3, "transcendental"
     else:
         flops, category = pow_flops(exponent)
     return elementwise_cost(op, flops, category)

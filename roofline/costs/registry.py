@@ -203,6 +203,16 @@ def numel(shape) -> int:
     return n
 
 
+def real_flops_factor(dtype: torch.dtype | None) -> int:
+    """Real FLOPs per counted FLOP of a product: 4 for complex operands, else 1.
+
+    A multiply-add is counted as 2 FLOPs; a complex one is 4 real multiplies and 4 real adds, 8
+    real FLOPs. ``torch.utils.flop_counter`` does not make this distinction (it counts a complex
+    matmul as a real one), so complex products are where our count exceeds its count.
+    """
+    return 4 if dtype is not None and dtype.is_complex else 1
+
+
 def footprint_bytes(t: TensorMeta | None) -> int:
     """Bytes a kernel must read to see every element of ``t`` once.
 
