@@ -50,6 +50,7 @@ from roofline.model.device import DeviceModel, MathModes
 from roofline.model.host import scaled_overheads
 from roofline.model.kernels import kernel_source
 from roofline.model.timeline import KernelTerms, Timeline, predict_timeline, price_kernels
+from roofline.profile_checks import profile_caveats
 from roofline.profiles import default_profile, find_profile
 from roofline.schema.profile import DeviceProfile
 from roofline.schema.report import (
@@ -522,6 +523,7 @@ class Analysis:
             padding=padding_advice(self.graph.ops, self.costs, self.kernels(), self.dev),
             training=self.training,
         )
+        report.warnings.extend(profile_caveats(self.profile, self.kind))  # a quick profile, failed checks, a busy machine
         report.advice = advice_lines(report, copies_per_call=self.options.copies_per_call)
         if report.training is not None:
             if self.dev.overheads.training is None:

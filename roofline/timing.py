@@ -14,6 +14,15 @@ Why each step (after ``triton.testing.do_bench`` and ``torch.utils.benchmark``):
 ``inner`` runs the callable several times per repetition and divides, for operations so short that
 one event pair or one ``perf_counter`` reading would dominate them.
 
+On a busy machine (another program, a test run, a browser) the median takes the disturbance in as
+truth. ``time_fn`` therefore times in several short rounds and, besides the median of everything,
+gives a robust estimate (``Timing.stat``, what calibration saves): samples slower than
+``STALL_FACTOR`` times the lower quartile are dropped as stall-shaped; a round during which one of
+this process's threads waited for a CPU longer than ``WAIT_SHARE`` of the round (Linux's scheduler
+statistics, ``/proc/self/task/*/schedstat``) is dropped as disturbed; the estimate is the fastest
+remaining round's median (disturbance only ever adds time). When no round ran undisturbed it is
+marked ``contended`` and its fastest sample is kept: an upper bound.
+
 Host timings that are compared with each other (a model against the host-speed index, eager against
 torch.compile, one op against a mix of ops) are taken in alternating rounds (``time_rounds``), so
 that every callable sees the same host: host speed on a shared machine drifts by tens of percent
@@ -24,6 +33,8 @@ while that code's instructions and branch history leave the caches.
 
 from __future__ import annotations
 
+import math
+import os
 import time
 from dataclasses import dataclass, field
 from typing import Callable
@@ -35,16 +46,145 @@ from roofline.schema.profile import Stat
 SPREAD_WARNING = 0.10  # IQR / median above which a measurement is flagged as noisy
 BACKLOG_CYCLES = 100_000  # ~50 us of spin at 2 GHz before each timed repetition on the GPU
 BACKLOG_CYCLES_PER_CALL = 40_000  # ~20 us per queued call: more than one eager dispatch takes
+ROUNDS = 8  # the timed phase is split into at most this many rounds (one repetition each, at least)
+STALL_FACTOR = 1.5  # a sample slower than this times the lower quartile of all samples caught a stall
+WAIT_SHARE = 0.02  # a round whose threads waited for a CPU longer than this share of it was disturbed
+
+
+class RunQueueWaits:
+    """Time this process's threads spent ready to run but waiting for a CPU that another program
+    held: the second field of Linux's ``/proc/self/task/<tid>/schedstat`` (nanoseconds). Where the
+    kernel does not expose it, ``snapshot`` returns None and rounds are judged by their times alone."""
+
+    def __init__(self):
+        self._fds: dict[str, int] = {}
+        self.available = os.path.isdir("/proc/self/task") and self.snapshot() is not None
+
+    def snapshot(self) -> dict[str, int] | None:
+        """Nanoseconds each live thread has waited so far, by thread id."""
+        try:
+            tids = os.listdir("/proc/self/task")
+        except OSError:
+            return None
+        out = {}
+        for tid in tids:
+            try:
+                fd = self._fds.get(tid)
+                if fd is None:
+                    fd = self._fds[tid] = os.open(f"/proc/self/task/{tid}/schedstat", os.O_RDONLY)
+                out[tid] = int(os.pread(fd, 128, 0).split()[1])
+            except (OSError, ValueError, IndexError):
+                self._forget(tid)
+        for tid in set(self._fds) - set(tids):
+            self._forget(tid)
+        return out or None
+
+    def _forget(self, tid: str) -> None:
+        fd = self._fds.pop(tid, None)
+        if fd is not None:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+    @staticmethod
+    def waited_s(before: dict[str, int] | None, after: dict[str, int] | None) -> float | None:
+        """The longest any one thread waited between two snapshots, seconds: a parallel operation
+        finishes with its slowest thread, a serial one is its one thread."""
+        if before is None or after is None:
+            return None
+        return max((after[t] - before.get(t, 0) for t in after), default=0) * 1e-9
+
+
+_RUN_QUEUE = RunQueueWaits()
+
+
+@dataclass
+class Estimate:
+    """The robust estimate of one measurement (module docstring) and what it rests on."""
+
+    value_s: float
+    iqr_s: float
+    kept: int  # samples the estimate rests on
+    stalls: int  # samples dropped as stall-shaped
+    clean_rounds: int  # rounds without waits for a CPU
+    rounds: int
+    contended: bool  # no round ran free of waits: value_s is the fastest sample, an upper bound
+
+    @property
+    def relative_spread(self) -> float:
+        return self.iqr_s / self.value_s if self.value_s > 0 else float("inf")
+
+
+def robust_estimate(rounds: list[np.ndarray], wait_shares: list[float | None] | None = None) -> Estimate:
+    """Samples of several rounds (seconds per call) and, per round, the share of its time this
+    process's threads waited for a CPU (None: unknown) -> the estimate of the module docstring."""
+    rounds = [np.asarray(r, dtype=np.float64) for r in rounds if len(r)]
+    if not rounds:
+        raise ValueError("no samples to estimate from")
+    shares = list(wait_shares) if wait_shares is not None else [None] * len(rounds)
+    every = np.concatenate(rounds)
+    floor = float(np.percentile(every, 25))
+    kept = [r[r <= STALL_FACTOR * floor] for r in rounds]
+    stalls = int(every.size - sum(k.size for k in kept))
+    clean = [i for i, k in enumerate(kept) if k.size and (shares[i] is None or shares[i] <= WAIT_SHARE)]
+    if clean:
+        best = min(clean, key=lambda i: float(np.median(kept[i])))
+        pooled = np.concatenate([kept[i] for i in clean])
+        iqr = float(np.percentile(pooled, 75) - np.percentile(pooled, 25))
+        return Estimate(float(np.median(kept[best])), iqr, int(pooled.size), stalls, len(clean), len(rounds), contended=False)
+    # Every round waited. The time a thread waited cannot simply be subtracted (parallel threads
+    # wait at once or one after another, and spin at barriers meanwhile), so the estimate is the
+    # fastest sample: an upper bound, since waiting only ever adds time.
+    iqr = float(np.percentile(every, 75) - np.percentile(every, 25))
+    return Estimate(float(every.min()), iqr, int(every.size), stalls, 0, len(rounds), contended=True)
+
+
+class Tally:
+    """Counts what ``time_fn`` measured while it is active (``with Tally() as t:``): how many
+    measurements, how many ran contended, and the time threads waited for a CPU."""
+
+    def __init__(self):
+        self.measurements = 0
+        self.contended = 0
+        self.waited_s = 0.0
+        self.timed_s = 0.0
+
+    def __enter__(self):
+        _TALLIES.append(self)
+        return self
+
+    def __exit__(self, *exc):
+        _TALLIES.remove(self)
+
+    def add(self, timing: "Timing") -> None:
+        self.measurements += 1
+        self.contended += bool(timing.robust and timing.robust.contended)
+        self.waited_s += timing.waited_s
+        self.timed_s += timing.timed_s
+
+
+_TALLIES: list[Tally] = []
 
 
 @dataclass
 class Timing:
-    """Repeated timings of one thing, in seconds per call."""
+    """Repeated timings of one thing, in seconds per call. ``rounds_s`` and ``wait_shares`` hold
+    the timed phase by round when ``time_fn`` made it; ``stat`` then gives the robust estimate."""
 
     samples_s: np.ndarray
     label: str = ""
     warmup_reps: int = 0
     notes: list[str] = field(default_factory=list)
+    rounds_s: list[np.ndarray] | None = None
+    wait_shares: list[float | None] | None = None
+    waited_s: float = 0.0  # the longest wait of a thread for a CPU, summed over rounds
+    timed_s: float = 0.0  # wall time of the timed rounds
+
+    @property
+    def robust(self) -> Estimate | None:
+        """The robust estimate, when the samples come by round."""
+        return robust_estimate(self.rounds_s, self.wait_shares) if self.rounds_s else None
 
     @property
     def n(self) -> int:
@@ -76,16 +216,26 @@ class Timing:
 
     @property
     def warning(self) -> str | None:
-        """A one-line note when the spread is large enough to distrust the median."""
-        if self.relative_spread > SPREAD_WARNING:
+        """A one-line note when the figure cannot be taken at face value: no round ran without
+        waiting for a CPU, or the spread (of the samples the estimate rests on) is large."""
+        robust = self.robust
+        name = self.label or "measurement"
+        if robust is not None and robust.contended:
             return (
-                f"{self.label or 'measurement'}: spread (IQR) is {100 * self.relative_spread:.0f}% of the median "
-                f"over {self.n} samples; the machine may be busy"
+                f"{name}: every one of {robust.rounds} rounds waited for a CPU another program held; "
+                f"the fastest sample is kept"
             )
+        spread, n = (robust.relative_spread, robust.kept) if robust is not None else (self.relative_spread, self.n)
+        if spread > SPREAD_WARNING:
+            return f"{name}: spread (IQR) is {100 * spread:.0f}% of the median over {n} samples; the machine may be busy"
         return None
 
     def stat(self) -> Stat:
-        return Stat(median_s=max(self.median_s, 1e-12), iqr_s=max(self.iqr_s, 0.0), samples=self.n)
+        """The figure calibration saves: the robust estimate where there are rounds, else the median."""
+        robust = self.robust
+        if robust is None:
+            return Stat(median_s=max(self.median_s, 1e-12), iqr_s=max(self.iqr_s, 0.0), samples=self.n)
+        return Stat(median_s=max(robust.value_s, 1e-12), iqr_s=max(robust.iqr_s, 0.0), samples=max(robust.kept, 1))
 
     def __repr__(self) -> str:
         return f"Timing({self.label!r}: median {self.median_s * 1e6:.2f} us, IQR {self.iqr_s * 1e6:.2f} us, n={self.n})"
@@ -224,16 +374,42 @@ def time_fn(
     # Size the timed phase from the warm-up estimate (wall time per repetition includes overheads).
     wall_per_rep = max((time.perf_counter() - t_start) / max(warm_reps, 1), per_call * inner, 1e-7)
     reps = int(min(max_samples, max(min_samples, budget_s / wall_per_rep)))
-    samples = _run_batch(fn, reps, inner, device, clock, flush)
-    result = Timing(samples_s=samples, label=label, warmup_reps=warm_reps)
-    if result.relative_spread > SPREAD_WARNING:
+    result = _timed_rounds(fn, reps, inner, device, clock, flush, label, warm_reps)
+    first = result.robust
+    if first.contended or first.relative_spread > SPREAD_WARNING:
         # One retry with twice the samples: a single disturbance (another process, a clock change)
-        # should not decide the number; keep whichever run is tighter and say so.
-        retry = Timing(samples_s=_run_batch(fn, min(2 * reps, 2 * max_samples), inner, device, clock, flush), label=label, warmup_reps=warm_reps)
-        if retry.relative_spread < result.relative_spread:
-            retry.notes.append(f"re-measured: first run's spread was {100 * result.relative_spread:.0f}%")
+        # should not decide the number; keep the run that had undisturbed rounds, else the tighter.
+        retry = _timed_rounds(fn, min(2 * reps, 2 * max_samples), inner, device, clock, flush, label, warm_reps)
+        second = retry.robust
+        if (first.contended, first.relative_spread) > (second.contended, second.relative_spread):
+            why = "every round waited for a CPU" if first.contended else f"spread was {100 * first.relative_spread:.0f}%"
+            retry.notes.append(f"re-measured: in the first run {why}")
             result = retry
+    for tally in _TALLIES:
+        tally.add(result)
     return result
+
+
+def _timed_rounds(fn, reps: int, inner: int, device: str, clock: str, flush, label: str, warm_reps: int) -> Timing:
+    """``reps`` repetitions in up to ``ROUNDS`` rounds, each with the threads' waits for a CPU."""
+    n_rounds = min(ROUNDS, reps)
+    per_round = math.ceil(reps / n_rounds)
+    rounds, shares, waited_total, timed = [], [], 0.0, 0.0
+    for _ in range(n_rounds):
+        before = _RUN_QUEUE.snapshot()
+        t0 = time.perf_counter()
+        rounds.append(_run_batch(fn, per_round, inner, device, clock, flush))
+        wall = time.perf_counter() - t0
+        waited = RunQueueWaits.waited_s(before, _RUN_QUEUE.snapshot())
+        # Device time does not stop while the host waits (the queue runs ahead of it): rounds of the
+        # device clock are judged by their times alone.
+        shares.append(None if waited is None or clock == "device" else waited / max(wall, 1e-9))
+        waited_total += waited or 0.0
+        timed += wall
+    return Timing(
+        samples_s=np.concatenate(rounds), label=label, warmup_reps=warm_reps, rounds_s=rounds, wait_shares=shares,
+        waited_s=waited_total, timed_s=timed,
+    )
 
 
 @dataclass

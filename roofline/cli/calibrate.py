@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from roofline.cli.paths import check_writable
+from roofline.errors import RooflineError
 
 
 def add_parsers(sub) -> None:
@@ -20,6 +21,14 @@ def add_parsers(sub) -> None:
     )
     cal.add_argument("--profile", help="with --for: the profile to add the kernels to")
     cal.add_argument("--with-compile", action="store_true", help="GPU: also measure torch.compile's host costs (two compilations, about 25 s more) for the torch.compile advice")
+    cal.add_argument(
+        "--force", action="store_true",
+        help="save the profile even when it fails its sanity checks after re-measuring (it is marked so, and every report says it)",
+    )
+    cal.add_argument(
+        "--no-priority", action="store_true",
+        help="measure at the usual scheduling priority (by default calibration raises it where the OS allows, so other programs disturb it less)",
+    )
     cal.set_defaults(func=_cmd_calibrate)
 
     prof = sub.add_parser("profiles", help="list shipped and saved profiles")
@@ -30,6 +39,7 @@ def _cmd_calibrate(args) -> int:
     from rich.table import Table
 
     from calibrate.runner import resolve_device, run_calibration, summary_rows
+    from roofline.profile_checks import profile_caveats
     from roofline.profiles import save_profile, user_profile_dir
 
     if args.device is None:
@@ -43,13 +53,24 @@ def _cmd_calibrate(args) -> int:
     # Check the output location before spending a minute measuring.
     if args.output:
         check_writable(args.output)
-    profile = run_calibration(device, quick=args.quick, name=args.name, show_progress=not args.no_progress, command=command, with_compile=args.with_compile)
-    out = Path(args.output) if args.output else user_profile_dir() / f"{profile.name}.json"
-    replaced = _describe_existing(out)
-    path = save_profile(profile, out)
     from roofline.report.terminal import make_console
 
     console = make_console()
+    profile = run_calibration(
+        device, quick=args.quick, name=args.name, show_progress=not args.no_progress, command=command, with_compile=args.with_compile,
+        raise_priority=not args.no_priority, on_busy=lambda line: console.print(f"note: {line}", style="yellow"),
+    )
+    failed = profile.calibration.checks_failed
+    if failed and not args.force:
+        more = f" (and {len(failed) - 1} more)" if len(failed) > 1 else ""
+        raise CalibrationRefused(
+            f"the profile fails its sanity checks after re-measuring: {failed[0]}{more}; nothing was saved. "
+            "Close other programs and rerun `roofline calibrate`, or add --force to save it marked as failing its checks"
+        )
+    profile.calibration.forced = bool(failed)
+    out = Path(args.output) if args.output else user_profile_dir() / f"{profile.name}.json"
+    replaced = _describe_existing(out)
+    path = save_profile(profile, out)
     table = Table(title=f"roofline profile '{profile.name}' ({profile.calibration.duration_s:.1f} s)")
     for col in ("part", "quantity", "measured", "theoretical", "ratio"):
         table.add_column(col, justify="right" if col in ("ratio",) else "left")
@@ -62,8 +83,19 @@ def _cmd_calibrate(args) -> int:
         console.print(f"warning: {w}", style="yellow")
     if len(profile.calibration.warnings) > 10:
         console.print(f"... and {len(profile.calibration.warnings) - 10} more spread warnings (see the profile JSON)", style="yellow")
+    for line in profile.calibration.remeasured:
+        console.print(f"re-measured after failing a check: {line}", style="dim")
+    load = profile.calibration.load
+    if load is not None:
+        console.print(f"machine load: {load.summary()}", style="yellow" if load.busy else "dim")
+    for caveat in profile_caveats(profile):
+        console.print(f"warning: {caveat}", style="yellow")
     console.print(f"saved {path}" + (f", replacing {replaced}" if replaced else ""))
     return 0
+
+
+class CalibrationRefused(RooflineError):
+    """The calibrated profile still fails its sanity checks after re-measuring."""
 
 
 def _describe_existing(path: Path) -> str | None:
@@ -119,6 +151,10 @@ def _argv_tail(args) -> list[str]:
         out.append("--quick")
     if args.with_compile:
         out.append("--with-compile")
+    if args.force:
+        out.append("--force")
+    if args.no_priority:
+        out.append("--no-priority")
     if args.name:
         out += ["--name", args.name]
     if args.output:
@@ -138,15 +174,30 @@ def _cmd_profiles(args) -> int:
         console.print(f"no profiles found in {shipped_profile_dir()} or {user_profile_dir()}; run `roofline calibrate`")
         return 0
     table = Table(title="roofline profiles")
-    for col in ("name", "source", "device", "created", "host", "quick", "path"):
+    for col in ("name", "source", "device", "created", "host", "quick", "checks", "path"):
         table.add_column(col)
     for e in entries:
         if e.problem:
-            table.add_row(e.name, e.source, "[red]unusable[/red]", "-", "-", "-", str(e.path))
+            table.add_row(e.name, e.source, "[red]unusable[/red]", "-", "-", "-", "-", str(e.path))
         else:
-            table.add_row(e.name, e.source, e.device, e.created_at, e.host, "yes" if e.quick else "no", str(e.path))
+            table.add_row(e.name, e.source, e.device, e.created_at, e.host, "yes" if e.quick else "no", _check_status(e.path), str(e.path))
     console.print(table)
     for e in entries:
         if e.problem:
             console.print(f"unusable: {e.problem}")
     return 0
+
+
+def _check_status(path: Path) -> str:
+    """'ok', or the sanity checks a profile fails (those prediction does not repair) and 'busy'."""
+    from roofline.profile_checks import check_profile
+    from roofline.profiles import load_profile_file
+
+    profile = load_profile_file(path)
+    failed = sorted({p.check for p in check_profile(profile) if not p.repaired_at_prediction})
+    notes = [f"fails {', '.join(failed)}"] if failed else []
+    if profile.calibration.forced:
+        notes.append("forced")
+    if profile.calibration.load is not None and profile.calibration.load.busy:
+        notes.append("busy")
+    return "; ".join(notes) or "ok"

@@ -577,6 +577,42 @@ class GpuPart(_Strict):
     measurements: Measurements = Field(description="Measured curves, overheads and host<->device copies.")
 
 
+class MachineLoad(_Strict):
+    """How busy the machine was around the calibration (``calibrate.load``)."""
+
+    cpus: int = Field(ge=1, description="CPUs of the machine.")
+    loadavg_before: float | None = Field(default=None, ge=0, description="1-minute load average before calibration.")
+    loadavg_after: float | None = Field(default=None, ge=0, description="1-minute load average after calibration.")
+    others_busy_before: float | None = Field(
+        default=None, ge=0, le=1, description="Share of all CPUs other programs kept busy in a short probe before calibration.",
+    )
+    others_busy_during: float | None = Field(default=None, ge=0, le=1, description="Share of all CPUs other programs kept busy during calibration.")
+    spin_spread_before: float | None = Field(default=None, ge=0, description="Relative IQR of a fixed spin loop timed before calibration.")
+    spin_spread_after: float | None = Field(default=None, ge=0, description="Relative IQR of the same loop after calibration.")
+    measurements: int = Field(default=0, ge=0, description="Measurements the timing protocol made.")
+    contended_measurements: int = Field(
+        default=0, ge=0, description="Measurements with no round free of waits for a CPU another program held (their fastest sample kept).",
+    )
+    waited_share: float | None = Field(default=None, ge=0, description="Share of the timed wall time the calibration's threads waited for a CPU.")
+    priority_raised: bool = Field(default=False, description="Calibration ran at a raised scheduling priority (the OS allowed it).")
+    busy: bool = Field(default=False, description="The machine was busy: one of busy_reasons.")
+    busy_reasons: list[str] = Field(default_factory=list, description="Why the machine counts as busy.")
+
+    def summary(self) -> str:
+        """One line: the figures and the verdict."""
+        def share(x):
+            return "?" if x is None else f"{100 * x:.0f}%"
+
+        parts = [
+            f"others used {share(self.others_busy_before)} of {self.cpus} CPUs before, {share(self.others_busy_during)} during",
+            f"load average {'?' if self.loadavg_before is None else f'{self.loadavg_before:.2f}'}",
+            f"spin spread {share(self.spin_spread_before)} / {share(self.spin_spread_after)}",
+            f"{self.contended_measurements} of {self.measurements} measurements contended",
+            f"priority {'raised' if self.priority_raised else 'as is'}",
+        ]
+        return ("busy: " if self.busy else "quiet: ") + "; ".join(parts)
+
+
 class CalibrationInfo(_Strict):
     created_at: datetime = Field(description="When calibration finished (UTC).")
     duration_s: float = Field(ge=0, description="Wall time of the calibration, seconds.")
@@ -588,6 +624,12 @@ class CalibrationInfo(_Strict):
     hostname: str | None = Field(default=None, description="Host name of the calibrated machine.")
     warnings: list[str] = Field(default_factory=list, description="Measurements whose spread was large, and similar notes.")
     stage_seconds: dict[str, float] = Field(default_factory=dict, description="Wall time of each calibration stage, seconds.")
+    load: MachineLoad | None = Field(default=None, description="How busy the machine was around calibration; null in older profiles.")
+    remeasured: list[str] = Field(default_factory=list, description="Sanity-check failures (roofline.profile_checks) that calibration re-measured.")
+    checks_failed: list[str] = Field(
+        default_factory=list, description="Sanity checks the profile still failed when it was saved (only with --force).",
+    )
+    forced: bool = Field(default=False, description="Saved with --force despite failing its sanity checks.")
 
 
 class DeviceProfile(_Strict):
