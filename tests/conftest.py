@@ -14,11 +14,13 @@ def pytest_configure(config):
 
 @pytest.fixture(scope="session")
 def cpu_quick_profile_path(tmp_path_factory):
-    """One real `roofline calibrate --device cpu --quick` run, shared by the tests that need a profile."""
+    """One real `roofline calibrate --device cpu --quick` run, shared by the tests that need a profile. --force: on a
+    machine other programs keep busy the profile may fail its sanity checks; these tests need a profile, not a quiet
+    machine (tests/test_calibration_robust.py tests the refusal)."""
     out = tmp_path_factory.mktemp("profiles") / "cpu-quick.json"
     env = {**os.environ, "ROOFLINE_PROFILE_DIR": str(out.parent)}
     proc = subprocess.run(
-        [sys.executable, "-m", "roofline", "calibrate", "--device", "cpu", "--quick", "--no-progress", "--output", str(out), "--name", "cpu-quick"],
+        [sys.executable, "-m", "roofline", "calibrate", "--device", "cpu", "--quick", "--no-progress", "--force", "--output", str(out), "--name", "cpu-quick"],
         capture_output=True, text=True, env=env, cwd=REPO, timeout=300,
     )
     assert proc.returncode == 0, proc.stderr
