@@ -190,3 +190,12 @@ def test_a_failure_the_re_measurement_fixes_is_saved(fake_stages, monkeypatch, t
     assert not profile.calibration.forced and not profile.calibration.checks_failed
     assert any(line.startswith("stall (cpu bandwidth copy)") for line in profile.calibration.remeasured)
     assert not [p for p in check_part(profile.host, "cpu") if p.blocking]
+
+
+def test_profiles_lists_what_a_profile_fails(fake_stages, tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("ROOFLINE_PROFILE_DIR", str(tmp_path))
+    assert main(["calibrate", "--device", "cpu", "--no-progress", "--force", "--name", "stalled"]) == 0
+    capsys.readouterr()
+    assert main(["profiles"]) == 0
+    (row,) = [line for line in capsys.readouterr().out.splitlines() if "stalled" in line]
+    assert "fails stall" in row and "forced" in row
