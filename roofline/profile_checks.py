@@ -11,7 +11,10 @@ caveats: a quick profile, a machine that was busy during calibration.
 The checks, by name:
 
 - ``stall``: the smallest point of a curve, or a per-op host cost, takes longer than
-  ``STALL_S``: a stall was measured, not the op (a tiny op takes microseconds).
+  ``STALL_S``: a stall was measured, not the op (a tiny op takes microseconds); or a point inside
+  the last-level cache takes ``JUMP_FACTOR`` times what the smaller points' time per byte gives
+  (a plateau of scheduler ticks over microsecond ops; above ``FRESH_PAGES_BYTES`` page faults on a
+  fresh output legitimately jump).
 - ``monotone``: a point takes more than ``MONOTONE_FACTOR`` times (and ``MONOTONE_SLACK_S``
   more than) the time of a larger one (a larger copy, a matmul larger in every dimension). More
   work rarely takes less time: the slower point caught a disturbance, or (by less than
@@ -32,7 +35,7 @@ The checks, by name:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -42,6 +45,8 @@ STALL_S = 1e-3  # a tiny op (the smallest point of a curve, one dispatch) takes 
 MONOTONE_FACTOR = 1.5  # a point this many times slower than a larger one was disturbed ...
 MONOTONE_SLACK_S = 25e-6  # ... by more than this (tiny GPU products differ by microseconds: kernel choice)
 STALL_SHAPED_FACTOR = 3.0  # slower than this times a larger point: a stall; below, possibly a kernel choice
+JUMP_FACTOR = 10.0  # inside the cache, time grows at most in proportion to the bytes (10x: a stall)
+FRESH_PAGES_BYTES = 32 << 20  # above glibc's largest mmap threshold a fresh output is new pages: faults, not stalls
 MIN_DRAM_BYTES_PER_S = {"cpu": 1e9, "gpu": 50e9}
 RATE_CEILING = 1.5  # measured rates above this times the peak are timing errors
 CACHE_RATE_FACTOR = 1.25  # a DRAM figure this much faster than the points beyond the cache is a cache figure
@@ -99,6 +104,42 @@ def _monotone_points(sizes, times, stage: str, part: str, unit) -> list[Problem]
         "monotone", part, stage, detail, tuple(sizes[j] for j in bad), repaired_at_prediction=True,
         blocking=times[i] >= STALL_SHAPED_FACTOR * later_min[i + 1],
     )]
+
+
+def _jumps(sizes, moved, times, cache: int | None, stage: str, part: str, unit) -> list[Problem]:
+    """Points inside the last-level cache (and under ``FRESH_PAGES_BYTES``) that take more than
+    ``JUMP_FACTOR`` times what a smaller point's time grows to in proportion to the bytes: such a
+    kernel's time grows at most in proportion to its bytes, so a plateau of milliseconds over
+    microsecond ops is stalls (each call waited for a scheduler tick), however monotone it is.
+    Repaired at prediction when capping at the larger points' times (as prediction does) removes it."""
+    if not cache:
+        return []
+    times = np.asarray(times, dtype=np.float64)
+    capped = np.minimum.accumulate(times[::-1])[::-1]
+
+    def jumped(ts):
+        out, per_byte = [], np.inf  # the least time per byte of any smaller point
+        for i, (b, t) in enumerate(zip(moved, ts)):
+            if b <= min(cache, FRESH_PAGES_BYTES) and t > JUMP_FACTOR * per_byte * b and t - per_byte * b > MONOTONE_SLACK_S:
+                out.append((i, t / (per_byte * b)))
+            per_byte = min(per_byte, t / b)
+        return out
+
+    bad = jumped(times)
+    if not bad:
+        return []
+    i, factor = bad[0]
+    more = f" (and {len(bad) - 1} more)" if len(bad) > 1 else ""
+    return [Problem(
+        "stall", part, stage, f"{unit(sizes[i])} took {_us(times[i])}, {factor:.0f}x what the smaller points' time per byte gives{more}",
+        tuple(sizes[j] for j, _ in bad), repaired_at_prediction=not jumped(capped),
+    )]
+
+
+def _whole_curve(problems: list[Problem], sizes) -> list[Problem]:
+    """Stalls are re-measured over the whole curve: the stretch of time that stalled one point may
+    have slowed its neighbours less visibly, and a re-measured point changes what the next is judged by."""
+    return [replace(p, points=tuple(sizes)) for p in problems]
 
 
 def _stall(size, time_s: float, stage: str, part: str, unit) -> list[Problem]:
@@ -164,6 +205,8 @@ def _bandwidth_problems(curve, part: str, cache: int | None, peak: float | None)
     points = curve.points
     sizes = [p.working_set_bytes for p in points]
     problems = _stall(sizes[0], points[0].time.median_s, stage, part, _mib)
+    problems += _jumps(sizes, [p.bytes for p in points], [p.time.median_s for p in points], cache, stage, part, _mib)
+    problems = _whole_curve(problems, sizes)
     problems += _monotone_points(sizes, [p.time.median_s for p in points], stage, part, _mib)
     dram = curve.dram_bytes_per_s(cache)
     low = MIN_DRAM_BYTES_PER_S[part]
@@ -205,6 +248,8 @@ def _pointwise_problems(curve, part: str, cache: int | None) -> list[Problem]:
     points = curve.points
     sizes = [p.elements for p in points]
     problems = _stall(sizes[0], points[0].time.median_s, stage, part, lambda n: f"{n} elements")
+    problems += _jumps(sizes, [p.bytes for p in points], [p.time.median_s for p in points], cache, stage, part, lambda n: f"{n} elements")
+    problems = _whole_curve(problems, sizes)
     problems += _monotone_points(sizes, [p.time.median_s for p in points], stage, part, lambda n: f"{n} elements")
     if cache and curve.op in FAMILY_OPS:
         problems += _reaches_dram(stage, part, cache, points[-1].bytes, points[-1].bytes_per_s, curve.peak_bytes_per_s)

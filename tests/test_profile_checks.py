@@ -25,13 +25,17 @@ def real():
     return load_profile_file(FIXTURE)
 
 
+def real_profile_host():
+    return load_profile_file(FIXTURE).host
+
+
 @pytest.fixture
 def profile(real):
     return real.model_copy(deep=True)
 
 
-def failing(problems, check: str):
-    return [p for p in problems if p.check == check]
+def failing(problems, check: str, stage: str | None = None):
+    return [p for p in problems if p.check == check and stage in (None, p.stage)]
 
 
 def timed(point, time_s: float):
@@ -54,18 +58,31 @@ def test_real_profiles_pass_every_check_prediction_does_not_repair(path):
 
 def test_a_stall_on_the_smallest_point_fails(profile):
     curve = profile.host.measurements.bandwidth_curve("copy")
-    assert not failing(check_part(profile.host, "cpu"), "stall")
+    assert not failing(check_part(profile.host, "cpu"), "stall", "bandwidth copy")
     curve.points = [timed(p, p.time.median_s + 8e-3) for p in curve.points]  # a constant 8 ms per call
-    (problem,) = failing(check_part(profile.host, "cpu"), "stall")
-    assert problem.stage == "bandwidth copy" and problem.points == (curve.points[0].working_set_bytes,)
+    (problem,) = failing(check_part(profile.host, "cpu"), "stall", "bandwidth copy")
+    assert problem.points == tuple(p.working_set_bytes for p in curve.points)  # re-measured whole
     assert "8" in problem.detail and problem.blocking and not problem.repaired_at_prediction
+
+
+def test_a_plateau_of_stalls_inside_the_cache_fails(profile):
+    """Calls of microsecond ops each waiting for a scheduler tick: milliseconds from one size on, a plateau no
+    larger point undercuts (so it is monotone, and prediction's cap does not repair it)."""
+    curve = profile.host.measurements.pointwise_curve("unary")
+    assert not failing(check_part(profile.host, "cpu"), "stall", "pointwise unary float32")
+    small = [i for i, p in enumerate(curve.points) if p.bytes <= 8 << 20]
+    curve.points = [timed(p, 8e-3) if i in small[3:] else p for i, p in enumerate(curve.points)]
+    (problem,) = failing(check_part(profile.host, "cpu"), "stall", "pointwise unary float32")
+    assert f"{curve.points[small[3]].elements} elements took 8000 us" in problem.detail
+    assert not problem.repaired_at_prediction and problem.blocking
+    assert any("stall" in c for c in profile_caveats(profile, "cpu"))
 
 
 def test_a_stalled_dispatch_fails(profile):
     ov = profile.host.measurements.overheads
     profile.host.measurements.overheads = ov.model_copy(update=dict(dispatch_s=Stat(median_s=8e-3, iqr_s=0.0, samples=5)))
-    (problem,) = failing(check_part(profile.host, "cpu"), "stall")
-    assert problem.stage == "overheads"
+    assert not failing(check_part(real_profile_host(), "cpu"), "stall", "overheads")
+    (problem,) = failing(check_part(profile.host, "cpu"), "stall", "overheads")
 
 
 def test_a_point_slower_than_a_larger_one_fails_and_prediction_repairs_it(profile):
