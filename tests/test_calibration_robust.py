@@ -199,3 +199,26 @@ def test_profiles_lists_what_a_profile_fails(fake_stages, tmp_path, monkeypatch,
     assert main(["profiles"]) == 0
     (row,) = [line for line in capsys.readouterr().out.splitlines() if "stalled" in line]
     assert "fails stall" in row and "forced" in row
+
+
+def test_spin_spread_is_the_quietest_try():
+    """A disturbance that lasts one try (every other sample 30% slow) is not a busy machine; one in
+    every try is."""
+
+    def clock_with(disturbed_tries: set[int], samples: int):
+        ticks, state = [], {"t": 0.0, "n": 0}
+
+        def clock():
+            i = state["n"]  # two readings per sample
+            sample, tr = (i // 2) % samples, i // (2 * samples)
+            state["n"] += 1
+            if i % 2 == 0:
+                return state["t"]
+            slow = tr in disturbed_tries and sample % 2 == 0
+            state["t"] += 1.3 if slow else 1.0
+            return state["t"]
+
+        return clock
+
+    assert load.spin_spread(samples=20, tries=3, clock=clock_with({0}, 20)) == pytest.approx(0.0)
+    assert load.spin_spread(samples=20, tries=3, clock=clock_with({0, 1, 2}, 20)) == pytest.approx(0.3 / 1.15)  # IQR 0.3 over the median 1.15
