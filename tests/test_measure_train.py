@@ -33,3 +33,17 @@ def test_training_host_costs_are_measured():
     assert 0 < t.grad_record_s.median_s < 1e-3 and 0 < t.autograd_node_s.median_s < 1e-3
     assert {"adamw:for-loop", "adamw:foreach", "sgd:for-loop"} <= set(t.optimizers)
     assert all(o.call_s + o.per_parameter_s > 0 for o in t.optimizers.values())
+
+
+def test_peak_memory_is_measured_before_the_timing(monkeypatch):
+    """The host-speed index and the timing protocol may allocate and keep library workspaces; the
+    step's peak is taken before either runs, so they are never counted as the step's."""
+    import roofline.measure.train as train
+
+    order = []
+    monkeypatch.setattr(train, "_peak_bytes", lambda real: order.append("peak") or 1)
+    real_time_fn = train.time_fn
+    monkeypatch.setattr(train, "time_fn", lambda *a, **k: order.append("timing") or real_time_fn(*a, **k))
+    monkeypatch.setattr(train, "_phases", lambda real: order.append("phases") or {p: 1.0 for p in PHASES})
+    train.measure_step(mlp(), (torch.randn(4, 64),), {}, TrainStep(implementation="for-loop"), "cpu", budget_s=0.01)
+    assert order[0] == "peak" and {"timing", "phases"} <= set(order)

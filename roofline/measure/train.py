@@ -10,8 +10,10 @@ synchronize. The optimizer and the loss are the ones the prediction captured
 - Per phase: further steps with a synchronize at each phase's end; each phase's median wall time.
   On a GPU those synchronizes stop the host from running ahead of the device, so the phases add up
   to a little more than the step.
-- Peak memory: on a GPU, ``torch.cuda.max_memory_allocated`` over one step after the statistics are
-  reset (the step starts with its gradients freed, as after ``zero_grad``); on the CPU, what the
+- Peak memory: measured first, right after warm-up, so that nothing the timing allocates and keeps
+  (the host-speed index's library workspaces) is counted: on a GPU, ``torch.cuda.max_memory_allocated``
+  over one step after the statistics are reset (the step starts with its gradients freed, as after
+  ``zero_grad``); on the CPU, what the
   step holds before it starts (parameters, buffers, optimizer state, the batch) plus the highest
   total of the allocations made during it, as ``torch.profiler`` records them.
 """
@@ -97,6 +99,7 @@ def measure_step(model, args: tuple, kwargs: dict, step: TrainStep, device: str,
     """Time real training steps of ``model`` on ``device`` (module docstring)."""
     real = RealStep(model, args, kwargs, step, device)
     warm_up(real, seconds=0.3, at_least=3)
+    peak = _peak_bytes(real)  # first: what the timing below allocates and keeps (the host-speed index's workspaces) is not the step's
     notes = []
     speed = None
     if overheads is not None and overheads.dispatch_by_op_s:
@@ -106,7 +109,6 @@ def measure_step(model, args: tuple, kwargs: dict, step: TrainStep, device: str,
     if total.warning:
         notes.append(total.warning)
     phases = _phases(real)
-    peak = _peak_bytes(real)
     return StepMeasurement(total=total, phases_s=phases, peak_bytes=peak, host_speed=speed, notes=notes)
 
 
