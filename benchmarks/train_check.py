@@ -19,6 +19,7 @@ the default is the small subset; ``--only`` picks any cases by name (substrings)
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import statistics
 import sys
@@ -217,6 +218,7 @@ def main() -> int:
               f"{pct(r['error'])} {pct(r['error_now'])} | {pct(ph['forward'])} {pct(ph['backward'])} {pct(ph['optimizer'])} | "
               f"{r['peak_bytes'] / 1e6:8.2f}MB {(r['measured_peak_bytes'] or 0) / 1e6:8.2f}MB {pct(r['peak_error'])}")
         rows.append(r)
+        gc.collect()  # this case's model and optimizer, where reference cycles keep them, are not the next case's
         if kind == "cuda":
             torch.cuda.empty_cache()
     print(summary(rows, "error", "step time, as calibrated"))

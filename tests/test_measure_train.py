@@ -47,3 +47,17 @@ def test_peak_memory_is_measured_before_the_timing(monkeypatch):
     monkeypatch.setattr(train, "_phases", lambda real: order.append("phases") or {p: 1.0 for p in PHASES})
     train.measure_step(mlp(), (torch.randn(4, 64),), {}, TrainStep(implementation="for-loop"), "cpu", budget_s=0.01)
     assert order[0] == "peak" and {"timing", "phases"} <= set(order)
+
+
+def test_garbage_is_collected_before_the_peak(monkeypatch):
+    """Tensors of earlier work that only reference cycles keep are collected before the step's peak is
+    taken (on a GPU, torch.cuda.max_memory_allocated would count them)."""
+    import roofline.measure.train as train
+
+    order = []
+    monkeypatch.setattr(train.gc, "collect", lambda *a: order.append("gc") or 0)
+    real = train.RealStep(mlp(), (torch.randn(4, 64),), {}, TrainStep(implementation="for-loop"), "cpu")
+    monkeypatch.setattr(real, "run_after_zero_grad", lambda: order.append("step"))
+    monkeypatch.setattr(real, "resident_bytes", lambda: 0)
+    train._peak_bytes(real)
+    assert order[:2] == ["gc", "step"]

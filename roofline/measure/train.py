@@ -10,16 +10,17 @@ synchronize. The optimizer and the loss are the ones the prediction captured
 - Per phase: further steps with a synchronize at each phase's end; each phase's median wall time.
   On a GPU those synchronizes stop the host from running ahead of the device, so the phases add up
   to a little more than the step.
-- Peak memory: measured first, right after warm-up, so that nothing the timing allocates and keeps
-  (the host-speed index's library workspaces) is counted: on a GPU, ``torch.cuda.max_memory_allocated``
-  over one step after the statistics are reset (the step starts with its gradients freed, as after
-  ``zero_grad``); on the CPU, what the
-  step holds before it starts (parameters, buffers, optimizer state, the batch) plus the highest
+- Peak memory: measured first, right after warm-up, so that nothing the timing allocates is
+  counted, and after a garbage collection, so that earlier work's tensors kept only by reference
+  cycles are not either: on a GPU, ``torch.cuda.max_memory_allocated`` over one step after the
+  statistics are reset (the step starts with its gradients freed, as after ``zero_grad``); on the
+  CPU, what the step holds before it starts (parameters, buffers, optimizer state, the batch) plus the highest
   total of the allocations made during it, as ``torch.profiler`` records them.
 """
 
 from __future__ import annotations
 
+import gc
 import statistics
 import time
 from dataclasses import dataclass, field
@@ -99,7 +100,7 @@ def measure_step(model, args: tuple, kwargs: dict, step: TrainStep, device: str,
     """Time real training steps of ``model`` on ``device`` (module docstring)."""
     real = RealStep(model, args, kwargs, step, device)
     warm_up(real, seconds=0.3, at_least=3)
-    peak = _peak_bytes(real)  # first: what the timing below allocates and keeps (the host-speed index's workspaces) is not the step's
+    peak = _peak_bytes(real)  # first, so that nothing the timing below allocates can be counted as the step's
     notes = []
     speed = None
     if overheads is not None and overheads.dispatch_by_op_s:
@@ -126,6 +127,9 @@ def _phases(real: RealStep) -> dict[str, float]:
 
 def _peak_bytes(real: RealStep) -> int | None:
     real.optimizer.zero_grad(set_to_none=True)
+    # Earlier work's tensors that only a reference cycle keeps (a model and its optimizer dropped by
+    # the caller, not yet collected) are still allocated on the device: they are not the step's.
+    gc.collect()
     if real.device.startswith("cuda"):
         sync(real.device)
         torch.cuda.reset_peak_memory_stats(real.device)
