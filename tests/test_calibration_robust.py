@@ -222,3 +222,11 @@ def test_spin_spread_is_the_quietest_try():
 
     assert load.spin_spread(samples=20, tries=3, clock=clock_with({0}, 20)) == pytest.approx(0.0)
     assert load.spin_spread(samples=20, tries=3, clock=clock_with({0, 1, 2}, 20)) == pytest.approx(0.3 / 1.15)  # IQR 0.3 over the median 1.15
+
+
+def test_spin_spread_marks_busy_past_a_quarter():
+    """16% is what a quiet virtualized host shows with GPU work in flight; 30% is a busy machine."""
+    jittery = load.Before(clock=load.read_cpu_clock(), loadavg=0.1, others_busy=0.0, spin_spread=0.16)
+    loaded = load.Before(clock=load.read_cpu_clock(), loadavg=0.1, others_busy=0.0, spin_spread=0.30)
+    assert not any("16%" in r for r in load.machine_load(jittery, Tally(), priority_raised=False).busy_reasons)
+    assert any("30%" in r for r in load.machine_load(loaded, Tally(), priority_raised=False).busy_reasons)
