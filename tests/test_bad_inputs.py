@@ -397,7 +397,6 @@ def test_a_model_that_reads_tensor_values_is_captured_on_real_tensors_and_says_s
     assert not graph_plan["applicable"] and what in graph_plan["reason"], graph_plan
 
 
-@pytest.mark.xfail(strict=True, reason="roofline/report/terminal.py prints warnings as rich markup: `[y > 0]` is taken for a tag and dropped")
 def test_the_terminal_shows_the_source_line_as_written(corpus, tmp_path):
     _, stdout = _advise_json(corpus, tmp_path, "big_mask.py")
     assert "y[y > 0].sum()" in stdout

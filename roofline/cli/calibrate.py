@@ -58,7 +58,7 @@ def _cmd_calibrate(args) -> int:
     console = make_console()
     profile = run_calibration(
         device, quick=args.quick, name=args.name, show_progress=not args.no_progress, command=command, with_compile=args.with_compile,
-        raise_priority=not args.no_priority, on_busy=lambda line: console.print(f"note: {line}", style="yellow"),
+        raise_priority=not args.no_priority, on_busy=lambda line: console.print(f"note: {line}", style="yellow", markup=False),
     )
     failed = profile.calibration.checks_failed
     if failed and not args.force:
@@ -78,19 +78,19 @@ def _cmd_calibrate(args) -> int:
         table.add_row(*row)
     console.print(table)
     gpu_src = profile.gpu.peaks.source if profile.gpu else None
-    console.print(f"theoretical figures: {gpu_src + '; ' if gpu_src else ''}CPU {profile.host.peaks.source}", style="dim")
+    console.print(f"theoretical figures: {gpu_src + '; ' if gpu_src else ''}CPU {profile.host.peaks.source}", style="dim", markup=False)
     for w in profile.calibration.warnings[:10]:
-        console.print(f"warning: {w}", style="yellow")
+        console.print(f"warning: {w}", style="yellow", markup=False)
     if len(profile.calibration.warnings) > 10:
-        console.print(f"... and {len(profile.calibration.warnings) - 10} more spread warnings (see the profile JSON)", style="yellow")
+        console.print(f"... and {len(profile.calibration.warnings) - 10} more spread warnings (see the profile JSON)", style="yellow", markup=False)
     for line in profile.calibration.remeasured:
-        console.print(f"re-measured after failing a check: {line}", style="dim")
+        console.print(f"re-measured after failing a check: {line}", style="dim", markup=False)
     load = profile.calibration.load
     if load is not None:
-        console.print(f"machine load: {load.summary()}", style="yellow" if load.busy else "dim")
+        console.print(f"machine load: {load.summary()}", style="yellow" if load.busy else "dim", markup=False)
     for caveat in profile_caveats(profile):
-        console.print(f"warning: {caveat}", style="yellow")
-    console.print(f"saved {path}" + (f", replacing {replaced}" if replaced else ""))
+        console.print(f"warning: {caveat}", style="yellow", markup=False)
+    console.print(f"saved {path}" + (f", replacing {replaced}" if replaced else ""), markup=False)
     return 0
 
 
@@ -163,6 +163,7 @@ def _argv_tail(args) -> list[str]:
 
 
 def _cmd_profiles(args) -> int:
+    from rich.markup import escape
     from rich.table import Table
 
     from roofline.profiles import available_profiles, shipped_profile_dir, user_profile_dir
@@ -171,20 +172,20 @@ def _cmd_profiles(args) -> int:
     entries = available_profiles(include_unusable=True)
     console = make_console()
     if not entries:
-        console.print(f"no profiles found in {shipped_profile_dir()} or {user_profile_dir()}; run `roofline calibrate`")
+        console.print(f"no profiles found in {shipped_profile_dir()} or {user_profile_dir()}; run `roofline calibrate`", markup=False)
         return 0
     table = Table(title="roofline profiles")
     for col in ("name", "source", "device", "created", "host", "quick", "checks", "path"):
         table.add_column(col)
     for e in entries:
         if e.problem:
-            table.add_row(e.name, e.source, "[red]unusable[/red]", "-", "-", "-", "-", str(e.path))
+            table.add_row(escape(e.name), e.source, "[red]unusable[/red]", "-", "-", "-", "-", escape(str(e.path)))
         else:
-            table.add_row(e.name, e.source, e.device, e.created_at, e.host, "yes" if e.quick else "no", _check_status(e.path), str(e.path))
+            table.add_row(escape(e.name), e.source, escape(e.device), e.created_at, escape(e.host), "yes" if e.quick else "no", _check_status(e.path), escape(str(e.path)))
     console.print(table)
     for e in entries:
         if e.problem:
-            console.print(f"unusable: {e.problem}")
+            console.print(f"unusable: {e.problem}", markup=False)
     return 0
 
 

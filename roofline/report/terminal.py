@@ -1,9 +1,13 @@
 """Terminal output of a ``Report``: the ops that take the most time, a roll-up by module, the
-share of each regime, totals, the recommended plan, the uncertain ops' share, and the advice."""
+share of each regime, totals, the recommended plan, the uncertain ops' share, and the advice.
+
+Text that comes from the model or the analysis (names, modules, advice, warnings, source lines) is
+escaped before printing: rich would take ``[y > 0]`` in a quoted line for a markup tag and drop it."""
 
 from __future__ import annotations
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from roofline.advice.plans import plan_label
@@ -44,8 +48,8 @@ def render(report: Report, console: Console | None = None, top: int = 15) -> Non
     t = report.total
     measured = t.measured_s is not None
     console.print(
-        f"[bold]{report.model}[/bold] on [bold]{report.profile.device}[/bold] "
-        f"(profile '{report.profile.name}', {report.profile.kind}; capture: {report.capture_mode}"
+        f"[bold]{escape(report.model)}[/bold] on [bold]{escape(report.profile.device)}[/bold] "
+        f"(profile '{escape(report.profile.name)}', {report.profile.kind}; capture: {report.capture_mode}"
         f"{'; float32 matmuls as TF32' if report.allow_tf32 else ''})"
     )
     line = f"predicted {fmt_s(t.predicted_s)} eager"
@@ -69,7 +73,7 @@ def render(report: Report, console: Console | None = None, top: int = 15) -> Non
     console.print(f"time by regime: {shares}")
     rec = report.recommended_plan
     if rec is not None:
-        console.print(f"[bold]plan[/bold]: {plan_label(rec)}, {fmt_s(rec.predicted_s)} per call (the advice below says why)")
+        console.print(f"[bold]plan[/bold]: {escape(plan_label(rec))}, {fmt_s(rec.predicted_s)} per call (the advice below says why)")
     elif report.plans:
         console.print("[bold red]plan: none of the ways to run this model applies (the advice below says why)[/]")
     if report.uncertain.ops:
@@ -86,8 +90,8 @@ def render(report: Report, console: Console | None = None, top: int = 15) -> Non
         table.add_column(c, justify="right" if c in ("#", "FLOP", "bytes", "kernel", "host", "predicted", "measured", "error", "of roof") else "left", overflow="fold")
     for op in sorted(report.ops, key=lambda o: -(o.measured_s or o.predicted_s) if measured else -o.predicted_s)[:top]:
         row = [
-            str(op.index), op.target.replace("aten.", "").replace(".default", "") + ("" if op.supported else " (no formula)"),
-            op.module or "-", _shapes(op), fmt_n(op.flops), fmt_n(op.bytes_read + op.bytes_written, "B"),
+            str(op.index), escape(op.target.replace("aten.", "").replace(".default", "")) + ("" if op.supported else " (no formula)"),
+            escape(op.module or "-"), _shapes(op), fmt_n(op.flops), fmt_n(op.bytes_read + op.bytes_written, "B"),
             fmt_s(op.kernel_s), fmt_s(op.host_s), fmt_s(op.predicted_s), f"[{REGIME_STYLE[op.regime]}]{op.regime}[/]",
         ]
         if measured:
@@ -102,7 +106,7 @@ def render(report: Report, console: Console | None = None, top: int = 15) -> Non
         mods.add_column(c, justify="left" if c in ("module", "type") else "right")
     for m in report.modules[:10]:
         share = 100 * m.predicted_s / t.predicted_s if t.predicted_s else 0
-        row = [m.module, m.module_type, str(m.ops), fmt_s(m.predicted_s), f"{share:.0f}%"] + [fmt_s(m.regime_s.get(r, 0.0)) for r in ("compute", "memory", "overhead")]
+        row = [escape(m.module), escape(m.module_type), str(m.ops), fmt_s(m.predicted_s), f"{share:.0f}%"] + [fmt_s(m.regime_s.get(r, 0.0)) for r in ("compute", "memory", "overhead")]
         if measured:
             row.append(fmt_s(m.measured_s))
         mods.add_row(*row)
@@ -113,7 +117,7 @@ def render(report: Report, console: Console | None = None, top: int = 15) -> Non
     if report.fusion:
         console.print("[bold]fusion groups[/bold] (largest predicted gain first):")
         for f in report.fusion[:5]:
-            console.print(f"  ops {f.ops[0]}..{f.ops[-1]} ({len(f.ops)} ops, {f.kind}, {f.module or 'top level'}): saves {fmt_s(f.predicted_gain_s)}, {fmt_n(f.bytes_saved, 'B')}, {f.kernels_saved} kernels")
+            console.print(f"  ops {f.ops[0]}..{f.ops[-1]} ({len(f.ops)} ops, {f.kind}, {escape(f.module or 'top level')}): saves {fmt_s(f.predicted_gain_s)}, {fmt_n(f.bytes_saved, 'B')}, {f.kernels_saved} kernels")
     if report.alternatives is not None:
         measured = report.measured_alternatives_s
         cells = []
@@ -142,9 +146,9 @@ def render(report: Report, console: Console | None = None, top: int = 15) -> Non
         console.print(table)
     console.print("[bold]advice[/bold]:")
     for a in report.advice:
-        console.print(f"  - {a}")
+        console.print(f"  - {escape(a)}")
     for w in report.warnings:
-        console.print(f"[yellow]warning: {w}[/]")
+        console.print(f"[yellow]warning: {escape(w)}[/]")
 
 
 def _render_decode(d, console: Console) -> None:
