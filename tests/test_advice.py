@@ -13,6 +13,7 @@ from roofline.model.device import DeviceModel
 from roofline.model.timeline import predict_timeline
 from roofline.pipeline import Analysis, Options, analyze
 from roofline.profiles import load_profile_file
+from roofline.units import seconds
 from tests.conftest import REPO
 
 PROFILE = REPO / "tests" / "fixtures" / "h100_profile.json"
@@ -76,6 +77,8 @@ def test_placement_counts_copies_per_call_or_once(h100):
     loop = placement(g, gtl, ctl, gpu, calls=1000, copies_per_call=False)
     assert loop.transfer_s == pytest.approx(copy / 1000)
     assert one.reason and "CPU" in one.reason
+    # the GPU wins the loop; the reason's figures are per call, the loop's one copy spread over its calls
+    assert loop.recommended == "cuda" and f"plus {seconds(copy / 1000)} of copies" in loop.reason
 
 
 def test_pinned_and_streams_pipeline(h100):

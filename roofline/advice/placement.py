@@ -64,7 +64,8 @@ def placement(
         else:
             reason = f"{what}: {seconds(cpu_s)} on the CPU against {seconds(gpu_s)} on the GPU{loop}: per-op GPU overhead outweighs its speed"
     else:
-        reason = f"{what}: {seconds(gpu_s)} on the GPU plus {seconds(transfer)} of copies beats {seconds(cpu_s)} on the CPU{loop}"
+        # every figure per call: a loop's one copy in and out is spread over its calls
+        reason = f"{what}: {seconds(gpu_s)} on the GPU plus {seconds((copies + weights) / calls)} of copies beats {seconds(cpu_s)} on the CPU{loop}"
     return Placement(
         recommended=recommended, cpu_s=cpu_s, gpu_s=gpu_s, transfer_s=(copies + weights) / calls,
         host_memory=host_memory, weights_resident=weights_resident, calls=calls, reason=reason,
