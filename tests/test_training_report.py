@@ -140,3 +140,9 @@ def test_python_api_takes_train_true(h100):
     r = analyze(MLP(), (torch.randn(8, 32),), h100, device="cuda", train=True, batch_sweep=False)
     assert r.training is not None and r.training.implementation == "foreach"
     assert analyze(MLP(), (torch.randn(8, 32),), h100, device="cuda", train=False, batch_sweep=False).training is None
+
+
+def test_throughput_is_written_with_separators():
+    from roofline.advice.training import samples_per_s
+
+    assert samples_per_s(17083.4) == "17,083" and samples_per_s(42.17) == "42.2"

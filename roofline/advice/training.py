@@ -29,6 +29,11 @@ UNCALIBRATED_HOST = (
 OPTIMIZER_UNMEASURED = "training step: the profile has no host cost for {key}; its ops are priced with the forward's dispatch cost per op kind"
 
 
+def samples_per_s(rate: float) -> str:
+    """A throughput as people write it: 17,080 rather than 1.708e+04."""
+    return f"{rate:,.0f}" if rate >= 100 else f"{rate:.3g}"
+
+
 def training_host_cost(graph: CapturedGraph, costs: Sequence[OpCost], dev: DeviceModel, *, is_module: bool = True):
     """``(host_cost(op, cost), start_host_s)`` for ``predict_timeline`` of a training step on a
     profile with training host costs (``Overheads.training``); None without them.
@@ -137,7 +142,7 @@ def training_lines(step: TrainingStep, *, checkpointing: tuple[int, float] | Non
     total = step.predicted_s or 1.0
     lines.append(
         f"training step ({step.optimizer}, {step.implementation}; loss: {step.loss}): {seconds(step.predicted_s)}"
-        + (f", {step.samples_per_s:.4g} samples/s" if step.samples_per_s else "")
+        + (f", {samples_per_s(step.samples_per_s)} samples/s" if step.samples_per_s else "")
         + " — " + ", ".join(f"{p} {seconds(phases[p].predicted_s)} ({100 * phases[p].predicted_s / total:.0f}%)" for p in PHASES if p in phases)
     )
     mem = step.memory
@@ -169,5 +174,5 @@ def training_lines(step: TrainingStep, *, checkpointing: tuple[int, float] | Non
         )
     if best_batch is not None:
         b, rate = best_batch
-        lines.append(f"batch size: {b} gives the most samples/s that fit the device ({rate:.4g} samples/s)")
+        lines.append(f"batch size: {b} gives the most samples/s that fit the device ({samples_per_s(rate)} samples/s)")
     return lines
