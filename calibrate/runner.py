@@ -38,6 +38,9 @@ from roofline.units import count
 POINTWISE_OPS = ("sin", "unary", "add", "mul_broadcast", "layer_norm", "softmax")
 
 
+TRAINING_HOST_ROUNDS = 3  # rounds of roofline.measure.training_host in a full calibration
+
+
 @dataclass
 class Plan:
     """Sizes and time budgets for one device."""
@@ -331,6 +334,13 @@ def _measure_part(device: str, plan: Plan, progress: _Progress, warnings: list, 
         device, budget_s=plan.overhead_budget_s, warnings=warnings, progress=progress.step
     )
     lap("overheads")
+    if not plan.quick:
+        # what a training step costs the host beyond the forward's dispatch (roofline.measure.training_host)
+        from roofline.measure.training_host import measure_training_host
+
+        progress.stage(f"{device} training host costs")
+        overheads = overheads.model_copy(update=dict(training=measure_training_host(device, rounds=TRAINING_HOST_ROUNDS)))
+        lap("training host costs")
     transfers = []
     if gpu:
         for direction in ("h2d", "d2h"):

@@ -29,10 +29,12 @@ def test_measured_step_and_its_peak_memory():
 
 
 def test_training_host_costs_are_measured():
-    t = measure_training_host("cpu", rounds=1)
+    with torch.no_grad():  # as calibration calls it: the measurement turns grad on itself
+        t = measure_training_host("cpu", rounds=1)
     assert 0 < t.grad_record_s.median_s < 1e-3 and 0 < t.autograd_node_s.median_s < 1e-3
     assert {"adamw:for-loop", "adamw:foreach", "sgd:for-loop"} <= set(t.optimizers)
     assert all(o.call_s + o.per_parameter_s > 0 for o in t.optimizers.values())
+    assert set(t.phase_switch) == {"forward", "backward", "optimizer"} and all(f >= 1.0 for f in t.phase_switch.values())
 
 
 def test_peak_memory_is_measured_before_the_timing(monkeypatch):

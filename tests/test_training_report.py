@@ -132,6 +132,12 @@ def test_training_host_costs_price_engine_and_optimizer(h100):
     assert not any("not calibrated" in w or "no training host costs" in w for w in r.warnings)
     # at twice the host's speed scale, the training costs double with the dispatch costs
     assert host(timed.at_host_scale(2.0), "optimizer") == pytest.approx(2 * (100 * us + 4 * 7 * us), rel=1e-6)
+    # a phase measured 1.5x slower among the others than alone: its ops' host costs, and only its, grow by 1.5x
+    switched = Analysis.of(MLP(), (torch.randn(8, 32),), None,
+                           _with_training_host(h100, training.model_copy(update=dict(phase_switch={"forward": 1.5}))),
+                           Options(device="cuda", train=step, batch_sweep=False))
+    assert host(switched, "forward") == pytest.approx(1.5 * host(timed, "forward"), rel=1e-6)
+    assert host(switched, "backward") == pytest.approx(host(timed, "backward"), rel=1e-6)
 
 
 def test_python_api_takes_train_true(h100):

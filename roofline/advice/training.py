@@ -24,7 +24,7 @@ from roofline.units import count, seconds
 UNCALIBRATED_HOST = (
     "training step: backward and optimizer ops are priced with the forward's dispatch cost per op kind; "
     "the profile has no training host costs (the autograd engine's per node, the optimizer's per parameter tensor): "
-    "benchmarks/train_check.py --training-host OUT writes a copy of the profile with them measured on this host"
+    "a full `roofline calibrate` (not --quick) measures them"
 )
 OPTIMIZER_UNMEASURED = "training step: the profile has no host cost for {key}; its ops are priced with the forward's dispatch cost per op kind"
 
@@ -42,7 +42,9 @@ def training_host_cost(graph: CapturedGraph, costs: Sequence[OpCost], dev: Devic
     enters); a forward op autograd records pays ``grad_record_s`` more; the backward pass pays
     ``autograd_node_s`` per node the engine runs, spread over its ops; the optimizer's ops together
     cost the measured host time of its step over this many parameter tensors, spread over them in
-    proportion to their dispatch. Module calls that launch nothing are billed before the first op.
+    proportion to their dispatch. Each op's host time is then multiplied by its phase's measured
+    ``phase_switch`` (a phase run among the others is slower than in the hot loops that timed these
+    costs). Module calls that launch nothing are billed before the first op.
     The training costs move with the host's speed as the dispatch cost does."""
     training = dev.overheads.training
     info = graph.training
@@ -73,7 +75,8 @@ def training_host_cost(graph: CapturedGraph, costs: Sequence[OpCost], dev: Devic
         for i in optimizer:
             share = (base[i] or (weights / len(optimizer))) / weights
             extra[i] += total * share - base[i]
-    host = [max(b + x, 0.0) for b, x in zip(base, extra)]
+    switch = training.phase_switch  # each phase runs after the others, slower than the hot loops that timed it
+    host = [max(b + x, 0.0) * switch.get(op.phase or "", 1.0) for b, x, op in zip(base, extra, ops)]
     by_index = {op.index: h for op, h in zip(ops, host)}
     start = max(graph.module_calls - sum(entered), 0) * module_s
     return (lambda op, cost: by_index[op.index]), start

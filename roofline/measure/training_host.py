@@ -7,6 +7,12 @@
 - ``autograd_node_s``: the engine's own host time per node. The backward of that chain runs one
   ``AddBackward0`` per add, which passes the gradient through without an op: the backward's time
   over the chain's length is the engine's time per node.
+- ``phase_switch``: each phase of a training step runs after the others, with the host's caches full
+  of their code and data, where every figure above (and the forward's dispatch) was timed in hot
+  loops of one thing. A probe (``PROBE_LAYERS`` Linear + ReLU layers, width ``PROBE_WIDTH``, batch
+  ``PROBE_BATCH``, AdamW as torch runs it on the device: host-bound) times its forward with the
+  loss, its backward and its optimizer step inside whole steps (a synchronize at each phase's end,
+  as ``--measure --train`` does) and each repeated alone; the ratio per phase, at least 1.
 - ``optimizers``: ``optimizer.zero_grad()`` and ``optimizer.step()`` over ``P`` tiny parameters (so
   that their kernels take no time), for each optimizer and implementation, at two counts: their host
   time is ``call_s + per_parameter_s x P`` (the optimizer's Python, per tensor and per step, and its
@@ -29,6 +35,8 @@ from roofline.schema.profile import OptimizerHost, Stat, TrainingOverheads
 from roofline.timing import Slot, sync, time_rounds
 
 CHAIN = 64  # ops per timed chain
+PROBE_LAYERS, PROBE_WIDTH, PROBE_BATCH = 6, 64, 8
+PROBE_STEPS = 9  # steps (and repetitions alone) per round of the phase-switch probe
 PARAMETER_COUNTS = (4, 32)  # tensors per optimizer step timed
 IMPLEMENTATIONS = ("for-loop", "foreach", "fused")
 
@@ -40,7 +48,13 @@ def _stat(samples: list[float]) -> Stat:
 
 
 def measure_training_host(device: str = "cpu", *, rounds: int = 5) -> TrainingOverheads:
-    """The host costs above, on ``device``'s tensors."""
+    """The host costs above, on ``device``'s tensors (with grad enabled, as a training step runs,
+    whatever mode the caller is in: calibration runs under no_grad)."""
+    with torch.enable_grad():
+        return _measure_training_host(device, rounds)
+
+
+def _measure_training_host(device: str, rounds: int) -> TrainingOverheads:
     x0 = torch.randn(8, device=device)
     w = torch.randn(8, device=device)
     leaf = x0.clone().requires_grad_()
@@ -70,7 +84,49 @@ def measure_training_host(device: str = "cpu", *, rounds: int = 5) -> TrainingOv
     ]
     record = _stat([max(r, 1e-12) / CHAIN for r, _ in per_round])
     node = _stat([max(b, 1e-12) / CHAIN for _, b in per_round])
-    return TrainingOverheads(grad_record_s=record, autograd_node_s=node, optimizers=_optimizers(device, rounds))
+    return TrainingOverheads(grad_record_s=record, autograd_node_s=node, optimizers=_optimizers(device, rounds),
+                             phase_switch=phase_switch(device, rounds))
+
+
+def phase_switch(device: str, rounds: int = 5) -> dict[str, float]:
+    """Per phase, the probe's time inside whole steps over its time repeated alone (module docstring)."""
+    import time
+
+    torch.manual_seed(0)
+    layers = []
+    for _ in range(PROBE_LAYERS):
+        layers += [torch.nn.Linear(PROBE_WIDTH, PROBE_WIDTH), torch.nn.ReLU()]
+    model = torch.nn.Sequential(*layers).to(device)
+    x = torch.randn(PROBE_BATCH, PROBE_WIDTH, device=device)
+    opt = make_optimizer(list(model.parameters()), TrainStep(optimizer="adamw"))
+
+    def loss_of():
+        return model(x).square().mean()
+
+    def timed(fn) -> float:
+        sync(device)
+        t0 = time.perf_counter()
+        fn()
+        sync(device)
+        return time.perf_counter() - t0
+
+    ratios: dict[str, list[float]] = {"forward": [], "backward": [], "optimizer": []}
+    for r in range(rounds + 1):  # the first round warms up
+        inside: dict[str, list[float]] = {k: [] for k in ratios}
+        for _ in range(PROBE_STEPS):
+            opt.zero_grad(set_to_none=True)
+            box = {}
+            inside["forward"].append(timed(lambda: box.setdefault("loss", loss_of())))
+            inside["backward"].append(timed(lambda: box["loss"].backward()))
+            inside["optimizer"].append(timed(opt.step))
+        alone = {"forward": [timed(loss_of) for _ in range(PROBE_STEPS)]}
+        loss = loss_of()
+        alone["backward"] = [timed(lambda: loss.backward(retain_graph=True)) for _ in range(PROBE_STEPS)]
+        alone["optimizer"] = [timed(opt.step) for _ in range(PROBE_STEPS)]
+        if r:
+            for k in ratios:
+                ratios[k].append(statistics.median(inside[k]) / statistics.median(alone[k]))
+    return {k: max(float(statistics.median(v)), 1.0) for k, v in ratios.items()}
 
 
 def _zero_grad_and_step(opt, params: list[torch.Tensor], grads: list[torch.Tensor]):

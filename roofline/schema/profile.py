@@ -409,6 +409,11 @@ class TrainingOverheads(_Strict):
     optimizers: dict[str, OptimizerHost] = Field(
         default_factory=dict, description="'adamw:foreach' and the like: one optimizer step's host time over its parameter tensors.",
     )
+    phase_switch: dict[str, float] = Field(
+        default_factory=dict,
+        description="Per phase ('forward', 'backward', 'optimizer'): how many times longer a small probe model's phase takes "
+        "inside a training step, where the phases take turns, than repeated alone, as the figures above were measured (>= 1).",
+    )
 
 
 class Overheads(_Strict):
