@@ -152,3 +152,14 @@ def test_throughput_is_written_with_separators():
     from roofline.advice.training import samples_per_s
 
     assert samples_per_s(17083.4) == "17,083" and samples_per_s(42.17) == "42.2"
+
+
+def test_adam_is_priced_with_adamw_host_figures():
+    from roofline.advice.training import optimizer_host
+    from roofline.schema.profile import OptimizerHost, Stat, TrainingOverheads
+
+    stat = Stat(median_s=1e-6, iqr_s=0, samples=1)
+    adamw = OptimizerHost(call_s=1e-4, per_parameter_s=7e-6)
+    training = TrainingOverheads(grad_record_s=stat, autograd_node_s=stat, optimizers={"adamw:foreach": adamw})
+    assert optimizer_host(training, "adam", "foreach") == adamw
+    assert optimizer_host(training, "sgd", "foreach") is None and optimizer_host(training, "adam", "fused") is None

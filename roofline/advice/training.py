@@ -68,7 +68,7 @@ def training_host_cost(graph: CapturedGraph, costs: Sequence[OpCost], dev: Devic
     for i in backward:
         extra[i] += info.autograd_nodes * training.autograd_node_s.median_s * scale / len(backward)
     optimizer = [i for i, op in enumerate(ops) if op.phase == "optimizer"]
-    measured = training.optimizers.get(f"{info.optimizer}:{info.implementation}")
+    measured = optimizer_host(training, info.optimizer, info.implementation)
     if optimizer and measured is not None:
         total = (measured.call_s + measured.per_parameter_s * info.parameters) * scale
         weights = sum(base[i] for i in optimizer) or float(len(optimizer))
@@ -82,10 +82,24 @@ def training_host_cost(graph: CapturedGraph, costs: Sequence[OpCost], dev: Devic
     return (lambda op, cost: by_index[op.index]), start
 
 
+# torch's Adam and AdamW run the same step code (in torch 2.13 AdamW subclasses Adam; they share the foreach
+# and fused kernels), so a profile that measured one prices the other's host time with it
+SAME_HOST_PATH = {"adam": "adamw", "adamw": "adam"}
+
+
+def optimizer_host(training, optimizer: str, implementation: str):
+    """The profile's host time of ``optimizer``'s step in ``implementation`` (or of the optimizer
+    that runs the same code), None when it has neither."""
+    found = training.optimizers.get(f"{optimizer}:{implementation}")
+    if found is None and optimizer in SAME_HOST_PATH:
+        found = training.optimizers.get(f"{SAME_HOST_PATH[optimizer]}:{implementation}")
+    return found
+
+
 def optimizer_measured(graph: CapturedGraph, dev: DeviceModel) -> bool:
-    """Whether the profile measured this step's optimizer and implementation."""
+    """Whether the profile measured this step's optimizer and implementation (or its twin's)."""
     training, info = dev.overheads.training, graph.training
-    return training is not None and info is not None and f"{info.optimizer}:{info.implementation}" in training.optimizers
+    return training is not None and info is not None and optimizer_host(training, info.optimizer, info.implementation) is not None
 
 
 # checkpointing is advised when it would drop at least this share of what backward keeps
