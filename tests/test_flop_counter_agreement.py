@@ -122,9 +122,26 @@ def test_conv_agreement(name, fn, args):
 
 # ---- attention ------------------------------------------------------------------------------------
 
+def _heads_repeated(q_shape, kv_shape):
+    """K/V's shape with its heads repeated to the query's: the products grouped-query attention computes."""
+    return (kv_shape[0], q_shape[1], *kv_shape[2:])
+
+
+def _flop_counter_counts_gqa() -> bool:
+    """Whether this torch's ``sdpa_flop_count`` takes K/V with fewer heads than Q. torch 2.13's does
+    (its docstring: "Supports GQA ... The kernel broadcasts KV heads to match query heads"), counting
+    exactly the repeated-heads products; torch 2.11's asserts equal heads."""
+    try:
+        sdpa_flop_count((1, 2, 1, 1), (1, 1, 1, 1), (1, 1, 1, 1))
+    except AssertionError:
+        return False
+    return True
+
+
 def test_sdpa_cpu_kernel_matches_flop_counter_formula():
     # On CPU SDPA runs _scaled_dot_product_flash_attention_for_cpu, which flop_counter does not count
-    # (its total is 0 there); our count for it is flop_counter's own sdpa_flop_count.
+    # (its total is 0 there); our count for it is flop_counter's own sdpa_flop_count, taken on K/V with
+    # the query's heads (the same number where sdpa_flop_count takes GQA shapes, and every torch takes these).
     for q_shape, kv_shape, causal in [((2, 4, 16, 8), (2, 4, 16, 8), False),
                                       ((2, 4, 16, 8), (2, 4, 16, 8), True),
                                       ((1, 8, 7, 16), (1, 2, 33, 16), False)]:
@@ -132,7 +149,8 @@ def test_sdpa_cpu_kernel_matches_flop_counter_formula():
         fn = lambda a, b: F.scaled_dot_product_attention(a, b, b, is_causal=causal, enable_gqa=True)
         assert_agree(fn, q, k, expect_nonzero=False)  # nothing counted by either
         op = [o for o in capture_ops(fn, q, k) if o.packet == "aten._scaled_dot_product_flash_attention_for_cpu"][0]
-        assert cost_of(op)[0].flops == sdpa_flop_count(q_shape, kv_shape, kv_shape)
+        kv_full = _heads_repeated(q_shape, kv_shape)
+        assert cost_of(op)[0].flops == sdpa_flop_count(q_shape, kv_full, kv_full)
 
 
 def test_sdpa_math_path_agreement():
@@ -174,8 +192,21 @@ SDPA_BACKEND_CASES = [
 
 
 @pytest.mark.parametrize("name, fn, q_shape, kv_shape", SDPA_BACKEND_CASES, ids=[c[0] for c in SDPA_BACKEND_CASES])
-def test_sdpa_backend_agreement_on_meta(name, fn, q_shape, kv_shape):
+def test_sdpa_backend_agreement_on_meta(name, fn, q_shape, kv_shape, gqa_counted=None):
+    if q_shape[1] != kv_shape[1] and not (_flop_counter_counts_gqa() if gqa_counted is None else gqa_counted):
+        # this flop_counter cannot count the GQA call: ours must equal its count of the call with K/V's
+        # heads repeated to the query's (the products GQA computes; what a GQA-aware flop_counter counts)
+        kv_full = _heads_repeated(q_shape, kv_shape)
+        theirs = flop_counter_total(fn, _m(*q_shape), _m(*kv_full), _m(*kv_full))
+        assert our_counted_total(fn, _m(*q_shape), _m(*kv_shape), _m(*kv_shape)) == theirs > 0
+        return
     assert_agree(fn, _m(*q_shape), _m(*kv_shape), _m(*kv_shape))
+
+
+def test_sdpa_gqa_on_meta_as_a_torch_without_gqa_counting_checks_it():
+    # the branch that torch 2.11 takes, run here too: the GQA case against the repeated-heads count
+    name, fn, q_shape, kv_shape = next(c for c in SDPA_BACKEND_CASES if c[0] == "flash_gqa_longer_kv")
+    test_sdpa_backend_agreement_on_meta(name, fn, q_shape, kv_shape, gqa_counted=False)
 
 
 def test_flash_attention_forward_packed_varlen_agreement():
