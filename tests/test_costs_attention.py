@@ -131,3 +131,42 @@ def test_math_path_decomposes_into_priced_ops():
     assert all(cost_of(o)[1] for o in ops)
     bmm = sum(cost_of(o)[0].flops for o in ops if o.packet == "aten.bmm")
     assert bmm == 65536  # the same two GEMMs
+
+
+def test_native_multi_head_attention_cross_attention_weights_per_head():
+    # _native_multi_head_attention(q (1, 4, 8), k = v (1, 6, 8)), E=8, 2 heads (dh 4), weights returned
+    # per head (average_attn_weights=False): K/V differ from Q, so three projections without bias
+    #   q mm (4, 8) @ (8, 8)      2*4*8*8 = 512   read (32 + 64) * 4 = 384   write 32 * 4 = 128
+    #   k, v mm (6, 8) @ (8, 8)   2*6*8*8 = 768   read (48 + 64) * 4 = 448   write 48 * 4 = 192   (each)
+    #   bias add over (4 + 2*6 = 16, 8) + (8,): 128, read 128 * 4 + 32 = 544, write 512
+    #   bmm (2, 4, 4) @ (2, 4, 6)  2*2*4*6*4 = 384  read (32 + 48) * 4 = 320  write 48 * 4 = 192
+    #   softmax (2, 4, 6)          5 * 48 = 240     read 192                  write 192
+    #   bmm (2, 4, 6) @ (2, 6, 4)  384              read (48 + 48) * 4 = 384  write 128
+    #   no mean over heads; merge heads (clone) 0, read 128, write 128
+    #   out addmm (4, 8) @ (8, 8) + (8,): 512, read (8 + 32 + 64) * 4 = 416, write 128
+    from tests.opcapture import meta, op_of
+
+    w = (meta(24, 8), meta(24), meta(8, 8), meta(8))
+    op = op_of(aten._native_multi_head_attention.default, meta(1, 4, 8), meta(1, 6, 8), meta(1, 6, 8), 8, 2, *w,
+               None, True, False, outputs=[meta(1, 4, 8), meta(1, 2, 4, 6)])
+    c, ok = cost_of(op)
+    assert ok and [o.name for o, _ in c.parts] == [
+        "aten.mm.default", "aten.mm.default", "aten.mm.default", "aten.add.Tensor", "aten.bmm.default",
+        "aten._softmax.default", "aten.bmm.default", "aten.clone.default", "aten.addmm.default"]
+    assert [p.flops for _, p in c.parts] == [512, 768, 768, 128, 384, 240, 384, 0, 512]
+    assert c.flops == 512 + 2 * 768 + 128 + 384 + 240 + 384 + 0 + 512
+    assert c.bytes_read == 384 + 2 * 448 + 544 + 320 + 192 + 384 + 128 + 416
+    assert c.bytes_written == 128 + 2 * 192 + 512 + 192 + 192 + 128 + 128 + 128 and c.kernels == 9
+
+
+def test_native_multi_head_attention_unbatched_input():
+    # unbatched (L, E) = (4, 8) self-attention, weights averaged: batch 1, the same kernels as (1, 4, 8):
+    # qkv mm 2*4*24*8 = 1536, bias add 96, bmm 256, softmax 5 * 32 = 160, bmm 256, mean over heads 32 + 16 = 48,
+    # merge 0, out addmm 512
+    from tests.opcapture import meta, op_of
+
+    w = (meta(24, 8), meta(24), meta(8, 8), meta(8))
+    op = op_of(aten._native_multi_head_attention.default, meta(4, 8), meta(4, 8), meta(4, 8), 8, 2, *w,
+               outputs=[meta(4, 8), meta(4, 4)])
+    c, ok = cost_of(op)
+    assert ok and [p.flops for _, p in c.parts] == [1536, 96, 256, 160, 256, 48, 0, 512]

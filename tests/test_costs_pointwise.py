@@ -146,7 +146,26 @@ def test_polar_and_python_scalar_overloads():
     from roofline.costs import cost_of as _cost_of
     from tests.opcapture import op_of
     c, ok = _cost_of(op_of(torch.ops.aten.angle.float, 1.0))
-    assert ok and (c.kernels, c.bytes) == (0, 0)
+    # angle of a Python float is computed on the host: no FLOPs, no bytes, no kernel
+    assert ok and (c.flops, c.bytes_read, c.bytes_written, c.kernels) == (0, 0, 0, 0)
+
+
+def test_inplace_op_recorded_without_outputs_prices_its_self():
+    # an in-place op captured with no outputs: its mutated tensor (4, 8) sets the elements, 32 FLOPs;
+    # relu_ reads 128 and writes 128 bytes in place; add_(a, r) reads 128 + 32 = 160
+    from tests.opcapture import meta, op_of
+
+    c, ok = cost_of(op_of(torch.ops.aten.relu_.default, meta(4, 8)))
+    assert ok and (c.flops, c.bytes_read, c.bytes_written, c.kernels) == (32, 128, 128, 1)
+    c, ok = cost_of(op_of(torch.ops.aten.add_.Tensor, meta(4, 8), meta(8)))
+    assert ok and (c.flops, c.bytes_read, c.bytes_written, c.kernels) == (32, 160, 128, 1)
+
+
+def test_pow_complex_scalar_exponent():
+    # complex64 (4, 8) ** (2+1j): exp((2+1j)*log x), 3 FLOPs per element = 96, transcendental;
+    # read 32 * 8 = 256 bytes, write 256
+    _, c = priced("aten.pow", torch.pow, torch.rand(4, 8, dtype=torch.complex64) + 0.5, 2 + 1j)
+    assert (c.flops, c.category, c.bytes_read, c.bytes_written) == (96, "transcendental", 256, 256)
 
 
 def test_a_value_passed_twice_is_read_once():
