@@ -210,3 +210,19 @@ def test_attention_kernel_backward_bshd():
                meta(2), meta(2), 0, False, outputs=[q, q, q])
     c, ok = cost_of(op)
     assert ok and c.flops == attention_backward_flops(6, 16, 16, 8, 8)
+
+
+def test_attention_backward_batch_heads_and_key_length():
+    # efficient attention backward, q (B=2, H=3, Sq=4, D=8), k = v (2, 3, Sk=6, 8): five GEMMs,
+    # 2 * (2*3) * 4 * 6 * (3*8 + 2*8) = 2 * 6 * 24 * 40 = 11520; gemm (B*H, Sq, Sk, 3 Dqk + 2 Dv) = (6, 4, 6, 40)
+    q, kv = meta(2, 3, 4, 8), meta(2, 3, 6, 8)
+    op = op_of(aten._scaled_dot_product_efficient_attention_backward.default, q, q, kv, kv, None, q, meta(2, 3, 4), None, None,
+               0.0, [True, True, True, False], outputs=[q, kv, kv])
+    c, _ = cost_of(op)
+    assert (c.flops, c.gemm, c.kernels) == (11520, (6, 4, 6, 40), 1)
+    # unbatched (H=3, Sq=4, D=8) with (3, Sk=6, 8): batch 1, heads 3 -> 2 * 3 * 4 * 6 * 40 = 5760, gemm (3, 4, 6, 40)
+    q, kv = meta(3, 4, 8), meta(3, 6, 8)
+    op = op_of(aten._scaled_dot_product_efficient_attention_backward.default, q, q, kv, kv, None, q, meta(3, 4), None, None,
+               0.0, [True, True, True, False], outputs=[q, kv, kv])
+    c, _ = cost_of(op)
+    assert (c.flops, c.gemm) == (5760, (3, 4, 6, 40))

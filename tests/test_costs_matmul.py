@@ -2,6 +2,7 @@
 
 import pytest
 import torch
+import torch.nn as nn
 import torch.nn.functional as F
 
 from roofline.costs import cost_of
@@ -162,3 +163,26 @@ def test_affine_grid():
     _, c = priced("aten.affine_grid_generator",
                   lambda t: F.affine_grid(t, (2, 3, 8, 8), align_corners=False), torch.randn(2, 2, 3))
     assert c.flops == 1536
+
+
+def test_addbmm_is_one_gemm_over_the_batches():
+    # addbmm(self (4, 6), batch1 (3, 4, 5), batch2 (3, 5, 6)): 2*3*4*6*5 = 720 FLOPs; the batch sum is the
+    # K reduction, so one GEMM (1, M=4, N=6, K=3*5=15); beta = 1: the GEMM and the add of self, 2 kernels
+    _, c = priced("aten.addbmm", torch.addbmm, torch.randn(4, 6), torch.randn(3, 4, 5), torch.randn(3, 5, 6))
+    assert (c.flops, c.gemm, c.kernels) == (720, (1, 4, 6, 15), 2)
+
+
+def test_bilinear_trilinear_gemm_shape():
+    # nn.Bilinear(3, 4, 5) on B=2: _trilinear over the (B, out, in1, in2) = (2, 5, 3, 4) space: 2 * 120 = 240
+    # FLOPs; its GEMM: M = 2 output rows, N = 5 output columns, K = 120 / 10 = 12 summed products
+    torch.manual_seed(0)
+    _, c = priced("aten._trilinear", nn.Bilinear(3, 4, 5, bias=False), torch.randn(2, 3), torch.randn(2, 4))
+    assert (c.flops, c.gemm) == (240, (1, 2, 5, 12))
+
+
+def test_affine_grid_gemm_shape():
+    # affine_grid of theta (2, 2, 3) to (2, 1, 4, 5): grid (2, 4, 5, 2), 80 numbers, 2*3 FLOPs each = 480;
+    # per batch the base coordinates (4*5 = 20, 3) @ theta^T (3, 2): gemm (2, 20, 2, 3)
+    fn = lambda t: F.affine_grid(t, [2, 1, 4, 5], align_corners=False)  # noqa: E731
+    _, c = priced("aten.affine_grid_generator", fn, torch.randn(2, 2, 3))
+    assert (c.flops, c.gemm) == (480, (2, 20, 2, 3))

@@ -66,3 +66,37 @@ def test_launches_follow_multi_tensor_apply():
     assert launches([1] * 37, 4) == 2  # 36 at depth 4
     assert launches([CHUNK_ELEMENTS * 3] * 110, 1) == 2  # 330 chunks: a tensor cut across two launches
     assert launches([], 1) == 0
+
+
+def test_launches_tensor_limit_by_depth():
+    # multi_tensor_apply's tensors per launch: 110, 64, 48, 36, 30 for 1..5 lists; deeper lists keep 30
+    assert launches([1] * 64, 2) == 1 and launches([1] * 65, 2) == 2
+    assert launches([1] * 48, 3) == 1 and launches([1] * 49, 3) == 2
+    assert launches([1] * 30, 5) == 1 and launches([1] * 31, 5) == 2
+    assert launches([1] * 31, 6) == 2
+
+
+def test_launches_chunks_and_carried_tensors():
+    # 65536 elements a chunk, 320 chunks a launch: 65536 * 320 elements fill one launch exactly, one more
+    # element is a 321st chunk and a second launch
+    assert launches([65536 * 320], 1) == 1
+    assert launches([65536 * 320 + 1], 1) == 2
+    # empty tensors are skipped: 200 of them and one element are one launch
+    assert launches([0] * 200 + [1], 1) == 1
+    # 220 one-element tensors at depth 1: two full launches of 110
+    assert launches([1] * 220, 1) == 2
+    # a tensor cut by the chunk limit carries on as the next launch's first tensor: 1 + 109 = 110 tensors
+    # there, so its last chunk and 109 small tensors are one launch (2 in all)
+    assert launches([65536 * 320 + 1] + [1] * 109, 1) == 2
+
+
+def test_foreach_out_of_place_output_list_counts_in_the_depth():
+    # _foreach_add.List over 49 one-element tensors: 49 FLOPs; out of place it walks 3 lists (two inputs, the
+    # outputs): 48 tensors a launch, so 2 launches; in place (add_) 2 lists: 64 a launch, 1 launch
+    from tests.opcapture import meta, op_of
+
+    ones = [meta(1) for _ in range(49)]
+    c, ok = cost_of(op_of(torch.ops.aten._foreach_add.List, ones, ones, outputs=ones))
+    assert ok and (c.flops, c.kernels) == (49, 2)
+    c, ok = cost_of(op_of(torch.ops.aten._foreach_add_.List, ones, ones))
+    assert ok and (c.flops, c.kernels) == (49, 1)

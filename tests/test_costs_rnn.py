@@ -83,3 +83,41 @@ def test_a_recurrent_stack_is_captured_as_the_one_op_the_model_called(cls, name)
         assert len(stacks) == 1 and len(graph.ops) <= 3, [op.name for op in graph.ops]
         cost, ok = cost_of(stacks[0])
         assert ok and cost.recurrence.layers == 4 and cost.recurrence.steps == 50
+
+
+def test_lstm_with_projection_two_layers():
+    # aten.lstm, LSTM(4, 5, num_layers=2, proj_size=3), T=3, B=2 (R = 6 rows), biases: per layer w_ih, w_hh,
+    # b_ih, b_hh, w_hr (3, 5); the recurrent input (and layer 1's input) is the projection, 3 wide
+    #   layer 0: 2*6*20*4 + 2*6*20*3 + 6*5*(19 + 8) + the projection 2*6*5*3 = 960 + 720 + 810 + 180 = 2670
+    #   layer 1: 2*6*20*3 + 2*6*20*3 + 810 + 180 = 720 + 720 + 810 + 180 = 2430
+    # kernels 2 groups x (1 + 2*3 steps) = 14; recurrence (lstm, 2 groups, 3 steps, B=2, 4H=20, I+P=4+3=7)
+    layer0 = [meta(20, 4), meta(20, 3), meta(20), meta(20), meta(3, 5)]
+    layer1 = [meta(20, 3), meta(20, 3), meta(20), meta(20), meta(3, 5)]
+    op = op_of(aten.lstm.input, meta(3, 2, 4), [meta(2, 2, 3), meta(2, 2, 5)], layer0 + layer1, True, 2, 0.0, False, False, False,
+               outputs=[meta(3, 2, 3), meta(2, 2, 3), meta(2, 2, 5)])
+    c, ok = cost_of(op)
+    assert ok and (c.flops, c.kernels) == (2670 + 2430, 14)
+    assert c.recurrence == ("lstm", 2, 3, 2, 20, 7)
+
+
+def test_lstm_packed_and_unbatched_inputs():
+    # packed: data (5, 4) with batch_sizes [2, 2, 1] (3 steps): R = 5 rows, B = ceil(5 / 3) = 2
+    #   LSTM(4, 5) one layer with biases: 2*5*20*4 + 2*5*20*5 + 5*5*27 = 800 + 1000 + 675 = 2475
+    params = [meta(20, 4), meta(20, 5), meta(20), meta(20)]
+    op = op_of(aten.lstm.data, meta(5, 4), meta(3, dtype=torch.int64), [meta(1, 2, 5), meta(1, 2, 5)], params, True, 1, 0.0,
+               False, False, outputs=[meta(5, 5), meta(1, 2, 5), meta(1, 2, 5)])
+    c, ok = cost_of(op)
+    assert ok and c.flops == 2475 and c.recurrence == ("lstm", 1, 3, 2, 20, 9) and c.kernels == 1 + 2 * 3
+    # unbatched (T=3, I=4): R = 3 rows, 3 steps of one row: 2*3*20*4 + 2*3*20*5 + 3*5*27 = 480 + 600 + 405 = 1485
+    op = op_of(aten.lstm.input, meta(3, 4), [meta(1, 5), meta(1, 5)], params, True, 1, 0.0, False, False, False,
+               outputs=[meta(3, 5), meta(1, 5), meta(1, 5)])
+    c, ok = cost_of(op)
+    assert ok and c.flops == 1485 and c.recurrence == ("lstm", 1, 3, 1, 20, 9)
+
+
+def test_cell_gemm_shape():
+    # gru_cell, input (2, 4), hidden 5: one step's GEMM (1, B=2, 3H=15, I+H=9)
+    #   2*2*15*4 + 2*2*15*5 + 2*5*(14 + 6) = 240 + 300 + 200 = 740
+    op = op_of(aten.gru_cell.default, meta(2, 4), meta(2, 5), meta(15, 4), meta(15, 5), meta(15), meta(15), outputs=[meta(2, 5)])
+    c, ok = cost_of(op)
+    assert ok and (c.flops, c.gemm) == (740, (1, 2, 15, 9))

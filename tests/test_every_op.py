@@ -978,12 +978,18 @@ case("native_layer_norm_backward", lambda: run(aten.native_layer_norm_backward.d
                                                [True, True, True]), N * (8 + 3 + 1), LN_READ, XB + 2 * RB, kernels=2)
 case("native_layer_norm_backward", lambda: run(aten.native_layer_norm_backward.default, G(), x(), [8], ROW_STAT(), ROW_STAT(), r(), r(),
                                                [True, False, False]), N * 8, LN_READ, XB, variant="the input's gradient only: 1 kernel")
+case("native_layer_norm_backward", lambda: run(aten.native_layer_norm_backward.default, G(), x(), [8], ROW_STAT(), ROW_STAT(), r(), r(),
+                                               [False, True, False]), N * 3, LN_READ, RB, kernels=2,
+     variant="the weight's gradient only: 3 per element, its own kernel")
 # batch norm backward of (2, 4, 3): as layer norm's, per channel; 2 kernels (reduce, elementwise)
 BN_BACK_READ = 2 * 96 + 5 * 16  # g, x, weight, running mean and var, saved mean and inverse std
 case("native_batch_norm_backward", lambda: run(aten.native_batch_norm_backward.default, BX(), BX(), C4(), C4(), C4(), C4(), C4(), True, 1e-5,
                                                [True, True, True]), 24 * 12, BN_BACK_READ, 96 + 16 + 16, kernels=2)
 case("native_batch_norm_backward", lambda: run(aten.native_batch_norm_backward.default, BX(), BX(), C4(), C4(), C4(), C4(), C4(), True, 1e-5,
                                                [False, True, False]), 24 * 3, BN_BACK_READ, 16, kernels=2, variant="the weight's gradient only")
+case("native_batch_norm_backward", lambda: run(aten.native_batch_norm_backward.default, BX(), BX(), C4(), C4(), C4(), C4(), C4(), True, 1e-5,
+                                               [True, False, True]), 24 * (8 + 1), BN_BACK_READ, 96 + 16, kernels=2,
+     variant="the input's and the bias's gradients")
 case("batch_norm_backward", lambda: run(aten.batch_norm_backward.default, BX(), BX(), C4(), C4(), C4(), C4(), C4(), True, 1e-5,
                                         [True, True, True], torch.empty(0, dtype=torch.uint8)), 24 * 12, BN_BACK_READ, 96 + 16 + 16, kernels=2)
 case("cudnn_batch_norm_backward", lambda: built(aten.cudnn_batch_norm_backward.default, BM, BM, CM4, CM4, CM4, CM4, CM4, 1e-5,
@@ -993,9 +999,19 @@ case("miopen_batch_norm_backward", lambda: built(aten.miopen_batch_norm_backward
 # group norm backward: 2 groups, (2, 2) statistics; 3 kernels
 case("native_group_norm_backward", lambda: run(aten.native_group_norm_backward.default, BX(), BX(), x(2, 2), x(2, 2), C4(), 2, 4, 3, 2,
                                                [True, True, True]), 24 * 12, 2 * 96 + 16 + 16 + 16, 96 + 16 + 16, kernels=3)
+case("native_group_norm_backward", lambda: run(aten.native_group_norm_backward.default, BX(), BX(), x(2, 2), x(2, 2), C4(), 2, 4, 3, 2,
+                                               [True, False, False]), 24 * 8, 2 * 96 + 16 + 16 + 16, 96, kernels=3,
+     variant="the input's gradient only")
+case("native_group_norm_backward", lambda: run(aten.native_group_norm_backward.default, BX(), BX(), x(2, 2), x(2, 2), C4(), 2, 4, 3, 2,
+                                               [False, False, True]), 24 * 1, 2 * 96 + 16 + 16 + 16, 16, kernels=3,
+     variant="the bias's gradient only")
 # RMS norm backward: input's 6, weight's 2 per element
 case("_fused_rms_norm_backward", lambda: built(aten._fused_rms_norm_backward.default, m(4, 8), m(4, 8), [8], m(4, 1), m(8), [True, True],
                                                outputs=[m(4, 8), m(8)]), N * (6 + 2), 2 * XB + 4 * F32 + RB, XB + RB, kernels=2)
+case("_fused_rms_norm_backward", lambda: built(aten._fused_rms_norm_backward.default, m(4, 8), m(4, 8), [8], m(4, 1), m(8), [True, False],
+                                               outputs=[m(4, 8)]), N * 6, 2 * XB + 4 * F32 + RB, XB, kernels=1, variant="the input's gradient only")
+case("_fused_rms_norm_backward", lambda: built(aten._fused_rms_norm_backward.default, m(4, 8), m(4, 8), [8], m(4, 1), m(8), [False, True],
+                                               outputs=[m(8)]), N * 2, 2 * XB + 4 * F32 + RB, RB, kernels=2, variant="the weight's gradient only")
 # NLL backward: zeros, then -1 at each of the 4 targets; 2 kernels
 case("nll_loss_backward", lambda: run(aten.nll_loss_backward.default, torch.tensor(1.0), x(), T4(), None, 1, -100, torch.tensor(4.0)),
      4, F32 + XB + 4 * I64 + F32, XB, kernels=2)
