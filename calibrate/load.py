@@ -29,7 +29,10 @@ PROBE_S = 0.3  # wall time of the probe before calibration
 SPIN_ITERATIONS = 2000  # one spin sample: ~50 us of interpreter work
 SPIN_SAMPLES = 200
 SPIN_TRIES = 3
-PRIORITY_NICE = -10  # the nice value calibration asks for where the OS allows it
+# the nice value calibration asks for where the OS allows it: the highest, so that a thread of a parallel region
+# that wakes on a core another program keeps busy preempts it at once (CFS weighs nice -20 at 87x nice 0, -10
+# at 9x); at -10, small two-thread GEMMs of a 2-core machine with one core busy ran 1.5-3x slow
+PRIORITY_NICE = -20
 
 
 @dataclass
