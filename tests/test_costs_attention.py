@@ -118,6 +118,7 @@ def test_transformer_encoder_layer_fast_path():
     names = [op.name for op, _ in c.parts]
     assert names.count("aten.native_layer_norm.default") == 2 and names.count("aten.relu.default") == 1
     assert names.index("aten.native_layer_norm.default") > names.index("aten.scaled_dot_product_attention.default")
+    assert names.count("aten.mm.default") == 1  # self-attention: one projection to Q, K and V together
     first = nn.TransformerEncoderLayer(8, 2, 16, batch_first=True, norm_first=True, activation="gelu").eval()
     _, c = priced("aten._transformer_encoder_layer_fwd", first, torch.randn(2, 5, 8))
     names = [op.name for op, _ in c.parts]
@@ -170,3 +171,39 @@ def test_native_multi_head_attention_unbatched_input():
                outputs=[meta(4, 8), meta(4, 4)])
     c, ok = cost_of(op)
     assert ok and [p.flops for _, p in c.parts] == [1536, 96, 256, 160, 256, 48, 0, 512]
+
+
+def test_native_multi_head_attention_self_or_separate_by_source():
+    # in a captured graph, the fast path's query, key and value are told apart by where they come from, not by
+    # their shapes: m(t, t, t) is self-attention (one (10, 8) @ (8, 24) projection, 2*10*8*24 = 3840);
+    # the native op called on two different (2, 5, 8) tensors projects q, k and v apart (3 x 2*10*8*8 = 3 x 1280)
+    from roofline.graph.capture import capture
+
+    m = nn.MultiheadAttention(8, 2, batch_first=True).eval()
+    x, y = torch.randn(2, 5, 8), torch.randn(2, 5, 8)
+
+    def mha_parts(fn, *inputs):
+        with torch.no_grad():
+            graph = capture(fn, inputs)
+        (op,) = [o for o in graph.ops if o.packet == "aten._native_multi_head_attention"]
+        c, ok = cost_of(op)
+        assert ok
+        return [(o.name, p.flops) for o, p in c.parts if o.name == "aten.mm.default"]
+
+    assert mha_parts(lambda t: m(t, t, t), x) == [("aten.mm.default", 3840)]
+    # its bias add runs over the 3 * B * L = 30 projected rows of 8: 240 FLOPs
+    with torch.no_grad():
+        graph = capture(lambda t: m(t, t, t), (x,))
+    (op,) = [o for o in graph.ops if o.packet == "aten._native_multi_head_attention"]
+    assert [p.flops for o, p in cost_of(op)[0].parts if o.name == "aten.add.Tensor"] == [240]
+    w = (m.in_proj_weight, m.in_proj_bias, m.out_proj.weight, m.out_proj.bias)
+    cross = lambda q, kv: aten._native_multi_head_attention(q, kv, kv, 8, 2, *w, None, False)  # noqa: E731
+    assert mha_parts(cross, x, y) == [("aten.mm.default", 1280)] * 3
+
+
+def test_sdpa_three_dimensional_inputs():
+    # scaled_dot_product_attention on (N=3, Sq=4, D=8) x (3, Sk=6, 8) x (3, 6, Dv=2): batch 3 (the dims before
+    # the last two), Q @ K^T 2*3*4*6*8 = 1152, P @ V 2*3*4*6*2 = 288: 1440
+    op = op_of(aten.scaled_dot_product_attention.default, meta(3, 4, 8), meta(3, 6, 8), meta(3, 6, 2), outputs=[meta(3, 4, 2)])
+    c, ok = cost_of(op)
+    assert ok and c.flops == 1152 + 288 and c.gemm == (3, 4, 6, 8 + 2)

@@ -48,3 +48,24 @@ def test_bernoulli_with_tensor_p_reads_p():
     # bernoulli(p) with p (4, 8) fp32: reads p 128, writes 128, 1 FLOP per draw
     _, c = priced("aten.bernoulli", torch.bernoulli, torch.rand(4, 8))
     assert (c.flops, c.bytes_read, c.bytes_written) == (32, 128, 128)
+
+
+def test_randperm_and_multinomial_on_two_elements():
+    # randperm(2): 2 keys sorted, ceil(log2 2) = 1 compare each, + 1 per key: 2 * 1 + 2 = 4
+    assert priced("aten.randperm", lambda: torch.randperm(2))[1].flops == 4
+    # multinomial of 1-D probabilities over 2 categories, 4 draws with replacement: cumsum 2 + per draw
+    # (draw 1 + binary search ceil(log2 2) = 1) = 2 + 4 * 2 = 10
+    _, c = priced("aten.multinomial", lambda p: torch.multinomial(p, 4, replacement=True), torch.tensor([0.3, 0.7]))
+    assert (c.flops, c.kernels) == (10, 3)
+
+
+def test_fill_recorded_without_outputs_writes_its_self():
+    from roofline.costs import cost_of
+    from tests.opcapture import meta, op_of
+
+    # fill_ of (4, 8) captured with no outputs: it writes its self, 128 bytes, in one kernel
+    c, ok = cost_of(op_of(torch.ops.aten.fill_.Scalar, meta(4, 8), 1.0))
+    assert ok and (c.bytes_written, c.kernels) == (128, 1)
+    # zeros recorded with neither outputs nor tensor arguments writes nothing: no bytes, no kernel
+    c, ok = cost_of(op_of(torch.ops.aten.zeros.default, [4, 8]))
+    assert ok and (c.flops, c.bytes_written, c.kernels) == (0, 0, 0)

@@ -102,3 +102,21 @@ def test_bincount_histc():
     assert (c.flops, c.kernels) == (20, 3)
     _, c = priced("aten.histc", lambda t: torch.histc(t, 10), torch.randn(4, 8))
     assert c.flops == 128
+
+
+def test_sort_compares_and_kernels_by_slice_length():
+    # (4, 2) along the last dim: ceil(log2 2) = 1 compare per element: 8
+    _, c = priced("aten.sort", torch.sort, torch.randn(4, 2))
+    assert c.flops == 8
+    # one row of 4096: 4096 * 12 = 49152 compares, one kernel (a slice up to 4096 sorts in one block)
+    _, c = priced("aten.sort", torch.sort, torch.randn(4096))
+    assert (c.flops, c.kernels) == (49152, 1)
+    # one row of 4097: ceil(log2 4097) = 13, 4097 * 13 = 53261 compares, 4 kernels (the segmented sort)
+    _, c = priced("aten.sort", torch.sort, torch.randn(4097))
+    assert (c.flops, c.kernels) == (53261, 4)
+
+
+def test_sort_of_a_python_list_runs_on_the_host():
+    # aten.sort.int sorts a Python list in place: no FLOPs counted, no bytes, no kernel
+    c, ok = cost_of(op_of(aten.sort.int, [3, 1, 2], False))
+    assert ok and (c.flops, c.bytes_read, c.bytes_written, c.kernels) == (0, 0, 0, 0)

@@ -85,3 +85,44 @@ def test_rfft():
     # complex fft: 4 * 5 * 16 * 4 = 1280
     _, c = priced("aten._fft_c2c", torch.fft.fft, torch.randn(*X, dtype=torch.complex64))
     assert c.flops == 1280
+
+
+def test_sum_of_a_python_list_runs_on_the_host():
+    # aten.sum.int adds a Python list's numbers: no FLOPs counted, no bytes, no kernel
+    from roofline.costs import cost_of
+    from tests.opcapture import op_of
+
+    c, ok = cost_of(op_of(torch.ops.aten.sum.int, [1, 2, 3]))
+    assert ok and (c.flops, c.bytes_read, c.bytes_written, c.kernels) == (0, 0, 0, 0)
+
+
+def test_norm_with_p_none_is_the_two_norm():
+    # norm(x (4, 8), p=None, dim=[1]): the 2-norm, square and add per element (2 * 32) + a sqrt per row (4) = 68
+    from roofline.costs import cost_of
+    from roofline.costs.reduction import vector_norm_flops
+    from tests.opcapture import meta, op_of
+
+    c, _ = cost_of(op_of(torch.ops.aten.norm.ScalarOpt_dim, meta(4, 8), None, [1], outputs=[meta(4)]))
+    assert c.flops == 2 * 32 + 4
+    assert vector_norm_flops("fro") == (2, 1)  # the Frobenius norm is the 2-norm of the elements
+
+
+def test_fft_point_counts():
+    from roofline.costs import cost_of
+    from tests.opcapture import meta, op_of
+
+    c64 = torch.complex64
+    # c2c over a last dim of 2 points, 3 transforms: 5 * 2 * log2 2 = 10 each, 30
+    assert priced("aten._fft_c2c", torch.fft.fft, torch.randn(3, 2, dtype=c64))[1].flops == 30
+    # a 1-D (8,) transform with dim given as -1: 5 * 8 * 3 = 120
+    op = op_of(torch.ops.aten._fft_c2c.default, meta(8, dtype=c64), [-1], 0, True, outputs=[meta(8, dtype=c64)])
+    assert cost_of(op)[0].flops == 120
+    # over a dim of size 1: 3 transforms of 1 point, 5 * 1 * 1 = 5 each (log2 taken as at least 1), 15
+    assert priced("aten._fft_c2c", torch.fft.fft, torch.randn(3, 1, dtype=c64))[1].flops == 15
+
+
+def test_nll_loss_sum_has_no_mean():
+    # nll_loss of (4, 5) log-probabilities, 4 targets, reduction='sum': 1 per target, no divide: 4
+    logp = torch.randn(4, 5).log_softmax(-1)
+    _, c = priced("aten.nll_loss_forward", lambda a, t: F.nll_loss(a, t, reduction="sum"), logp, torch.tensor([0, 1, 2, 3]))
+    assert c.flops == 4

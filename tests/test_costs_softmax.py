@@ -35,3 +35,17 @@ def test_safe_softmax():
     q = torch.randn(2, 4, 16, 8)
     _, c = priced("aten._safe_softmax", lambda a: F.scaled_dot_product_attention(a, a, a, dropout_p=0.5), q)
     assert c.flops == 8 * 2 * 4 * 16 * 16 and c.kernels == 6
+
+
+def test_log_softmax_rows_from_a_keyword_dim_a_size_one_dim_and_a_scalar():
+    from roofline.costs import cost_of
+    from tests.opcapture import meta, op_of
+
+    # dim given by keyword, 0: (4, 16) has 16 rows along it: 5 * 64 + 16 = 336
+    op = op_of(torch.ops.aten._log_softmax.default, meta(4, 16), dim=0, half_to_float=False, outputs=[meta(4, 16)])
+    assert cost_of(op)[0].flops == 336
+    # (4, 1) along its size-1 last dim: 4 rows of one element: 5 * 4 + 4 = 24
+    assert priced("aten._log_softmax", F.log_softmax, torch.randn(4, 1), -1)[1].flops == 24
+    # a 0-d tensor is one row of one element: 5 + 1 = 6
+    op = op_of(torch.ops.aten._log_softmax.default, meta(), 0, False, outputs=[meta()])
+    assert cost_of(op)[0].flops == 6
