@@ -72,6 +72,14 @@ EQUIVALENT: list[Equivalent] = [
                "n = 1 gives 0 multiplications either way: bit_length 1 - 1 + one set bit - 1 = 0"),
     Equivalent("pointwise.py", "(1 if exponent < 0 else 0)", "exponent < 0 -> exponent <= 0",
                "exponent 0 has no multiplication (n = 0): max(1, 0 + 1) = max(1, 0 + 0) = 1"),
+    Equivalent("dropout.py", "mask_elems = x.shape[0] * x.shape[1] if x.ndim >= 2", "x.ndim >= 2 -> x.ndim > 2",
+               "for a 2-D input N * C is all its elements, what the else branch gives"),
+    Equivalent("dropout.py", "mask_elems = x.shape[0] * x.shape[1] if x.ndim >= 2", "2 -> 3",
+               "x.ndim >= 3 differs from x.ndim >= 2 only for 2-D inputs, where N * C = numel either way"),
+    Equivalent("embedding.py", "_MODE_SUM, _MODE_MEAN, _MODE_MAX = 0, 1, 2", "0 -> 1",
+               "_MODE_SUM is never read (only the mean mode adds a divide)"),
+    Equivalent("embedding.py", "_MODE_SUM, _MODE_MEAN, _MODE_MAX = 0, 1, 2", "2 -> 3",
+               "_MODE_MAX is never read (only the mean mode adds a divide)"),
 ]
 
 

@@ -90,3 +90,19 @@ def test_unbatched_conv2d_whole_op():
     # 2 * 36 * 9 * 4*3 = 7776
     op = op_of(aten.conv2d.default, meta(3, 8, 8), meta(4, 3, 3, 3), outputs=[meta(4, 6, 6)])
     assert cost_of(op)[0].flops == 7776
+
+
+def test_conv_bias_pass_bytes():
+    # conv2d (1, 2, 5, 5) * (4, 2, 3, 3) + bias (4,): output (1, 4, 3, 3), 36 floats = 144 bytes; the bias is a
+    # second kernel that reads and writes the output: 2 * 144 = 288 bytes; without a bias, none
+    _, c = priced("aten.convolution", F.conv2d, torch.randn(1, 2, 5, 5), torch.randn(4, 2, 3, 3), torch.randn(4))
+    assert (c.kernels, c.bias_pass_bytes) == (2, 288)
+    _, c = priced("aten.convolution", F.conv2d, torch.randn(1, 2, 5, 5), torch.randn(4, 2, 3, 3))
+    assert (c.kernels, c.bias_pass_bytes) == (1, 0)
+
+
+def test_conv_tbc_batch_and_gemm():
+    # conv_tbc: input (T=5, B=2, Cin=3), weight (k=2, 3, Cout=4) -> (4, 2, 4): 2 * 4 * 2 * 4 * 3 * 2 = 384 FLOPs;
+    # GEMM rows T' * B = 8, columns Cout 4, K = Cin * k = 6
+    _, c = priced("aten.conv_tbc", lambda a, w, b: torch.conv_tbc(a, w, b), torch.randn(5, 2, 3), torch.randn(2, 3, 4), torch.randn(4))
+    assert (c.flops, c.gemm) == (384, (1, 8, 4, 6))

@@ -33,3 +33,16 @@ def test_embedding_max_norm_renorm():
     # max_norm: embedding_renorm_ on 3 looked-up rows of dim 4: 3 FLOPs * 12 = 36; rows 48 B read+written
     _, c = priced("aten.embedding_renorm_", nn.Embedding(10, 4, max_norm=1.0), torch.tensor([1, 2, 3]))
     assert (c.flops, c.bytes_written) == (36, 48) and c.bytes_read == 48 + 24
+
+
+def test_a_one_row_table():
+    # nn.Embedding(1, 4) looking up [0, 0]: one distinct row of 4 floats = 16 bytes gathered + 2 int64 indices
+    # 16 = 32 read; (2, 4) floats = 32 written
+    _, c = priced("aten.embedding", nn.Embedding(1, 4), torch.tensor([0, 0]))
+    assert (c.bytes_read, c.bytes_written) == (32, 32)
+    # EmbeddingBag(1, 4, sum) over one bag of 3 lookups: 3 rows of 4 added, 12 FLOPs
+    _, c = priced("aten._embedding_bag", nn.EmbeddingBag(1, 4, mode="sum"), torch.zeros(1, 3, dtype=torch.long))
+    assert c.flops == 12
+    # max_norm renormalizes the one looked-up row of 4: 3 FLOPs per element, 12
+    _, c = priced("aten.embedding_renorm_", nn.Embedding(1, 4, max_norm=1.0), torch.tensor([0]))
+    assert c.flops == 12

@@ -62,3 +62,11 @@ def test_grid_sample_bilinear():
     _, c = priced("aten.grid_sampler_2d", lambda t: F.grid_sample(t, torch.rand(2, 4, 4, 2) * 2 - 1,
                                                                   align_corners=False), torch.randn(*X))
     assert c.flops == 96 * 7 + 64 * 4 and c.bytes_read == 1536 + 64 * 4
+
+
+def test_grid_sample_3d_trilinear():
+    # grid_sample of (1, 1, 2, 2, 2) at one point (grid (1, 1, 1, 1, 3)), trilinear: 8 taps -> 2*8 - 1 = 15 FLOPs
+    # for the one output element, + 4 per grid coordinate (3): 15 + 12 = 27
+    fn = lambda a, g: F.grid_sample(a, g, mode="bilinear", align_corners=False)  # noqa: E731
+    _, c = priced("aten.grid_sampler_3d", fn, torch.randn(1, 1, 2, 2, 2), torch.zeros(1, 1, 1, 1, 3))
+    assert c.flops == 27
