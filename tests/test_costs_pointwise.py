@@ -12,6 +12,7 @@ def test_binary_add_same_shape():
     # (4, 8) + (4, 8): 32 FLOPs; read 2*128 = 256; write 128; 1 kernel
     _, c = priced("aten.add", torch.add, torch.randn(4, 8), torch.randn(4, 8))
     assert (c.flops, c.bytes_read, c.bytes_written, c.kernels) == (32, 256, 128, 1)
+    assert c.bytes == 256 + 128
     assert c.category == "pointwise"
 
 
@@ -146,8 +147,10 @@ def test_polar_and_python_scalar_overloads():
     from roofline.costs import cost_of as _cost_of
     from tests.opcapture import op_of
     c, ok = _cost_of(op_of(torch.ops.aten.angle.float, 1.0))
-    # angle of a Python float is computed on the host: no FLOPs, no bytes, no kernel
+    # angle of a Python float is computed on the host: no FLOPs, no bytes, no kernel; it keeps the
+    # category its family registered (transcendental), not the formula's "other"
     assert ok and (c.flops, c.bytes_read, c.bytes_written, c.kernels) == (0, 0, 0, 0)
+    assert c.category == "transcendental"
 
 
 def test_inplace_op_recorded_without_outputs_prices_its_self():
@@ -181,3 +184,18 @@ def test_a_value_passed_twice_is_read_once():
     y, z = torch.randn(4, 8), torch.randn(4, 8)
     assert bytes_of(lambda a: a * a, y) == (128, 128)
     assert bytes_of(lambda a, b: a * b, y, z) == (256, 128)
+
+
+def test_a_value_passed_three_times_is_read_once():
+    # addcmul(y, y, y): one (4, 8) input in all three places, 128 bytes read once; addcmul(y, y, z) 256
+    from roofline.graph.capture import capture
+
+    def bytes_of(fn, *inputs):
+        graph = capture(fn, inputs)
+        (op,) = [o for o in graph.ops if o.packet == "aten.addcmul"]
+        c, _ = cost_of(op)
+        return c.bytes_read, c.bytes_written
+
+    y, z = torch.randn(4, 8), torch.randn(4, 8)
+    assert bytes_of(lambda a: torch.addcmul(a, a, a), y) == (128, 128)
+    assert bytes_of(lambda a, b: torch.addcmul(a, a, b), y, z) == (256, 128)

@@ -78,3 +78,25 @@ def test_pack_padded_sequence():
     _, c = priced("aten._pack_padded_sequence", lambda t: pack_padded_sequence(t, [5, 3], batch_first=True),
                   torch.randn(2, 5, 4))
     assert (c.flops, c.bytes_read, c.bytes_written, c.category) == (0, 176, 168, "data_movement")
+
+
+@pytest.mark.parametrize("shape, stride, new_shape, expected", [
+    ((2, 3, 4), (12, 4, 1), (6, 4), (4, 1)),            # contiguous: merge the first two dims
+    ((2, 3, 4), (12, 4, 1), (2, 12), (12, 1)),          # contiguous: merge the last two
+    ((4, 6), (6, 1), (2, 2, 6), (12, 6, 1)),            # split the first dim: 2 rows of 2 rows of 6
+    ((4, 4), (6, 1), (4, 2, 2), (6, 2, 1)),             # rows 6 apart, 4 used: a row splits in 2 x 2
+    ((4, 4), (6, 1), (16,), None),                      # ... but the rows cannot merge (gap of 2)
+    ((4, 3), (1, 4), (12,), None),                      # a transpose does not flatten
+    ((2, 3, 4), (1, 2, 6), (6, 4), None),               # reversed strides: dims 0 and 1 are not adjacent
+    ((4, 1, 3), (3, 100, 1), (12,), (1,)),              # a size-1 dim's stride does not matter
+    ((3, 1, 4), (4, 4, 1), (3, 4), (4, 1)),             # dropping a size-1 dim
+    ((6,), (1,), (1, 6, 1), (6, 1, 1)),                 # adding size-1 dims: strides of the elements after
+    ((3, 4), (1, 0), (3, 2, 2), (1, 0, 0)),             # an expanded dim splits into expanded dims
+    ((3, 4), (1, 0), (12,), None),                      # ... but does not merge with a real one
+    ((0, 3), (3, 1), (3, 0), (1, 1)),                   # no elements: any view, unit strides
+])
+def test_view_strides_follow_aten(shape, stride, new_shape, expected):
+    # the strides of x.view(new_shape) as ATen's computeStride gives them (None: the view needs a copy)
+    from roofline.costs.shape import view_strides
+
+    assert view_strides(shape, stride, new_shape) == expected
