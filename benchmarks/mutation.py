@@ -5,7 +5,9 @@ Each mutant changes one thing in one source file: an arithmetic operator (``+`` 
 comparison (``==`` and ``!=``, ``<`` and ``<=``, ``>`` and ``>=``, ``in`` and ``not in``, ``is`` and ``is
 not``), a boolean operator (``and`` and ``or``), a ``not`` or a unary minus dropped, a number (``n`` to
 ``n + 1``) or a boolean flipped. The package's tests then run against it: the mutant is killed when
-they fail (a crash and a time-out count as failures), and it survives when they pass. The score is
+they fail (a crash, a time-out, an error collecting them and a package that no longer imports count as
+failures), and it survives when they pass. Only a failure without any mutant (the unmutated baseline, or
+the child's own set-up) stops the run. The score is
 killed / (mutants - equivalent mutants); the equivalent ones (a change no input can observe) are listed
 below with the reason, and are reported apart.
 
