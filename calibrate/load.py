@@ -8,8 +8,8 @@ measures, taken before calibration starts and over the whole of it:
 - the 1-minute load average;
 - the spread of a fixed pure-Python spin loop, timed many times in a row: on a quiet core its
   repetitions agree within a few percent. The lowest of ``SPIN_TRIES`` tries counts, so that a
-  moment's disturbance (a clock ramping down after the GPU stages, a driver thread waking) is not
-  taken for a busy machine; other programs that keep the CPUs busy disturb every try.
+  moment's disturbance (GPU work still in flight, a driver thread waking) is not taken for a busy
+  machine; other programs that keep the CPUs busy disturb every try.
 
 During calibration the timing protocol also counts the measurements that had no round free of
 waits for a CPU (``roofline.timing.Tally``).
@@ -31,7 +31,7 @@ SPIN_SAMPLES = 200
 SPIN_TRIES = 3
 # the nice value calibration asks for where the OS allows it: the highest, so that a thread of a parallel region
 # that wakes on a core another program keeps busy preempts it at once (CFS weighs nice -20 at 87x nice 0, -10
-# at 9x); at -10, small two-thread GEMMs of a 2-core machine with one core busy ran 1.5-3x slow
+# at 9x, which leaves such wake-ups waiting)
 PRIORITY_NICE = -20
 
 
@@ -118,8 +118,8 @@ def probe_before() -> Before:
 
 # Verdict thresholds: a profile made past any of them is marked as made on a busy machine.
 BUSY_OTHERS_SHARE = 0.25  # other programs used a quarter of all CPUs (half a core of two)
-# the spin loop's repetitions disagree by 25%: a virtualized host's idle jitter reaches 5-10%, and
-# 16% with GPU work still in flight (on the H100's 16-core host), so a lower bar marks quiet machines busy
+# the spin loop's repetitions disagree by 25%: a virtualized host jitters by some percent when idle, and
+# more with GPU work in flight, so a lower bar marks quiet machines busy (docs/design.md, "Calibration")
 BUSY_SPIN_SPREAD = 0.25
 BUSY_CONTENDED_SHARE = 0.05  # 5% of the measurements had no round free of waits for a CPU
 

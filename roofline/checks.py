@@ -19,11 +19,11 @@ from roofline.pipeline import Analysis, module_rollups
 from roofline.schema.report import GainCheck, Report
 from roofline.units import seconds
 
-# A host runs tens of percent faster or slower than at calibration (the H100 runs of benchmarks/results/ stay
-# within x0.6..x1.5); a scale outside this band is not drift, and a prediction at it means nothing.
+# A host drifts by tens of percent from its calibration; a scale outside this band is not drift but another
+# machine or a stalled run, and a prediction at it means nothing (docs/design.md, "Plausible measurements", has the evidence).
 PLAUSIBLE_HOST_SCALE = (0.2, 5.0)
-# Predicted over measured end to end: the zoo's worst case is under 4x (benchmarks/RESULTS.md); beyond this band
-# the figures describe different machines or a stalled run, not the model's error.
+# Predicted over measured end to end: beyond this band the figures describe different machines or a stalled run,
+# not the model's error, which stays well inside it.
 PLAUSIBLE_PREDICTED_OVER_MEASURED = (0.2, 5.0)
 WHAT_TO_DO = (
     "recalibrate on this machine (roofline calibrate, or pick its profile with --profile) and rerun --measure on a quiet machine"

@@ -171,31 +171,26 @@ def test_pow_complex_scalar_exponent():
     assert (c.flops, c.category, c.bytes_read, c.bytes_written) == (96, "transcendental", 256, 256)
 
 
-def test_a_value_passed_twice_is_read_once():
-    # y * y: both loads hit the same cache lines, so 128 bytes in, 128 out; y * z reads both
+def _bytes_of(packet, fn, *inputs):
+    """(bytes read, bytes written) of the one ``packet`` op ``fn`` runs on ``inputs``."""
     from roofline.graph.capture import capture
 
-    def bytes_of(fn, *inputs):
-        graph = capture(fn, inputs)
-        (mul,) = [o for o in graph.ops if o.packet == "aten.mul"]
-        c, _ = cost_of(mul)
-        return c.bytes_read, c.bytes_written
+    graph = capture(fn, inputs)
+    (op,) = [o for o in graph.ops if o.packet == packet]
+    c, _ = cost_of(op)
+    return c.bytes_read, c.bytes_written
 
+
+def test_a_value_passed_twice_is_read_once():
+    # y * y: both loads hit the same cache lines, so 128 bytes in, 128 out; y * z reads both
     y, z = torch.randn(4, 8), torch.randn(4, 8)
-    assert bytes_of(lambda a: a * a, y) == (128, 128)
-    assert bytes_of(lambda a, b: a * b, y, z) == (256, 128)
+    assert _bytes_of("aten.mul", lambda a: a * a, y) == (128, 128)
+    assert _bytes_of("aten.mul", lambda a, b: a * b, y, z) == (256, 128)
 
 
 def test_a_value_passed_three_times_is_read_once():
     # addcmul(y, y, y): one (4, 8) input in all three places, 128 bytes read once; addcmul(y, y, z) 256
-    from roofline.graph.capture import capture
-
-    def bytes_of(fn, *inputs):
-        graph = capture(fn, inputs)
-        (op,) = [o for o in graph.ops if o.packet == "aten.addcmul"]
-        c, _ = cost_of(op)
-        return c.bytes_read, c.bytes_written
-
+    bytes_of = lambda fn, *inputs: _bytes_of("aten.addcmul", fn, *inputs)  # noqa: E731
     y, z = torch.randn(4, 8), torch.randn(4, 8)
     assert bytes_of(lambda a: torch.addcmul(a, a, a), y) == (128, 128)
     assert bytes_of(lambda a, b: torch.addcmul(a, a, b), y, z) == (256, 128)
