@@ -27,10 +27,11 @@ tensors live there and only host time is timed (no synchronize inside the timed 
 from __future__ import annotations
 
 import statistics
+import time
 
 import torch
 
-from roofline.graph.training import OPTIMIZERS, TrainStep, make_optimizer
+from roofline.graph.training import OPTIMIZERS, PHASES, TrainStep, make_optimizer
 from roofline.schema.profile import OptimizerHost, Stat, TrainingOverheads
 from roofline.timing import Slot, sync, time_rounds
 
@@ -92,8 +93,6 @@ def _measure_training_host(device: str, rounds: int) -> TrainingOverheads:
 
 def phase_switch(device: str, rounds: int = 5) -> dict[str, float]:
     """Per phase, the probe's time inside whole steps over its time repeated alone (module docstring)."""
-    import time
-
     torch.manual_seed(0)
     layers = []
     for _ in range(PROBE_LAYERS):
@@ -112,7 +111,7 @@ def phase_switch(device: str, rounds: int = 5) -> dict[str, float]:
         sync(device)
         return time.perf_counter() - t0
 
-    ratios: dict[str, list[float]] = {"forward": [], "backward": [], "optimizer": []}
+    ratios: dict[str, list[float]] = {phase: [] for phase in PHASES}
     for r in range(rounds + 1):  # the first round warms up
         inside: dict[str, list[float]] = {k: [] for k in ratios}
         for _ in range(PROBE_STEPS):
