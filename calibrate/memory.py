@@ -177,8 +177,11 @@ def measure_pointwise(
     return PointwiseCurve(op=op, dtype=dtype_name, points=points)
 
 
-def measure_attention(device: str, dtype_name: str, head_dim: int, causal: bool, *, seqs: list[int], tokens: list[int], budget_s: float, warnings: list, progress=None):
-    """Fused SDPA forward over sequence length x tokens in flight (batch*heads*seq)."""
+def measure_attention(device: str, dtype_name: str, head_dim: int, causal: bool, *, seqs: list[int], tokens: list[int], budget_s: float, warnings: list, progress=None, single: bool = False):
+    """Fused SDPA forward over sequence length x tokens in flight (batch*heads*seq). With ``single``,
+    also one sequence alone at each length: a grid of one row of query tiles, under one wave of the
+    GPU's multiprocessors, whose time is one tile's walk over the keys (the least any call at that
+    key length takes, however few queries it has)."""
     import torch.nn.functional as F
 
     from roofline.schema.profile import AttentionCurve, AttentionPoint
@@ -186,8 +189,8 @@ def measure_attention(device: str, dtype_name: str, head_dim: int, causal: bool,
     dtype = DTYPES[dtype_name]
     points = []
     for seq in seqs:
-        for tok in tokens:
-            bh = max(tok // seq, 1)
+        counts = sorted({max(tok // seq, 1) for tok in tokens} | ({1} if single else set()))
+        for bh in counts:
             q = torch.randn(1, bh, seq, head_dim, device=device, dtype=dtype)
             k, v = torch.randn_like(q), torch.randn_like(q)
             stat = _timed(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal), device, budget_s, f"sdpa {dtype_name} bh={bh} s={seq}", warnings)

@@ -41,6 +41,10 @@ POINTWISE_OPS = ("sin", "unary", "add", "mul_broadcast", "layer_norm", "softmax"
 TRAINING_HOST_ROUNDS = 3  # rounds of roofline.measure.training_host in a full calibration
 
 
+# (dtype, head_dim, causal) of the attention curves a GPU calibration measures
+ATTENTION_CURVES = [(d, h, c) for d in ("bfloat16",) for h in (64, 128) for c in (False, True)] + [("float32", 64, False)]
+
+
 @dataclass
 class Plan:
     """Sizes and time budgets for one device."""
@@ -74,7 +78,7 @@ class Plan:
         n += 3 * len(self.bandwidth_sizes) + len(POINTWISE_OPS) * len(self.pointwise_dtypes) * len(self.sin_sizes) + len(representative_ops("cpu")) + 2
         selection = [x for x in self.sin_sizes[::2] if self.selection_max_elements is None or x <= self.selection_max_elements]
         n += (len(memory.SELECTION_OPS) + len(memory.LAYOUT_OPS) * len(self.pointwise_dtypes)) * len(selection)
-        n += 4 * len(self.attention_seqs) * len(self.attention_tokens)
+        n += len(ATTENTION_CURVES) * len(self.attention_seqs) * (len(self.attention_tokens) + (0 if self.quick else 1))
         n += len(self.conv_dtypes) * len(self.conv_shapes)
         n += len(rnn.KINDS) * len(self.rnn_dtypes) * len(self.rnn_shapes)
         if gpu:
@@ -297,17 +301,16 @@ def _measure_part(device: str, plan: Plan, progress: _Progress, warnings: list, 
     attention = []
     if gpu and plan.attention_seqs:
         progress.stage(f"{device} attention")
-        # bf16 only: fp16 runs the same kernels at the same speed (within 1% on the H100), and float32
-        # attention falls back to GEMM pricing; each new SDPA shape costs ~0.1 s of plan building.
-        for dtype in ("bfloat16",):
-            for head_dim in (64, 128):
-                for causal in (False, True):
-                    attention.append(
-                        memory.measure_attention(
-                            device, dtype, head_dim, causal, seqs=plan.attention_seqs, tokens=plan.attention_tokens,
-                            budget_s=plan.point_budget_s, warnings=warnings, progress=progress.step,
-                        )
-                    )
+        # bf16 stands for fp16 (the same kernels at the same speed, within 1% on the H100); float32
+        # runs the memory-efficient kernel on CUDA cores, its own curve at one head size and mask.
+        # Each new SDPA shape costs ~0.1 s of plan building.
+        for dtype, head_dim, causal in ATTENTION_CURVES:
+            attention.append(
+                memory.measure_attention(
+                    device, dtype, head_dim, causal, seqs=plan.attention_seqs, tokens=plan.attention_tokens,
+                    budget_s=plan.point_budget_s, warnings=warnings, progress=progress.step, single=not plan.quick,
+                )
+            )
         lap("attention")
     convs = []
     for dtype in plan.conv_dtypes:

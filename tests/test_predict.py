@@ -191,6 +191,56 @@ def test_attention_curve_on_a_partial_grid_predicts_its_points_back():
     assert 1.5e14 < mid < 7e14
 
 
+def test_attention_below_one_sequence_takes_one_waves_time():
+    """A row whose smallest point is one sequence alone (one wave of query tiles): fewer query
+    tokens at that key length take the same time; a row whose smallest point fills the GPU keeps
+    its rate (nothing says where the wave ends)."""
+    from roofline.model.curves import AttentionModel
+    from roofline.schema.profile import AttentionCurve, AttentionPoint
+
+    def pt(bh, seq, rate):
+        return AttentionPoint(batch_heads=bh, seq=seq, time=_stat(4 * bh * seq * seq * 64 / rate), flop_per_s=rate)
+
+    model = AttentionModel(AttentionCurve(dtype="float32", head_dim=64, causal=False, points=[
+        pt(256, 1024, 3e13), pt(1, 1024, 4e12), pt(2048, 128, 2e13),
+    ]))
+    one_sequence_s = 4 * 1024 * 1024 * 64 / 4e12
+    # 192 query tokens against 1024 keys: the one-sequence time, not its rate
+    assert 4 * 192 * 1024 * 64 / model.flop_per_s(1024, 192) == pytest.approx(one_sequence_s)
+    assert model.flop_per_s(128, 1000) == pytest.approx(2e13)  # smallest point is 2048 sequences: flat
+
+
+def test_cross_attention_is_priced_at_its_key_length():
+    """Whisper's decoder: 32 queries against 1500 keys walk 1500 keys per query tile; the curve is
+    read at the key length and the query tokens in flight."""
+    from roofline.costs import cost_of
+    from roofline.model.device import DeviceModel
+    from roofline.model.kernels import kernel_terms
+    from roofline.schema.profile import AttentionCurve, AttentionPoint
+
+    def pt(bh, seq, rate):
+        return AttentionPoint(batch_heads=bh, seq=seq, time=_stat(4 * bh * seq * seq * 64 / rate), flop_per_s=rate)
+
+    from roofline.profiles import load_profile_file
+    from tests.conftest import REPO
+
+    part = load_profile_file(REPO / "tests" / "fixtures" / "h100_profile.json").gpu.model_copy(deep=True)
+    part.measurements.attention = [AttentionCurve(dtype="bfloat16", head_dim=64, causal=False, points=[
+        pt(1, 128, 1e12), pt(2048, 128, 1e14), pt(1, 2048, 1e13), pt(128, 2048, 4e14),
+    ])]
+    dev = DeviceModel(part, "cuda")
+    q = torch.empty(1, 6, 32, 64, dtype=torch.bfloat16, device="meta")
+    kv = torch.empty(1, 6, 1500, 64, dtype=torch.bfloat16, device="meta")
+    graph = capture(lambda q, k, v: torch.ops.aten._scaled_dot_product_efficient_attention(q, k, v, None, False), (q, kv, kv))
+    op = graph.ops[0]
+    cost, = cost_of(op)[:1]
+    compute_s = kernel_terms(op, cost, dev)[0]
+    rate = dev.attention_model("bfloat16", 64, False).flop_per_s(1500, 6 * 32)
+    assert compute_s == pytest.approx(cost.flops / rate)
+    # read at the query length instead, the same op would be priced a quarter faster or more
+    assert compute_s > 1.25 * cost.flops / dev.attention_model("bfloat16", 64, False).flop_per_s(32, 6 * 32)
+
+
 def test_empty_module_still_pays_its_call():
     dev = StubDevice()
     tl = predict_timeline(CapturedGraph(ops=[], module_calls=1), [], dev, is_module=True)

@@ -177,20 +177,31 @@ class AttentionModel:
     """Dense-equivalent FLOP/s of fused attention over (sequence length, tokens in flight).
 
     Points need not form a full grid (at long sequences the smallest token count is one sequence):
-    per calibrated sequence length the rate is interpolated over its own token counts in log-log
-    (flat beyond them), then between the two nearest sequence lengths in log space."""
+    per calibrated sequence length the rate is interpolated over its own token counts in log-log,
+    then between the two nearest sequence lengths in log space. Above a row's largest token count
+    the rate stays flat (the GPU is full). Below its smallest it stays flat too, unless that point is
+    one sequence alone: a grid of one row of query tiles runs in one wave, each tile walking every
+    key, so fewer queries (a decoder's 32 tokens against an encoder's 1500) take the same time and
+    the rate falls with the token count."""
 
     def __init__(self, curve):
         self.curve = curve
         by_seq: dict[int, list[tuple[float, float]]] = {}
+        single: set[int] = set()
         for p in curve.points:
             by_seq.setdefault(p.seq, []).append((math.log(p.batch_heads * p.seq), math.log(p.flop_per_s)))
+            if p.batch_heads == 1:
+                single.add(p.seq)
         self._seqs = sorted(by_seq)
         self._rows = {s: sorted(by_seq[s]) for s in self._seqs}
+        self._single = single
         self.peak = max(p.flop_per_s for p in curve.points)
 
     def _at_seq(self, seq: int, log_tokens: float) -> float:
         row = self._rows[seq]
+        lowest = row[0][0]
+        if seq in self._single and log_tokens < lowest:  # one wave: the same time for fewer tokens
+            return row[0][1] + log_tokens - lowest
         return float(np.interp(log_tokens, [t for t, _ in row], [r for _, r in row]))
 
     def flop_per_s(self, seq: int, tokens: int) -> float:

@@ -339,8 +339,9 @@ def _family(op: CapturedOp, cost: OpCost, dev: DeviceModel) -> str | None:
 
 def _attention_time(op: CapturedOp, cost: OpCost, dev: DeviceModel) -> float | None:
     """Fused attention priced on the calibrated SDPA curve: dense FLOPs over the rate measured at
-    this sequence length and number of tokens in flight; None when the profile has no curve."""
-    if not dev.attention or not op.tensor_inputs():
+    this key length (each query tile walks every key) and number of query tokens in flight (how
+    many tiles fill the GPU); None when the profile has no curve."""
+    if not dev.attention or not op.tensor_inputs() or cost.gemm is None:
         return None
     q = op.tensor_inputs()[0]
     if q.ndim < 2:
@@ -349,8 +350,9 @@ def _attention_time(op: CapturedOp, cost: OpCost, dev: DeviceModel) -> float | N
         causal = bool(arguments(op).get("is_causal", False))
     except Exception:
         causal = False
-    seq, head_dim = q.shape[-2], q.shape[-1]
-    tokens = q.numel // max(head_dim, 1)
+    batch_heads, s_q, s_k, _ = cost.gemm
+    head_dim = q.shape[-1]
+    seq, tokens = s_k, batch_heads * s_q
     model = dev.attention_model(DTYPE_NAMES.get(q.dtype, "float32"), head_dim, causal)
     if model is None:
         return None
