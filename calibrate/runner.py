@@ -302,7 +302,7 @@ def _measure_part(device: str, plan: Plan, progress: _Progress, warnings: list, 
     if gpu and plan.attention_seqs:
         progress.stage(f"{device} attention")
         # bf16 stands for fp16 (the same kernels at the same speed, within 1% on the H100); float32
-        # runs the memory-efficient kernel on CUDA cores, its own curve at one head size and mask.
+        # runs the memory-efficient kernel at a rate of its own: one curve, at one head size and mask.
         # Each new SDPA shape costs ~0.1 s of plan building.
         for dtype, head_dim, causal in ATTENTION_CURVES:
             attention.append(
