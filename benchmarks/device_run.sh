@@ -3,6 +3,7 @@
 #   bash benchmarks/device_run.sh OUT calibrate NAME        roofline calibrate, timed wall to wall -> OUT/NAME.json
 #   bash benchmarks/device_run.sh OUT zoo PROFILE K/N ...    zoo shards (accuracy.py --zoo --kernels) -> OUT/zoo_K.json.gz
 #   bash benchmarks/device_run.sh OUT zoo-curves PROFILE K/N ...   the same without the kernel table
+#   ZOO_UNTIL=EPOCH_S bash benchmarks/device_run.sh ...   zoo steps start no shard after that time
 #   bash benchmarks/device_run.sh OUT decode PROFILE         benchmarks/decode_check.py on GPT-2 and a Llama-shaped model
 # Logs go to OUT/log.txt. Then, on any machine: accuracy.py --zoo --merge OUT/zoo_*.json.gz --json RECORD --profile-file PROFILE.
 set -u
@@ -18,6 +19,7 @@ case $step in
     profile=$1; shift
     kernels=$([ "$step" = zoo ] && echo --kernels)
     for shard in "$@"; do
+      if [ -n "${ZOO_UNTIL:-}" ] && [ "$(date +%s)" -ge "$ZOO_UNTIL" ]; then echo "== zoo $shard not started: past ZOO_UNTIL" >> "$log"; continue; fi
       echo "== zoo $shard $(date +%T)" >> "$log"
       timeout 280 python benchmarks/accuracy.py --zoo --profile "$profile" --shard "$shard" $kernels --json "$out/zoo_${shard%/*}.json.gz" >> "$log" 2>&1
     done
