@@ -99,10 +99,10 @@ def cpu_plan(ident, quick: bool) -> Plan:
     dtypes = ["float32"] + (["bfloat16"] if {"amx_bf16", "avx512_bf16"} & set(ident.isa) else [])
     llc = ident.l3_cache_bytes or 32 << 20
     ram = ident.memory_bytes or 8 << 30
-    # Three working sets beyond the last-level cache, from twice it to eight times (at most 1 GiB and
+    # Three working sets beyond the last-level cache, from twice it to four times (at most 1 GiB and
     # an eighth of memory): the DRAM figure is their median, and a larger buffer streams at the same
     # rate. The op-family curves end beyond 1.5x the cache, so that large ops are priced at DRAM rates.
-    top = min(8 * llc, max(ram // 8, 2 * llc), 1 << 30)
+    top = min(4 * llc, max(ram // 8, 2 * llc), 1 << 30)
     lo = min(2 * llc, top // 2)
     beyond = sorted({lo, int((lo * top) ** 0.5), top})
     family_top = next(n for n in _geometric(1 << 10, 1 << 40, 4) if 8 * n >= 1.5 * llc)  # sin moves 8 bytes per element
