@@ -138,14 +138,30 @@ def _row_length(op: CapturedOp, family: str) -> int | None:
     return x.shape[dim] if x.ndim else None
 
 
-def bias_pass_s(cost: OpCost, dev: DeviceModel) -> float:
+def bias_pass_s(op: CapturedOp, cost: OpCost, dev: DeviceModel) -> float:
     """Time of the separate bias pass this device's backend makes for this op (``BIAS_PASS``),
     priced on the binary add's curve, as a copy where there is none."""
     nbytes = cost.bias_pass_bytes if (dev.kind, cost.category) in BIAS_PASS else 0
-    if not nbytes:
+    if not nbytes or _native_depthwise(op, cost, dev):
         return 0.0
     rate = dev.family_bytes_per_s("add", nbytes) or dev.bandwidth.bytes_per_s(nbytes, "copy")
     return nbytes / rate
+
+
+def _native_depthwise(op: CapturedOp, cost: OpCost, dev: DeviceModel) -> bool:
+    """A depthwise 2-d convolution that ATen runs with its own CUDA kernel, which adds the bias as
+    it writes each output: ATen sends a depthwise convolution to cuDNN only in float16 or in
+    channels-last layout (``ConvParams::use_cudnn_depthwise``), so float32 and bfloat16 NCHW ones
+    make no bias pass."""
+    if dev.kind != "cuda" or cost.category != "conv" or cost.gemm is None:
+        return False
+    inputs = op.tensor_inputs()
+    if len(inputs) < 2 or inputs[0].ndim != 4 or inputs[1].ndim != 4:
+        return False
+    x, w = inputs[0], inputs[1]
+    depthwise = w.shape[1] == 1 and cost.gemm.batch > 1 and cost.gemm.n == 1
+    channels_last = x.stride[1] == 1 and x.shape[1] > 1
+    return depthwise and not channels_last and x.dtype in (torch.float32, torch.bfloat16)
 
 
 # ops whose kernels need a row-major input and copy a strided one first (ATen's layer_norm and
@@ -186,7 +202,7 @@ def kernel_s(op: CapturedOp, cost: OpCost, dev: DeviceModel) -> tuple[float, flo
     if not cost.kernels:
         return 0.0, compute, memory, floor
     timed = dev.kernel_table.get(kernel_key(op)) if dev.kernel_table else None
-    kernel = timed if timed is not None else max(compute, memory, floor) + bias_pass_s(cost, dev) + contiguous_pass_s(op, cost, dev)
+    kernel = timed if timed is not None else max(compute, memory, floor) + bias_pass_s(op, cost, dev) + contiguous_pass_s(op, cost, dev)
     return kernel, compute, memory, floor
 
 
