@@ -34,6 +34,7 @@ kernels; each is priced as its own op (``OpCost.parts``).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import torch
@@ -135,7 +136,7 @@ def _attention_parts(b: int, l: int, s: int, e: int, heads: int, dtype, *, separ
     """The kernels of nn.MultiheadAttention's native fast path, in order.
 
     In projections without bias (one GEMM to 3E for self-attention, three otherwise), one pass that
-    adds the bias, scales q and splits the heads, the attention (fused, or bmm + softmax + bmm when
+    adds the bias, scales q and splits the heads (priced as the copy it streams like), the attention (fused, or bmm + softmax + bmm when
     the weights are returned, with their mean over heads when averaged), one pass that merges the
     heads, and the output projection with its bias."""
     dh = e // heads
@@ -145,7 +146,12 @@ def _attention_parts(b: int, l: int, s: int, e: int, heads: int, dtype, *, separ
     else:
         parts = [_linear(b * l, e, 3 * e, dtype, False)]
         qkv_rows = 3 * b * l
-    parts.append(part(aten.add.Tensor, (_t((qkv_rows, e), dtype), _t((e,), dtype)), (_t((qkv_rows, e), dtype),)))
+    # ATen's _transform_bias_rescale_qkv: one vectorized pass that reads the projections, adds the
+    # bias, scales q and writes the heads apart; it streams as a copy does (the bias is one row), and
+    # its FLOPs and bytes are the bias add's
+    pass_op, pass_cost = part(aten.clone.default, (_t((qkv_rows, e), dtype),), (_t((qkv_rows, e), dtype),))
+    bias_bytes = _t((e,), dtype).nbytes
+    parts.append((pass_op, dataclasses.replace(pass_cost, flops=qkv_rows * e, bytes_read=pass_cost.bytes_read + bias_bytes)))
     q, k, v = _t((b, heads, l, dh), dtype), _t((b, heads, s, dh), dtype), _t((b, heads, s, dh), dtype)
     if need_weights:
         scores = _t((b * heads, l, s), dtype)

@@ -177,12 +177,13 @@ class AttentionModel:
     """Dense-equivalent FLOP/s of fused attention over (sequence length, tokens in flight).
 
     Points need not form a full grid (at long sequences the smallest token count is one sequence):
-    per calibrated sequence length the rate is interpolated over its own token counts in log-log,
-    then between the two nearest sequence lengths in log space. Above a row's largest token count
-    the rate stays flat (the GPU is full). Below its smallest it stays flat too, unless that point is
-    one sequence alone: a grid of one row of query tiles runs in one wave, each tile walking every
-    key, so fewer queries (a decoder's 32 tokens against an encoder's 1500) take the same time and
-    the rate falls with the token count."""
+    per calibrated sequence length the rate is interpolated over its own token counts, then between
+    the two nearest sequence lengths in log space. Above a row's largest token count the rate stays
+    flat (the GPU is full). A row whose smallest point is one sequence alone is read in time: that
+    grid of one row of query tiles runs in one wave, each tile walking every key, so fewer queries (a
+    decoder's 32 tokens against an encoder's 1500) take the same time; from there to the full point
+    the time grows in proportion to the tokens added, as tiles fill the multiprocessors and then
+    queue in waves. A row without one is interpolated in log-log and flat below its smallest point."""
 
     def __init__(self, curve):
         self.curve = curve
@@ -198,11 +199,18 @@ class AttentionModel:
         self.peak = max(p.flop_per_s for p in curve.points)
 
     def _at_seq(self, seq: int, log_tokens: float) -> float:
+        """log rate of the row at ``seq`` for exp(log_tokens) tokens in flight."""
         row = self._rows[seq]
-        lowest = row[0][0]
-        if seq in self._single and log_tokens < lowest:  # one wave: the same time for fewer tokens
-            return row[0][1] + log_tokens - lowest
-        return float(np.interp(log_tokens, [t for t, _ in row], [r for _, r in row]))
+        if seq not in self._single:
+            return float(np.interp(log_tokens, [t for t, _ in row], [r for _, r in row]))
+        # in time (tokens / rate: the row's FLOPs per token are one constant), affine in tokens
+        tokens = [math.exp(t) for t, _ in row]
+        times = [math.exp(t - r) for t, r in row]
+        n = math.exp(log_tokens)
+        if n >= tokens[-1]:
+            return row[-1][1]
+        time = float(np.interp(n, tokens, times))  # below the one-sequence point: its time
+        return log_tokens - math.log(time)
 
     def flop_per_s(self, seq: int, tokens: int) -> float:
         lt = math.log(max(tokens, 1))
