@@ -12,6 +12,12 @@
   not care.
 - addmm with a bias against mm: the bias runs in the GEMM's epilogue, and the kernel cuBLASLt picks
   for it is up to 2x slower in float32 at some shapes.
+- Eval batch norm on NCHW (cuDNN's kernel in float32, ATen's in half precision): a block walks
+  H x W planes, so on short planes (7 x 7) its time follows the number of planes, 3-4x the bytes'
+  time. Timed per plane size from 7 x 7 to 112 x 112, launch-bound and beyond the L2 cache.
+- Group norm: a moments pass with one block per (sample, group) row, then the normalize pass;
+  few long rows (one image, 8 groups) leave most SMs idle. Timed per row count, from fewer rows
+  than SMs to several waves, at two row lengths each.
 
 ``benchmarks/mechanism_sweep.py`` times these families over the shapes of real models; the points
 here are the few that the pricing in ``roofline.model.families`` needs.
@@ -23,7 +29,7 @@ import torch
 import torch.nn.functional as F
 
 from calibrate.matmul import _tf32
-from roofline.schema.profile import ConvFamilyCurve, ConvFamilyPoint, GemmRatioCurve, GemmRatioPoint, Stat
+from roofline.schema.profile import ConvFamilyCurve, ConvFamilyPoint, GemmRatioCurve, GemmRatioPoint, NormFamilyCurve, NormFamilyPoint, Stat
 from roofline.timing import time_fn
 
 DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16, "tf32": torch.float32}
@@ -45,6 +51,19 @@ MISALIGNED_N = {"float16": {2: 4095, 4: 4094, 8: 4092}, "tf32": {4: 4095, 8: 409
 # addmm against mm: (m, k, n) as F.linear runs them
 ADDMM_SHAPES = [(1, 768, 768), (32, 768, 3072), (128, 768, 768), (64, 1024, 1024), (256, 1024, 1024), (1024, 3072, 768), (1024, 768, 3072), (8192, 768, 768)]
 ADDMM_DTYPES = ["float32", "tf32", "float16"]
+# eval batch norm: plane sides (7x7 ... 112x112), each at a launch-bound count of planes and at
+# one whose input is past the L2 cache (2^24 elements); float32 runs cuDNN's kernel, bfloat16 (and
+# float16 with half weights, as model.half() makes them) ATen's
+NORM_PLANE_SIDES = [7, 14, 28, 56, 112]
+NORM_SMALL_PLANES = 128
+NORM_LARGE_ELEMENTS = 1 << 24
+NORM_CHANNELS = 256
+# group norm: rows (N x groups, 8 groups of 8 channels) from fewer than the SMs to several waves,
+# each at a short row length and a long one (C / groups x H x W; from 512 rows on, inputs past the
+# L2 cache, whose second read comes from memory)
+GROUP_NORM_ROWS = {8: (4096, 65536), 64: (4096, 65536), 512: (1024, 65536), 4096: (1024, 16384)}
+GROUP_NORM_GROUPS = 8
+NORM_DTYPES = ["float32", "bfloat16"]
 
 
 def _stat(fn, device: str, budget_s: float, label: str, warnings: list) -> Stat:
@@ -130,6 +149,61 @@ def measure_gemm_ratios(device: str, *, budget_s: float, warnings: list, progres
                         progress()
             curves.append(GemmRatioCurve(kind="addmm", dtype=dtype_name, points=points))
     return curves
+
+
+def _batch_norm_points(dtype: torch.dtype, device: str, gen, budget_s: float, label: str, warnings: list, progress, sides) -> list[NormFamilyPoint]:
+    """Eval batch norm per plane size, at a few planes and at many, with weights of the input's dtype."""
+    points = []
+    for side in sides:
+        plane = side * side
+        large = max(round(NORM_LARGE_ELEMENTS / plane / NORM_CHANNELS), 1)
+        for batch, channels in ((1, NORM_SMALL_PLANES), (large, NORM_CHANNELS)):
+            x = torch.randn(batch, channels, side, side, device=device, dtype=dtype, generator=gen)
+            w, b = torch.rand(channels, device=device, dtype=dtype), torch.rand(channels, device=device, dtype=dtype)
+            mean, var = torch.zeros(channels, device=device, dtype=dtype), torch.ones(channels, device=device, dtype=dtype)
+            stat = _stat(lambda: F.batch_norm(x, mean, var, w, b, False), device, budget_s, f"batch_norm eval {label} {batch}x{channels}x{side}^2", warnings)
+            points.append(NormFamilyPoint(rows=batch * channels, row=plane, time=stat))
+            if progress:
+                progress()
+    return points
+
+
+def _group_norm_points(dtype: torch.dtype, device: str, gen, budget_s: float, label: str, warnings: list, progress, shapes) -> list[NormFamilyPoint]:
+    """Group norm (with its affine) per (rows, row length)."""
+    points = []
+    channels = 8 * GROUP_NORM_GROUPS
+    for rows, row in shapes:
+        batch, spatial = rows // GROUP_NORM_GROUPS, row * GROUP_NORM_GROUPS // channels
+        x = torch.randn(batch, channels, spatial, device=device, dtype=dtype, generator=gen)
+        w, b = torch.rand(channels, device=device, dtype=dtype), torch.rand(channels, device=device, dtype=dtype)
+        stat = _stat(lambda: F.group_norm(x, GROUP_NORM_GROUPS, w, b), device, budget_s, f"group_norm {label} {rows} rows of {row}", warnings)
+        points.append(NormFamilyPoint(rows=rows, row=row, time=stat))
+        if progress:
+            progress()
+    return points
+
+
+def measure_norm_families(device: str, *, budget_s: float, warnings: list, progress=None, quick: bool = False) -> list[NormFamilyCurve]:
+    """Eval batch norm over plane size and group norm over rows in flight, per dtype."""
+    gen = torch.Generator(device=device).manual_seed(2)
+    sides = NORM_PLANE_SIDES[::2] if quick else NORM_PLANE_SIDES
+    counts = list(GROUP_NORM_ROWS)[::3] if quick else list(GROUP_NORM_ROWS)  # quick: the fewest rows and the most
+    shapes = [(rows, row) for rows in counts for row in GROUP_NORM_ROWS[rows]]
+    curves = []
+    with torch.no_grad():
+        for dtype_name in NORM_DTYPES[:1] if quick else NORM_DTYPES:
+            dtype = DTYPES[dtype_name]
+            bn = _batch_norm_points(dtype, device, gen, budget_s, dtype_name, warnings, progress, sides)
+            gn = _group_norm_points(dtype, device, gen, budget_s, dtype_name, warnings, progress, shapes)
+            curves += [NormFamilyCurve(kind="batch_norm_eval", dtype=dtype_name, points=bn), NormFamilyCurve(kind="group_norm", dtype=dtype_name, points=gn)]
+    return curves
+
+
+def norm_steps(quick: bool) -> int:
+    """Progress steps of the normalization stage."""
+    if quick:
+        return 2 * len(NORM_PLANE_SIDES[::2]) + 2 * len(list(GROUP_NORM_ROWS)[::3])
+    return len(NORM_DTYPES) * (2 * len(NORM_PLANE_SIDES) + 2 * len(GROUP_NORM_ROWS))
 
 
 def steps(quick: bool) -> int:

@@ -97,9 +97,9 @@ SELECTION_OPS = ("compare", "masked_fill", "cumsum", "topk", "sort", "max_pool2d
 # Normalizations and data movement whose kernels run below the copy's rate by how they walk memory:
 # layer_norm and softmax over short rows (ConvNeXt's 96 channels, Swin's 49-token windows: a
 # block per row idles most of its threads), cat (a kernel per input layout) and roll (index
-# arithmetic per element). Calibrated per pointwise dtype. (group_norm, eval batch_norm and a
-# transposed copy were tried on one 64-channel image: their zoo errors grew from tens to hundreds of
-# percent, the real ones running on many images; they stay on the copy and layer_norm curves.)
+# arithmetic per element). Calibrated per pointwise dtype. Eval batch norm and group norm, whose
+# time follows plane size and rows in flight rather than bytes, are calibrated over those
+# parameters in calibrate.mechanisms.
 LAYOUT_OPS = ("layer_norm_short", "softmax_short", "cat", "roll")
 SHORT_ROW = 64  # row length of layer_norm_short and softmax_short
 

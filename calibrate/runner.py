@@ -83,7 +83,7 @@ class Plan:
         n += len(rnn.KINDS) * len(self.rnn_dtypes) * len(self.rnn_shapes)
         if gpu:
             n += 4 * len(self.transfer_sizes)
-            n += mechanisms.steps(self.quick) if self.mechanisms else 0
+            n += mechanisms.steps(self.quick) + mechanisms.norm_steps(self.quick) if self.mechanisms else 0
         return n
 
 
@@ -318,7 +318,7 @@ def _measure_part(device: str, plan: Plan, progress: _Progress, warnings: list, 
         convs.append(conv.measure_conv(dtype, plan.conv_shapes, device, budget_s=plan.point_budget_s, warnings=warnings, progress=progress.step))
     if plan.conv_dtypes:
         lap("conv")
-    conv_families, gemm_ratios = [], []
+    conv_families, gemm_ratios, norm_families = [], [], []
     if gpu and plan.mechanisms:
         progress.stage(f"{device} depthwise and grouped convolutions")
         conv_families = mechanisms.measure_conv_families(device, budget_s=plan.point_budget_s / 2, warnings=warnings, progress=progress.step, quick=plan.quick)
@@ -326,6 +326,9 @@ def _measure_part(device: str, plan: Plan, progress: _Progress, warnings: list, 
         progress.stage(f"{device} misaligned GEMMs and addmm")
         gemm_ratios = mechanisms.measure_gemm_ratios(device, budget_s=plan.point_budget_s / 2, warnings=warnings, progress=progress.step, quick=plan.quick)
         lap("gemm ratios")
+        progress.stage(f"{device} batch norm and group norm")
+        norm_families = mechanisms.measure_norm_families(device, budget_s=plan.point_budget_s / 2, warnings=warnings, progress=progress.step, quick=plan.quick)
+        lap("norm families")
     rnns = []
     for dtype in plan.rnn_dtypes:
         progress.stage(f"{device} lstm/gru {dtype}")
@@ -364,7 +367,7 @@ def _measure_part(device: str, plan: Plan, progress: _Progress, warnings: list, 
         lap("torch.compile overheads")
     return Measurements(
         matmul=curves, bandwidth=bandwidth, pointwise=pointwise, overheads=overheads, transfers=transfers, attention=attention, conv=convs, rnn=rnns,
-        conv_families=conv_families, gemm_ratios=gemm_ratios,
+        conv_families=conv_families, gemm_ratios=gemm_ratios, norm_families=norm_families,
     )
 
 

@@ -7,7 +7,7 @@ import math
 from dataclasses import dataclass
 from functools import cached_property
 
-from roofline.model.families import ConvFamilyModel, GemmRatioModel
+from roofline.model.families import ConvFamilyModel, GemmRatioModel, NormFamilyModel
 from roofline.model.curves import (
     _TWIN,
     AttentionModel,
@@ -66,6 +66,7 @@ class DeviceModel:
         self.rnn = self._rnn_models(self.overheads)
         self.conv_families = ConvFamilyModel(m.conv_families)
         self.gemm_ratios = GemmRatioModel(m.gemm_ratios)
+        self.norm_families = NormFamilyModel(m.norm_families)
         # shape-exact kernels (GPU: device time; a CPU's op times include its dispatch and stay on the curves)
         self.kernel_table = {e.key: e.time.median_s for e in m.kernels} if kind == "cuda" else {}
 

@@ -13,6 +13,13 @@
   strided one at the rate of a narrower group), the ratio interpolated over work.
 - ``GemmRatioModel``: how much slower than the aligned mm a misaligned GEMM (per alignment in
   bytes, over FLOPs) or an addmm with a bias (nearest calibrated shapes) runs.
+- ``NormFamilyModel``: normalizations whose kernels walk rows. Eval batch norm on an NCHW input
+  runs a block over H x W planes: short planes (7 x 7) idle most of each block, so time follows
+  the number of planes, not the bytes; it is affine in elements per calibrated plane size and
+  interpolated in log(plane size) between them. Group norm reduces each (sample, group) row in a
+  block of its own before normalizing: with few rows most SMs idle, so time is affine in the row
+  length per calibrated row count, interpolated in log(rows), and beyond the largest count (the
+  GPU full) grows in proportion to the rows.
 """
 
 from __future__ import annotations
@@ -22,7 +29,7 @@ from bisect import bisect_left
 
 import numpy as np
 
-from roofline.schema.profile import ConvFamilyCurve, ConvFamilyPoint, GemmRatioCurve
+from roofline.schema.profile import ConvFamilyCurve, ConvFamilyPoint, GemmRatioCurve, NormFamilyCurve, NormFamilyPoint
 
 TWIN = {"bfloat16": "float16", "float16": "bfloat16"}
 
@@ -153,3 +160,70 @@ class GemmRatioModel:
         pick = np.argsort(d2)[:2]
         w = 1.0 / (d2[pick] + 1e-3)
         return float(np.exp((w * rows[pick, 3]).sum() / w.sum()))
+
+
+def _log_between(x: float, lo: float, hi: float, t_lo: float, t_hi: float) -> float:
+    """Interpolation in log(x) of log(time) between ``(lo, t_lo)`` and ``(hi, t_hi)``."""
+    f = math.log(x / lo) / math.log(hi / lo)
+    return math.exp((1 - f) * math.log(t_lo) + f * math.log(t_hi))
+
+
+def _grouped(pairs) -> dict[int, list[tuple[float, float]]]:
+    """(x, time) pairs grouped by their key: ``pairs`` yields (key, x, time)."""
+    out: dict[int, list[tuple[float, float]]] = {}
+    for key, x, t in pairs:
+        out.setdefault(key, []).append((float(x), t))
+    return out
+
+
+def plane_time_s(points: list[NormFamilyPoint], planes: int, plane: int) -> float:
+    """Eval batch norm over ``planes`` planes of ``plane`` elements. Per calibrated plane size, time
+    is affine in elements (a launch cost plus a cost per element that short planes make larger);
+    between sizes, interpolated in log(plane size) at the same elements. A plane shorter than the
+    shortest calibrated one costs what a plane of that size does (the per-plane cost dominates);
+    one longer than the longest streams at its rate."""
+    by_plane = _grouped((p.row, p.rows * p.row, p.time.median_s) for p in points)
+    sizes = sorted(by_plane)
+    if plane <= sizes[0]:
+        return _affine_time(by_plane[sizes[0]], planes * sizes[0])
+    elements = planes * plane
+    if plane >= sizes[-1]:
+        return _affine_time(by_plane[sizes[-1]], elements)
+    i = bisect_left(sizes, plane)
+    lo, hi = sizes[i - 1], sizes[i]
+    return _log_between(plane, lo, hi, _affine_time(by_plane[lo], elements), _affine_time(by_plane[hi], elements))
+
+
+def rows_in_flight_time_s(points: list[NormFamilyPoint], rows: int, row: int) -> float:
+    """Group norm over ``rows`` rows of ``row`` elements. Per calibrated row count, time is affine
+    in the row length (each row's block streams its row); between counts, interpolated in
+    log(rows) at the same row length. Fewer rows than the smallest count run in the same time
+    (each row on an SM of its own); more than the largest run in waves, in proportion."""
+    by_rows = _grouped((p.rows, p.row, p.time.median_s) for p in points)
+    counts = sorted(by_rows)
+    if rows <= counts[0]:
+        return _affine_time(by_rows[counts[0]], row)
+    if rows >= counts[-1]:
+        return _affine_time(by_rows[counts[-1]], row) * rows / counts[-1]
+    i = bisect_left(counts, rows)
+    lo, hi = counts[i - 1], counts[i]
+    return _log_between(rows, lo, hi, _affine_time(by_rows[lo], row), _affine_time(by_rows[hi], row))
+
+
+class NormFamilyModel:
+    """Eval batch norm and group norm times from calibrated points, per dtype (fp16 and bf16 stand
+    for each other)."""
+
+    def __init__(self, curves: list[NormFamilyCurve]):
+        self.curves = {(c.kind, c.dtype): c for c in curves}
+
+    def __bool__(self) -> bool:
+        return bool(self.curves)
+
+    def time_s(self, kind: str, dtype: str, rows: int, row: int) -> float | None:
+        """Seconds for one call over ``rows`` rows of ``row`` elements; None without a curve."""
+        curve = self.curves.get((kind, dtype)) or self.curves.get((kind, TWIN.get(dtype, "")))
+        if curve is None or rows < 1 or row < 1:
+            return None
+        time = plane_time_s if kind == "batch_norm_eval" else rows_in_flight_time_s
+        return time(curve.points, rows, row)

@@ -8,7 +8,8 @@ main kernel.
   layers; anything else at the vector FLOP rate.
 - B / W: bytes over the bandwidth the op family's own calibrated kernel reaches at this size (sin,
   unary, add, add with a broadcast operand, layer_norm, softmax), else the plain copy, read or write
-  curve.
+  curve; eval batch norm and group norm take their calibrated row families' time instead
+  (``model.families.NormFamilyModel``).
 - floor: the device's least time per kernel (a kernel inside a CUDA graph).
 """
 
@@ -92,6 +93,9 @@ def _memory_s(op: CapturedOp, cost: OpCost, dev: DeviceModel) -> float:
     nbytes = cost.bytes_read + cost.bytes_written
     if not nbytes:
         return 0.0
+    rows_s = _norm_family_s(op, cost, dev) if cost.category == "norm" and dev.norm_families else None
+    if rows_s is not None:
+        return rows_s
     family = _family(op, cost, dev)
     dtype = DTYPE_NAMES.get(_out_dtype(op, cost), "float32")
     if family in ELEMENT_BOUND and not dev.has_family(family, dtype):
@@ -136,6 +140,37 @@ def _row_length(op: CapturedOp, family: str) -> int | None:
         return math.prod(shape) if shape else (x.shape[-1] if x.ndim else None)
     dim = op.args[1] if len(op.args) > 1 and isinstance(op.args[1], int) else -1
     return x.shape[dim] if x.ndim else None
+
+
+# eval batch norm's entry points (``costs.norm``: the training flag tells train from eval)
+BATCH_NORM = {"aten.native_batch_norm", "aten.cudnn_batch_norm", "aten._native_batch_norm_legit", "aten._native_batch_norm_legit_no_training"}
+
+
+def _norm_rows(op: CapturedOp) -> tuple[str, int, int] | None:
+    """(family, rows, elements per row) of a normalization whose kernel walks rows: eval batch
+    norm on a contiguous NCHW input (a row per N x C plane of H x W; channels-last and 2-D inputs
+    run another kernel), group norm (a row per sample and group); None for any other."""
+    inputs = op.tensor_inputs()
+    if op.packet not in (*BATCH_NORM, "aten.native_group_norm") or not inputs or inputs[0].ndim < 3:
+        return None
+    x, a = inputs[0], arguments(op)
+    if op.packet == "aten.native_group_norm":
+        rows = x.shape[0] * int(a["group"])
+        return "group_norm", rows, x.numel // max(rows, 1)
+    plane = math.prod(x.shape[2:])
+    if a.get("training", False) or not _row_major(x) or plane <= 1:
+        return None
+    return "batch_norm_eval", x.shape[0] * x.shape[1], plane
+
+
+def _norm_family_s(op: CapturedOp, cost: OpCost, dev: DeviceModel) -> float | None:
+    """An eval batch norm or group norm on its calibrated row family (None: another op, or the
+    profile has no curve for it)."""
+    shape = _norm_rows(op)
+    if shape is None:
+        return None
+    kind, rows, row = shape
+    return dev.norm_families.time_s(kind, DTYPE_NAMES.get(_out_dtype(op, cost), "float32"), rows, row)
 
 
 def bias_pass_s(op: CapturedOp, cost: OpCost, dev: DeviceModel) -> float:

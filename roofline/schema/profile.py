@@ -316,6 +316,27 @@ class GemmRatioCurve(_Strict):
     points: list[GemmRatioPoint] = Field(min_length=1)
 
 
+class NormFamilyPoint(_Strict):
+    """One normalization kernel over ``rows`` rows of ``row`` elements timed on the device (eval
+    batch norm: rows = N x C planes of H x W elements; group norm: rows = N x groups of
+    C / groups x H x W elements)."""
+
+    rows: int = Field(ge=1)
+    row: int = Field(ge=1, description="Elements per row (plane or group).")
+    time: Stat = Field(description="Time of one call.")
+
+
+class NormFamilyCurve(_Strict):
+    """A normalization whose kernel walks rows, of one dtype: ``batch_norm_eval`` (a contiguous NCHW
+    input; its time follows the number of H x W planes, not the bytes, when planes are short) or
+    ``group_norm`` (a moments pass with a block per (sample, group) row, then the normalize pass:
+    few long rows leave most of the GPU idle)."""
+
+    kind: Literal["batch_norm_eval", "group_norm"]
+    dtype: Literal["float32", "bfloat16", "float16"]
+    points: list[NormFamilyPoint] = Field(min_length=1)
+
+
 class RnnPoint(_Strict):
     """One fused RNN layer (nn.LSTM or nn.GRU: one layer, one direction, batch_first) timed at two
     sequence lengths, so that its time per step and its fixed cost per call separate."""
@@ -493,6 +514,7 @@ class Measurements(_Strict):
     rnn: list[RnnCurve] = Field(default_factory=list, description="Fused LSTM/GRU layer times at representative shapes, one curve per dtype.")
     conv_families: list[ConvFamilyCurve] = Field(default_factory=list, description="GPU: depthwise and grouped convolutions per dtype and layout.")
     gemm_ratios: list[GemmRatioCurve] = Field(default_factory=list, description="GPU: misaligned GEMMs and addmm's epilogue against the plain GEMM.")
+    norm_families: list[NormFamilyCurve] = Field(default_factory=list, description="GPU: eval batch norm over plane size and group norm over rows in flight.")
     kernels: list[KernelEntry] = Field(
         default_factory=list, description="GPU: shape-exact kernel times of the models the profile was run --for; prediction uses them before any curve.",
     )

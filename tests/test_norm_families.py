@@ -1,0 +1,119 @@
+"""Normalizations whose kernels walk rows, priced on their calibrated families (synthetic points):
+eval batch norm by plane size (time follows the number of short planes, not the bytes) and group
+norm by rows in flight (few long rows leave the GPU idle)."""
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from roofline.model.families import plane_time_s, rows_in_flight_time_s
+from roofline.pipeline import Analysis, Options
+from roofline.profiles import load_profile_file
+from roofline.schema.profile import NormFamilyCurve, NormFamilyPoint, Stat
+from tests.conftest import REPO
+
+FIXTURE = REPO / "tests" / "fixtures" / "h100_profile.json"
+LAUNCH_S = 2e-6
+
+
+def _point(rows: int, row: int, t: float) -> NormFamilyPoint:
+    return NormFamilyPoint(rows=rows, row=row, time=Stat(median_s=t, iqr_s=0.0, samples=5))
+
+
+# eval batch norm: a launch cost plus a cost per plane that a short plane makes far above its bytes
+PLANE_NS = {49: 0.7, 784: 2.3}  # ns per plane at many planes (bfloat16)
+
+
+def _batch_norm_points() -> list[NormFamilyPoint]:
+    return [_point(planes, plane, LAUNCH_S + planes * ns * 1e-9) for plane, ns in PLANE_NS.items() for planes in (128, 1 << 17)]
+
+
+# group norm: per row count, a launch cost plus a cost per element of a row (each row's block
+# streams it); 8 rows run side by side, 4096 rows in waves
+ROW_NS = {8: 0.45, 4096: 0.45 * 4096 / 1024}  # ns per element of one row
+
+
+def _group_norm_points() -> list[NormFamilyPoint]:
+    return [_point(rows, row, LAUNCH_S + row * ns * 1e-9) for rows, ns in ROW_NS.items() for row in (4096, 65536)]
+
+
+def _profile(families: bool = True):
+    profile = load_profile_file(FIXTURE)
+    if families:
+        profile.gpu.measurements.norm_families = [
+            NormFamilyCurve(kind="batch_norm_eval", dtype="bfloat16", points=_batch_norm_points()),
+            NormFamilyCurve(kind="group_norm", dtype="float32", points=_group_norm_points()),
+        ]
+    return profile
+
+
+def _kernel_s(fn, args, profile) -> float:
+    """The predicted device time of the ops ``fn(*args)`` launches."""
+    with torch.device("meta"):
+        meta = [torch.empty_like(a, device="meta") if isinstance(a, torch.Tensor) else a for a in args]
+    a = Analysis.of(fn, tuple(meta), None, profile, Options(device="cuda", batch_sweep=False, capture_device="cpu"))
+    return sum(k[0] for k in a.kernels())
+
+
+def _batch_norm_case(shape, dtype=torch.float16, training=False, channels_last=False):
+    c = shape[1]
+    x = torch.empty(shape, dtype=dtype)
+    if channels_last:
+        x = x.contiguous(memory_format=torch.channels_last)
+    params = [torch.empty(c, dtype=dtype) for _ in range(4)]
+    return (lambda x, m, v, w, b: F.batch_norm(x, m, v, w, b, training)), (x, *params)
+
+
+def test_eval_batch_norm_follows_the_number_of_short_planes():
+    # [32, 2048, 7, 7] in fp16 (bf16's curve stands for it): 65536 planes at 0.7 ns each, not its bytes
+    fn, args = _batch_norm_case((32, 2048, 7, 7))
+    assert _kernel_s(fn, args, _profile()) == pytest.approx(LAUNCH_S + 65536 * 0.7e-9, rel=0.01)
+    assert _kernel_s(fn, args, _profile(families=False)) < 0.5 * (LAUNCH_S + 65536 * 0.7e-9)  # bytes on the layer_norm curve
+    # the same elements in planes of 14 x 14, half-way between the sizes in log(plane)
+    fn, args = _batch_norm_case((32, 512, 14, 14))
+    elements = 32 * 512 * 196
+    at_49, at_784 = (LAUNCH_S + elements / p * PLANE_NS[p] * 1e-9 for p in (49, 784))
+    assert _kernel_s(fn, args, _profile()) == pytest.approx((at_49 * at_784) ** 0.5, rel=0.01)
+    # planes shorter than the shortest calibrated one each cost what one of that size does
+    assert plane_time_s(_batch_norm_points(), 1 << 16, 16) == pytest.approx(LAUNCH_S + (1 << 16) * 0.7e-9)
+
+
+def test_batch_norm_of_another_kernel_keeps_its_price():
+    # training (statistics first), channels-last and 2-D inputs run other kernels than the plane walk
+    for case in (dict(training=True), dict(channels_last=True)):
+        fn, args = _batch_norm_case((32, 2048, 7, 7), **case)
+        assert _kernel_s(fn, args, _profile()) == pytest.approx(_kernel_s(fn, args, _profile(families=False)))
+    fn, args = _batch_norm_case((32, 2048))
+    assert _kernel_s(fn, args, _profile()) == pytest.approx(_kernel_s(fn, args, _profile(families=False)))
+
+
+def _group_norm_case(shape, groups=8):
+    c = shape[1]
+    return (lambda x, w, b: F.group_norm(x, groups, w, b)), (torch.empty(shape), torch.empty(c), torch.empty(c))
+
+
+def test_group_norm_follows_rows_in_flight():
+    # one image of 32 channels in 8 groups: 8 rows of 65536, each row's block alone on an SM
+    fn, args = _group_norm_case((1, 32, 128, 128))
+    one_image = LAUNCH_S + 65536 * ROW_NS[8] * 1e-9
+    assert _kernel_s(fn, args, _profile()) == pytest.approx(one_image, rel=0.01)
+    assert _kernel_s(fn, args, _profile(families=False)) < 0.5 * one_image  # bytes at the bandwidth
+    # 256 rows: between the counts in log(rows) at the same row length
+    fn, args = _group_norm_case((32, 32, 128, 128))
+    at_4096 = LAUNCH_S + 65536 * ROW_NS[4096] * 1e-9
+    f = 5 / 9  # log(256 / 8) / log(4096 / 8)
+    assert _kernel_s(fn, args, _profile()) == pytest.approx(one_image ** (1 - f) * at_4096 ** f, rel=0.01)
+    # beyond the largest count the rows run in waves: twice the rows, twice the time
+    points = _group_norm_points()
+    assert rows_in_flight_time_s(points, 8192, 4096) == pytest.approx(2 * rows_in_flight_time_s(points, 4096, 4096))
+    assert rows_in_flight_time_s(points, 2, 4096) == pytest.approx(rows_in_flight_time_s(points, 8, 4096))
+
+
+def test_profiles_without_the_families_price_norms_as_before():
+    # every shipped profile lacks them: the op-family curve by bytes, unchanged
+    profile = _profile(families=False)
+    assert profile.gpu.measurements.norm_families == []
+    fn, args = _group_norm_case((1, 32, 128, 128))
+    with_other_dtype = _profile()
+    with_other_dtype.gpu.measurements.norm_families = with_other_dtype.gpu.measurements.norm_families[:1]  # bf16 batch norm only
+    assert _kernel_s(fn, args, with_other_dtype) == pytest.approx(_kernel_s(fn, args, profile))
