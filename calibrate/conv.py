@@ -51,13 +51,15 @@ GPU_SHAPES = [
     _S(32, 64, 128, 56, 3, 2, 1), _S(32, 256, 256, 28, 3, 2, 1),
     # 1x1, stride 1: few channels over many pixels to many channels over few pixels
     _S(1, 256, 256, 14, 1, 1, 0), _S(32, 16, 64, 112, 1, 1, 0), _S(32, 64, 64, 56, 1, 1, 0), _S(8, 256, 64, 56, 1, 1, 0),
-    _S(64, 256, 64, 56, 1, 1, 0), _S(32, 256, 256, 28, 1, 1, 0), _S(32, 128, 512, 14, 1, 1, 0), _S(32, 64, 384, 14, 1, 1, 0),
+    _S(32, 256, 256, 28, 1, 1, 0), _S(32, 128, 512, 14, 1, 1, 0), _S(32, 64, 384, 14, 1, 1, 0),
     _S(32, 1024, 256, 14, 1, 1, 0), _S(32, 512, 2048, 7, 1, 1, 0),
     # 1x1, stride 2
     _S(32, 64, 128, 56, 1, 2, 0), _S(32, 256, 512, 28, 1, 2, 0),
-    # input channels not a multiple of 16 bytes: an odd width, 3-channel images under 3x3, 7x7 and patch filters
-    _S(32, 99, 256, 28, 1, 1, 0), _S(32, 3, 32, 128, 3, 1, 1), _S(32, 3, 32, 224, 3, 2, 1), _S(8, 3, 64, 224, 7, 2, 3),
-    _S(32, 3, 128, 224, 4, 4, 0), _S(32, 3, 256, 224, 16, 16, 0),
+    # input channels not a multiple of 16 bytes: an odd width, 3-channel images under 3x3, 7x7 and patch
+    # filters (one image and a batch: these kernels' ratio moves with the batch)
+    _S(32, 99, 256, 28, 1, 1, 0), _S(32, 3, 32, 128, 3, 1, 1), _S(32, 3, 32, 224, 3, 2, 1),
+    _S(1, 3, 64, 224, 7, 2, 3), _S(8, 3, 64, 224, 7, 2, 3),
+    _S(32, 3, 128, 224, 4, 4, 0), _S(1, 3, 256, 224, 16, 16, 0), _S(32, 3, 256, 224, 16, 16, 0),
     # 1-d (length 1024 and 2048), 2x2 stride-2 transposed, 3x3x3
     _S(8, 128, 128, 1024, 3, 1, 1, dims=1), _S(8, 256, 256, 2048, 3, 2, 1, dims=1),
     _S(32, 128, 64, 56, 2, 2, 0, transposed=True), _S(32, 512, 256, 14, 2, 2, 0, transposed=True),
