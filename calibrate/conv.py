@@ -1,57 +1,110 @@
-"""2-D convolution time at representative shapes: what cuDNN (GPU) or oneDNN (CPU) actually reach.
+"""Dense convolution time at shapes that span what picks cuDNN's (GPU) or oneDNN's (CPU) kernel.
 
 A convolution is priced as its implicit GEMM on the matmul curve times a ratio these points
-measure. On the H100 large bf16 3x3 convolutions run about 1.5x slower than the GEMM curve
-(conv_big's convolutions) and small fp32 ones 1.5x faster (ResNet stages, where
-cuDNN's TF32 kernels beat the GEMM curve's skinny shapes), so no single factor fits. The shapes
-cover the stages of a ResNet (3x3 at 64 and 256 channels over a range of batch, 1x1 projections,
-the 7x7 stride-2 stem, a late 512-channel stage). NCHW, no bias (ATen adds a conv's bias with its
-own kernel), default algorithm selection (torch.backends.cudnn.benchmark off, PyTorch's default).
+measure, so the points must span what makes a convolution run faster or slower than that GEMM:
+
+- the kind of convolution: 2-d, 1-d (cuDNN runs it as a 2-d one of height 1), 3-d, transposed;
+- the filter taps (1x1, 3x3, 7x7 and patch filters whose stride equals their size) and the stride:
+  1x1 convolutions and strided ones gather their input differently from a 3x3 of stride 1;
+- input channels that fill whole 16-byte vectors or not (``in_channels x itemsize % 16``): a
+  3-channel image or an odd channel count sends cuDNN to slower kernels, as a misaligned leading
+  dimension does cuBLAS;
+- the GEMM's size: positions (batch x output pixels, from 7x7 to 224x224 images) and channels.
+
+Shapes are grid points of these parameters, not layers of particular models. NCHW, no bias (ATen
+adds a conv's bias with its own kernel), default algorithm selection (torch.backends.cudnn.benchmark
+off, PyTorch's default).
 """
 
 from __future__ import annotations
+
+from typing import NamedTuple
 
 import torch
 import torch.nn.functional as F
 
 from calibrate.matmul import DTYPES
-from roofline.schema.profile import ConvCurve, ConvPoint, conv2d_output_size
+from roofline.schema.profile import ConvCurve, ConvPoint
 from roofline.timing import time_fn
 
-# (batch, in_channels, out_channels, size, kernel, stride, padding)
+
+class ConvShape(NamedTuple):
+    """One calibrated convolution: square (cubic) input of ``size`` and filter of ``kernel``."""
+
+    batch: int
+    in_channels: int
+    out_channels: int
+    size: int
+    kernel: int
+    stride: int
+    padding: int
+    dims: int = 2
+    transposed: bool = False
+
+
+_S = ConvShape
 GPU_SHAPES = [
-    (1, 64, 64, 56, 3, 1, 1), (8, 64, 64, 56, 3, 1, 1), (32, 64, 64, 56, 3, 1, 1),
-    (1, 256, 256, 56, 3, 1, 1), (8, 256, 256, 56, 3, 1, 1), (64, 256, 256, 56, 3, 1, 1),
-    (8, 512, 512, 14, 3, 1, 1),
-    (8, 256, 64, 56, 1, 1, 0), (64, 256, 64, 56, 1, 1, 0), (8, 64, 256, 56, 1, 1, 0),
-    (8, 3, 64, 224, 7, 2, 3),
+    # 3x3, stride 1, aligned input channels: from launch-bound to compute-bound
+    _S(1, 64, 64, 56, 3, 1, 1), _S(32, 64, 64, 56, 3, 1, 1), _S(8, 256, 256, 56, 3, 1, 1), _S(64, 256, 256, 56, 3, 1, 1),
+    _S(8, 512, 512, 14, 3, 1, 1), _S(32, 32, 32, 112, 3, 1, 1), _S(32, 128, 128, 28, 3, 1, 1),
+    # 3x3, stride 2
+    _S(32, 64, 128, 56, 3, 2, 1), _S(32, 256, 256, 28, 3, 2, 1),
+    # 1x1, stride 1: few channels over many pixels to many channels over few pixels
+    _S(1, 256, 256, 14, 1, 1, 0), _S(32, 16, 64, 112, 1, 1, 0), _S(32, 64, 64, 56, 1, 1, 0), _S(8, 256, 64, 56, 1, 1, 0),
+    _S(32, 256, 256, 28, 1, 1, 0), _S(32, 128, 512, 14, 1, 1, 0), _S(32, 64, 384, 14, 1, 1, 0),
+    _S(32, 1024, 256, 14, 1, 1, 0), _S(32, 512, 2048, 7, 1, 1, 0),
+    # 1x1, stride 2
+    _S(32, 64, 128, 56, 1, 2, 0), _S(32, 256, 512, 28, 1, 2, 0),
+    # input channels not a multiple of 16 bytes: an odd width, 3-channel images under 3x3, 7x7 and patch
+    # filters (one image and a batch: these kernels' ratio moves with the batch)
+    _S(32, 99, 256, 28, 1, 1, 0), _S(32, 3, 32, 128, 3, 1, 1), _S(32, 3, 32, 224, 3, 2, 1),
+    _S(1, 3, 64, 224, 7, 2, 3), _S(8, 3, 64, 224, 7, 2, 3),
+    _S(32, 3, 128, 224, 4, 4, 0), _S(1, 3, 256, 224, 16, 16, 0), _S(32, 3, 256, 224, 16, 16, 0),
+    # 1-d (length 1024 and 2048), 2x2 stride-2 transposed, 3x3x3
+    _S(8, 128, 128, 1024, 3, 1, 1, dims=1), _S(8, 256, 256, 2048, 3, 2, 1, dims=1),
+    _S(32, 128, 64, 56, 2, 2, 0, transposed=True), _S(32, 512, 256, 14, 2, 2, 0, transposed=True),
+    _S(4, 32, 64, 28, 3, 1, 1, dims=3), _S(4, 3, 32, 56, 3, 1, 1, dims=3),
 ]
-GPU_SHAPES_QUICK = [(8, 64, 64, 56, 3, 1, 1), (8, 256, 64, 56, 1, 1, 0), (8, 3, 64, 224, 7, 2, 3)]
-CPU_SHAPES = [(1, 64, 64, 56, 3, 1, 1), (1, 256, 256, 14, 3, 1, 1), (1, 256, 64, 56, 1, 1, 0), (1, 3, 64, 224, 7, 2, 3)]
-CPU_SHAPES_QUICK = [(1, 64, 64, 28, 3, 1, 1)]
+GPU_SHAPES_QUICK = [
+    _S(8, 64, 64, 56, 3, 1, 1), _S(8, 256, 64, 56, 1, 1, 0), _S(32, 128, 512, 14, 1, 1, 0), _S(8, 3, 64, 224, 7, 2, 3),
+    _S(32, 3, 256, 224, 16, 16, 0),
+]
+CPU_SHAPES = [_S(1, 64, 64, 56, 3, 1, 1), _S(1, 256, 256, 14, 3, 1, 1), _S(1, 256, 64, 56, 1, 1, 0), _S(1, 3, 64, 224, 7, 2, 3)]
+CPU_SHAPES_QUICK = [_S(1, 64, 64, 28, 3, 1, 1)]
+
+_CONV = {(1, False): F.conv1d, (2, False): F.conv2d, (3, False): F.conv3d,
+         (1, True): F.conv_transpose1d, (2, True): F.conv_transpose2d, (3, True): F.conv_transpose3d}
 
 
-def measure_conv(dtype_name: str, shapes: list[tuple], device: str, *, budget_s: float, warnings: list, progress=None) -> ConvCurve:
-    """Time each shape's convolution forward in one dtype."""
+def _label(dtype_name: str, s: ConvShape) -> str:
+    kind = f"{'transposed ' if s.transposed else ''}{s.dims}d"
+    return f"conv {kind} {dtype_name} {s.batch}x{s.in_channels}x{s.size}^{s.dims} k{s.kernel} s{s.stride} -> {s.out_channels}"
+
+
+def measure_conv(dtype_name: str, shapes: list[tuple], device: str, *, budget_s: float, warnings: list, progress=None,
+                 keyed: bool = False) -> ConvCurve:
+    """Time each shape's convolution forward in one dtype. ``keyed``: the shapes span the keys
+    prediction selects points by (``roofline.model.curves.ConvKey``)."""
     dtype = DTYPES[dtype_name]
     tf32 = bool(device.startswith("cuda") and dtype_name == "float32" and torch.backends.cudnn.allow_tf32)
     points = []
     with torch.no_grad():
-        for batch, cin, cout, size, kernel, stride, padding in shapes:
-            x = torch.randn(batch, cin, size, size, device=device, dtype=dtype)
-            w = torch.randn(cout, cin, kernel, kernel, device=device, dtype=dtype) / (cin * kernel * kernel) ** 0.5
+        for shape in shapes:
+            s = ConvShape(*shape)
+            point = ConvPoint.model_construct(**s._asdict())
+            x_shape, w_shape, _ = point.shapes()
+            x = torch.randn(x_shape, device=device, dtype=dtype)
+            w = torch.randn(w_shape, device=device, dtype=dtype) / (s.in_channels * s.kernel**s.dims) ** 0.5
+            conv = _CONV[(s.dims, s.transposed)]
             t = time_fn(
-                lambda: F.conv2d(x, w, None, stride, padding), device=device, budget_s=budget_s, warmup_budget_s=budget_s,
-                min_samples=5, label=f"conv {dtype_name} {batch}x{cin}x{size}^2 k{kernel} -> {cout}",
+                lambda: conv(x, w, None, s.stride, s.padding), device=device, budget_s=budget_s, warmup_budget_s=budget_s,
+                min_samples=5, label=_label(dtype_name, s),
             )
             if t.warning:
                 warnings.append(t.warning)
             stat = t.stat()
-            point = dict(batch=batch, in_channels=cin, out_channels=cout, size=size, kernel=kernel, stride=stride, padding=padding)
-            out = conv2d_output_size(size, kernel, stride, padding)
-            flops = 2 * batch * out * out * cout * cin * kernel * kernel
-            points.append(ConvPoint(**point, time=stat, flop_per_s=flops / stat.median_s))
+            points.append(ConvPoint(**s._asdict(), time=stat, flop_per_s=point.flops / stat.median_s))
             del x, w
             if progress:
                 progress()
-    return ConvCurve(dtype=dtype_name, tf32=tf32, points=points)
+    return ConvCurve(dtype=dtype_name, tf32=tf32, keyed=keyed, points=points)

@@ -63,7 +63,8 @@ class Plan:
     attention_tokens: list[int] = field(default_factory=list)  # GPU: batch*heads*seq in flight
     conv_dtypes: list[str] = field(default_factory=list)
     pointwise_dtypes: list[str] = field(default_factory=lambda: ["float32"])
-    conv_shapes: list[tuple] = field(default_factory=list)  # (batch, cin, cout, size, kernel, stride, padding)
+    conv_shapes: list[tuple] = field(default_factory=list)  # calibrate.conv.ConvShape
+    conv_keyed: bool = False  # the conv shapes span kind, taps, stride and alignment (roofline.model.curves.ConvKey)
     rnn_dtypes: list[str] = field(default_factory=list)
     rnn_shapes: list[tuple[int, int]] = field(default_factory=list)  # (batch, hidden)
     selection_max_elements: int | None = None  # the largest selection/layout family point (CPU: a sort of 2^24 takes seconds)
@@ -153,6 +154,7 @@ def gpu_plan(quick: bool, memory_bytes: int) -> Plan:
             attention_tokens=[65536],
             conv_dtypes=["float32", "bfloat16"],
             conv_shapes=conv.GPU_SHAPES_QUICK,
+            conv_keyed=True,
             pointwise_dtypes=["float32", "bfloat16"],
             rnn_dtypes=["float32"],
             rnn_shapes=rnn.GPU_SHAPES_QUICK,
@@ -175,6 +177,7 @@ def gpu_plan(quick: bool, memory_bytes: int) -> Plan:
         attention_tokens=[262144],
         conv_dtypes=["float32", "bfloat16", "float16"],
         conv_shapes=conv.GPU_SHAPES,
+        conv_keyed=True,
         pointwise_dtypes=["float32", "bfloat16"],
         rnn_dtypes=["float32", "bfloat16"],
         rnn_shapes=rnn.GPU_SHAPES,
@@ -315,7 +318,9 @@ def _measure_part(device: str, plan: Plan, progress: _Progress, warnings: list, 
     convs = []
     for dtype in plan.conv_dtypes:
         progress.stage(f"{device} conv {dtype}")
-        convs.append(conv.measure_conv(dtype, plan.conv_shapes, device, budget_s=plan.point_budget_s, warnings=warnings, progress=progress.step))
+        convs.append(conv.measure_conv(
+            dtype, plan.conv_shapes, device, budget_s=plan.point_budget_s, warnings=warnings, progress=progress.step, keyed=plan.conv_keyed,
+        ))
     if plan.conv_dtypes:
         lap("conv")
     conv_families, gemm_ratios, norm_families = [], [], []
@@ -559,7 +564,7 @@ def summary_rows(profile: DeviceProfile) -> list[tuple[str, str, str, str, str]]
             best = max(p.flop_per_s for p in c.points)
             name = "tf32" if c.tf32 else c.dtype
             theo = peaks.flop_per_s.get(name)
-            rows.append((label, f"conv2d {c.dtype}{' (TF32)' if c.tf32 else ''}, best of {len(c.points)} shapes", fmt_rate(best, "FLOP/s"), fmt_rate(theo, "FLOP/s"), ratio(best, theo)))
+            rows.append((label, f"convolution {c.dtype}{' (TF32)' if c.tf32 else ''}, best of {len(c.points)} shapes", fmt_rate(best, "FLOP/s"), fmt_rate(theo, "FLOP/s"), ratio(best, theo)))
         for c in meas.rnn:
             for kind in sorted({p.kind for p in c.points}):
                 steps = [p.step_s for p in c.points if p.kind == kind]

@@ -6,10 +6,10 @@ import pytest
 import torch
 from pydantic import ValidationError
 
-from calibrate.conv import measure_conv
+from calibrate.conv import ConvShape, measure_conv
 from roofline.pipeline import analyze
-from roofline.costs.conv import conv_gemm
-from roofline.model.curves import ConvModel
+from roofline.costs.conv import conv_flops, conv_gemm
+from roofline.model.curves import ConvKey, ConvModel, conv_aligned, conv_kind
 from roofline.model.device import DeviceModel
 from roofline.schema.profile import ConvCurve, ConvPoint, Stat
 from roofline.profiles import load_profile_file
@@ -98,3 +98,90 @@ def test_measure_conv_on_the_cpu_gives_a_valid_curve():
     assert curve.dtype == "float32" and curve.tf32 is False
     assert [p.kernel for p in curve.points] == [3, 1]
     assert all(p.time.median_s > 0 for p in curve.points)
+
+
+def _keyed_point(shape, time_s):
+    """A point of ``calibrate.conv.ConvShape`` timed at ``time_s``."""
+    s = ConvShape(*shape)
+    flops = ConvPoint.model_construct(**s._asdict()).flops
+    return ConvPoint(**s._asdict(), time=Stat(median_s=time_s, iqr_s=0.0, samples=5), flop_per_s=flops / time_s)
+
+
+def _roofline_s(dev, dtype, shape):
+    s = ConvShape(*shape)
+    x, w, out = ConvPoint.model_construct(**s._asdict()).shapes()
+    _, m, n, k = conv_gemm(x, w, out, s.transposed)
+    return dev.matmul_model(dtype).time_s(m, n, k), (m, n, k)
+
+
+# one shape per key, each at its own ratio to the GEMM curve
+_KEYED = {
+    ConvShape(32, 64, 64, 56, 3, 1, 1): 1.0,
+    ConvShape(32, 3, 32, 224, 3, 2, 1): 4.0,  # 3-channel input: not 16-byte aligned in bf16
+    ConvShape(32, 64, 128, 56, 3, 2, 1): 1.3,
+    ConvShape(32, 256, 256, 14, 1, 1, 0): 2.0,
+    ConvShape(32, 256, 512, 28, 1, 2, 0): 3.0,
+    ConvShape(8, 128, 128, 1024, 3, 1, 1, dims=1): 1.5,
+    ConvShape(32, 128, 64, 56, 2, 2, 0, transposed=True): 2.5,
+}
+
+
+def _keyed_curve(dev, ratios=_KEYED):
+    return ConvCurve(dtype="bfloat16", tf32=False, keyed=True, points=[
+        _keyed_point(s, r * _roofline_s(dev, "bfloat16", s)[0]) for s, r in ratios.items()
+    ])
+
+
+def test_point_flops_and_shapes_agree_with_the_op_formula_for_every_kind():
+    for s in [ConvShape(2, 8, 16, 32, 3, 2, 1, dims=1), ConvShape(2, 8, 16, 9, 3, 1, 1, dims=3),
+              ConvShape(2, 8, 4, 7, 2, 2, 0, transposed=True), ConvShape(2, 3, 16, 32, 4, 4, 0)]:
+        p = ConvPoint.model_construct(**s._asdict())
+        x, w, out = p.shapes()
+        conv = {(1, False): torch.nn.functional.conv1d, (3, False): torch.nn.functional.conv3d,
+                (2, True): torch.nn.functional.conv_transpose2d, (2, False): torch.nn.functional.conv2d}[(s.dims, s.transposed)]
+        real = conv(torch.zeros(x), torch.zeros(w), None, s.stride, s.padding)
+        assert tuple(real.shape) == out
+        assert p.flops == conv_flops(x, w, out, s.transposed)
+
+
+def test_keyed_ratio_picks_kind_alignment_taps_and_stride():
+    dev = DeviceModel(load_profile_file(FIXTURE).gpu, "cuda")
+    model = ConvModel(_keyed_curve(dev), dev.matmul_model("bfloat16"))
+    assert model.keyed
+    # a pixel's channels fill 16-byte vectors: 8 bf16 channels do, 4 do not; 4 float32 channels do
+    assert [conv_aligned(c, 2) for c in (3, 4, 8, 99, 120)] == [False, False, True, False, True]
+    assert conv_aligned(4, 4) and not conv_aligned(6, 4)
+    for s, ratio in _KEYED.items():
+        _, (m, n, k) = _roofline_s(dev, "bfloat16", s)
+        key = ConvKey(conv_kind(s.dims, s.transposed), s.kernel**s.dims, s.stride > 1, conv_aligned(s.in_channels, 2))
+        assert model.ratio(m, n, k, key.taps, key) == pytest.approx(ratio, rel=1e-6)
+    # a 16x16 patch filter over 3 channels: the unaligned points (taps nearest in log: 3x3) decide, whatever its size
+    patch = ConvKey("2d", 256, True, False)
+    assert model.ratio(6272, 768, 768, 256, patch) == pytest.approx(4.0, rel=1e-6)
+    # a 3-d convolution without 3-d points takes the 2-d ones of its taps (27: nearest 9), stride 1
+    assert model.ratio(200_000, 64, 864, 27, ConvKey("3d", 27, False, True)) == pytest.approx(1.0, rel=1e-6)
+
+
+def test_keyed_curve_prices_conv1d_and_an_older_curve_leaves_it_on_the_gemm_curve():
+    profile = load_profile_file(FIXTURE)
+    dev = DeviceModel(profile.gpu, "cuda")
+    model = torch.nn.Conv1d(128, 128, 3, padding=1, bias=False, dtype=torch.bfloat16)
+    inputs = (torch.randn(8, 128, 1024, dtype=torch.bfloat16),)
+
+    def conv_kernel_s():
+        (op,) = [o for o in analyze(model, inputs, profile, device="cuda", batch_sweep=False).ops if o.category == "conv"]
+        return op.kernel_s
+
+    profile.gpu.measurements.conv = []
+    gemm_only = conv_kernel_s()
+    profile.gpu.measurements.conv = [_keyed_curve(dev).model_copy(update={"keyed": False})]
+    assert conv_kernel_s() == gemm_only
+    profile.gpu.measurements.conv = [_keyed_curve(dev)]
+    assert conv_kernel_s() == pytest.approx(1.5 * gemm_only, rel=0.02)
+
+
+def test_measure_conv_on_the_cpu_times_every_kind():
+    shapes = [ConvShape(1, 8, 8, 32, 3, 1, 1, dims=1), ConvShape(1, 3, 8, 16, 4, 4, 0),
+              ConvShape(1, 8, 4, 8, 2, 2, 0, transposed=True), ConvShape(1, 4, 8, 6, 3, 1, 1, dims=3)]
+    curve = measure_conv("float32", shapes, "cpu", budget_s=0.005, warnings=[], keyed=True)
+    assert curve.keyed and [(p.dims, p.transposed) for p in curve.points] == [(1, False), (2, False), (2, True), (3, False)]

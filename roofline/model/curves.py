@@ -8,7 +8,7 @@ peak, a 1 MB copy far below its bandwidth), so prediction reads every ceiling at
   FLOPs), which the peak probes show is where large GEMMs sit;
 - bandwidth and pointwise: rate over working-set size, interpolated in log-log, flat beyond the ends;
 - convolution: the implicit GEMM's matmul-curve time times the ratio measured at the nearest
-  calibrated convolutions of the same filter size;
+  calibrated convolutions of the same kind, input alignment, filter taps and stride;
 - host<->device copies: the measured times interpolated linearly in bytes between calibrated
   sizes (a pageable copy into fresh memory jumps where the allocator starts handing out new
   pages), the smallest point's time below them, the largest point's rate beyond;
@@ -21,6 +21,7 @@ from __future__ import annotations
 import bisect
 import math
 import statistics
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -235,35 +236,78 @@ def _nearest_log_mean(shapes_log: np.ndarray, values_log: np.ndarray, m: int, n:
     return np.exp((w[:, None] * values_log[pick]).sum(axis=0) / w.sum())
 
 
+@dataclass(frozen=True)
+class ConvKey:
+    """What picks a dense convolution's cuDNN kernel besides its GEMM size: the kind of
+    convolution (``1d``, ``2d``, ``3d``, ``transposed``), the filter taps, whether it is strided, and
+    whether a pixel's input channels fill whole 16-byte vectors (``in_channels x itemsize % 16``:
+    3-channel images and odd widths do not, and run on slower kernels, as misaligned GEMMs do)."""
+
+    kind: str
+    taps: int
+    strided: bool
+    aligned: bool
+
+
+def conv_aligned(in_channels: int, itemsize: int) -> bool:
+    """A pixel's input channels fill whole 16-byte vectors."""
+    return in_channels * itemsize % 16 == 0
+
+
+def conv_kind(dims: int, transposed: bool) -> str:
+    return "transposed" if transposed else f"{dims}d"
+
+
+def _keyed_rows(rows: list, key: ConvKey) -> list:
+    """The calibrated rows (``(ConvKey, values)``) that share the convolution's keys, most important
+    first, each narrowing only when some rows match: its kind (else the 2-d points), its input
+    alignment, the filter taps nearest in log, its stride (strided or not)."""
+    same = [r for r in rows if r[0].kind == key.kind] or [r for r in rows if r[0].kind == "2d"] or rows
+    same = [r for r in same if r[0].aligned == key.aligned] or same
+    gap = {r[0].taps: abs(math.log(r[0].taps / key.taps)) for r in same}
+    nearest = min(gap.values())
+    same = [r for r in same if gap[r[0].taps] == nearest]
+    return [r for r in same if r[0].strided == key.strided] or same
+
+
 class ConvModel:
-    """How much slower (>1) or faster (<1) than its roofline a 2-D convolution runs, from calibrated
+    """How much slower (>1) or faster (<1) than its roofline a dense convolution runs, from calibrated
     convolutions of one dtype: the roofline being the larger of its implicit GEMM on the matmul
     curve and its compulsory bytes at the calibrated bandwidth.
 
     Each calibrated point gives a ratio (measured time / that roofline). A convolution takes the
     geometric mean of the ratios of the (up to) three points nearest in log(m), log(n), log(k),
-    weighted by inverse squared distance, among points with its filter size (all points when none
-    has it). Against the roofline, not the GEMM alone, a ratio learnt on a memory-bound point does
-    not inflate the GEMM of a compute-bound one, nor the other way round."""
+    weighted by inverse squared distance, among the points that share its kernel's keys
+    (``ConvKey``, ``_keyed_rows``) on a keyed curve; on an older curve among points with its filter
+    size (all points when none has it). Against the roofline, not the GEMM alone, a ratio learnt on
+    a memory-bound point does not inflate the GEMM of a compute-bound one, nor the other way round."""
 
     def __init__(self, curve: ConvCurve, matmul: MatmulModel, overhead_s: float = 0.0, bandwidth: "BandwidthModel | None" = None):
         self.curve = curve
-        rows = []
+        self.keyed = curve.keyed
+        itemsize = 4 if curve.dtype == "float32" else 2
+        rows, keyed_rows = [], []
         for p in curve.points:
-            x_shape = (p.batch, p.in_channels, p.size, p.size)
-            w_shape = (p.out_channels, p.in_channels, p.kernel, p.kernel)
-            out_shape = (p.batch, p.out_channels, p.out_size, p.out_size)
-            _, m, n, k = conv_gemm(x_shape, w_shape, out_shape, transposed=False)
+            x_shape, w_shape, out_shape = p.shapes()
+            _, m, n, k = conv_gemm(x_shape, w_shape, out_shape, transposed=p.transposed)
             roof = matmul.time_s(m, n, k)
             if bandwidth is not None:
-                itemsize = 4 if curve.dtype == "float32" else 2
                 nbytes = itemsize * (math.prod(x_shape) + math.prod(w_shape) + math.prod(out_shape))
                 roof = max(roof, nbytes / bandwidth.bytes_per_s(nbytes, "copy"))
             ratio = _work_time(p.time.median_s, overhead_s) / roof
-            rows.append((p.kernel * p.kernel, math.log(m), math.log(n), math.log(k), math.log(ratio)))
+            taps = p.kernel**p.dims
+            values = (math.log(m), math.log(n), math.log(k), math.log(ratio))
+            rows.append((taps, *values))
+            key = ConvKey(conv_kind(p.dims, p.transposed), taps, p.stride > 1, conv_aligned(p.in_channels, itemsize))
+            keyed_rows.append((key, values))
         self._rows = np.array(rows, dtype=np.float64)
+        self._keyed_rows = keyed_rows
 
-    def ratio(self, m: int, n: int, k: int, taps: int) -> float:
+    def ratio(self, m: int, n: int, k: int, taps: int, key: ConvKey | None = None) -> float:
+        """The ratio at a convolution's implicit GEMM; ``key`` is used by a keyed curve (required there)."""
+        if self.keyed:
+            rows = np.array([values for _, values in _keyed_rows(self._keyed_rows, key)], dtype=np.float64)
+            return float(_nearest_log_mean(rows[:, 0:3], rows[:, 3:4], m, n, k)[0])
         rows = self._rows
         same = rows[rows[:, 0] == taps]
         if len(same):

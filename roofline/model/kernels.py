@@ -23,6 +23,7 @@ from roofline.costs import OpCost
 from roofline.costs.conv import is_transposed
 from roofline.costs.registry import arguments
 from roofline.graph.ops import CapturedOp
+from roofline.model.curves import ConvKey, conv_aligned, conv_kind
 from roofline.model.device import DeviceModel
 from roofline.model.kernel_table import kernel_key
 
@@ -265,19 +266,28 @@ def _rnn_layer_s(cost: OpCost, dev: DeviceModel) -> float | None:
 
 
 def _conv_ratio(op: CapturedOp, cost: OpCost, dev: DeviceModel, tf32: bool) -> float:
-    """Calibrated conv-to-GEMM time ratio for an ungrouped 2-D convolution (1.0 otherwise: grouped,
-    depthwise, transposed, 1-D and 3-D convolutions stay on the GEMM curve)."""
+    """Calibrated conv-to-roofline time ratio for an ungrouped convolution (1.0 otherwise: grouped
+    and depthwise convolutions, and an unbatched input). A keyed curve prices 1-d, 3-d and
+    transposed convolutions too (``ConvKey``); an older curve only 2-d forward ones."""
     batch, m, n, k = cost.gemm
     inputs = op.tensor_inputs()
-    if batch != 1 or len(inputs) < 2 or inputs[0].ndim != 4 or inputs[1].ndim != 4:
+    if batch != 1 or len(inputs) < 2 or op.packet == "aten.conv_tbc":
         return 1.0
-    if is_transposed(op):
-        return 1.0
+    x, w = inputs[0], inputs[1]
     model = dev.conv_model(DTYPE_NAMES.get(cost.compute_dtype, "float32"), tf32)
-    if model is None:
+    if model is None or x.ndim != w.ndim:
         return 1.0
-    w = inputs[1]
-    return model.ratio(m, n, k, w.shape[2] * w.shape[3])
+    taps = math.prod(w.shape[2:])
+    if not model.keyed:
+        if x.ndim != 4 or is_transposed(op):
+            return 1.0
+        return model.ratio(m, n, k, taps)
+    if x.ndim not in (3, 4, 5):
+        return 1.0
+    stride = arguments(op).get("stride", [1])
+    strided = any(int(s) > 1 for s in stride) if isinstance(stride, (list, tuple)) else int(stride) > 1
+    key = ConvKey(conv_kind(x.ndim - 2, is_transposed(op)), taps, strided, conv_aligned(x.shape[1], x.itemsize))
+    return model.ratio(m, n, k, taps, key)
 
 
 def _conv_family_s(op: CapturedOp, cost: OpCost, dev: DeviceModel) -> float | None:

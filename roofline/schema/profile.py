@@ -222,26 +222,40 @@ def conv2d_output_size(size: int, kernel: int, stride: int, padding: int) -> int
 
 
 class ConvPoint(_Strict):
-    """One 2-D convolution forward on square NCHW input, without bias, as cuDNN (or oneDNN) picks
-    the algorithm by default (no cudnn.benchmark)."""
+    """One dense convolution forward on square (cubic) input, without bias, as cuDNN (or oneDNN)
+    picks the algorithm by default (no cudnn.benchmark): NCHW (NCL, NCDHW), ungrouped."""
 
     batch: int = Field(ge=1, description="Images.")
     in_channels: int = Field(ge=1, description="Input channels.")
     out_channels: int = Field(ge=1, description="Output channels (filters).")
-    size: int = Field(ge=1, description="Input height = width.")
-    kernel: int = Field(ge=1, description="Filter height = width.")
+    size: int = Field(ge=1, description="Input height = width (= depth; the length of a 1-d input).")
+    kernel: int = Field(ge=1, description="Filter height = width (= depth).")
     stride: int = Field(ge=1, description="Stride.")
     padding: int = Field(ge=0, description="Zero padding on each side.")
+    dims: int = Field(default=2, ge=1, le=3, description="Spatial dimensions: 1 (conv1d), 2 or 3.")
+    transposed: bool = Field(default=False, description="A transposed convolution (weight: in, out, *kernel).")
     time: Stat = Field(description="Time of one call.")
-    flop_per_s: float = Field(gt=0, le=MAX_FLOP_PER_S, description="FLOPs (2 x N x out^2 x Cout x Cin x k^2, as flop_counter counts) / median time.")
+    flop_per_s: float = Field(gt=0, le=MAX_FLOP_PER_S, description="FLOPs (as flop_counter counts: 2 x N x conv positions x Cout x Cin x taps) / median time.")
 
     @property
     def out_size(self) -> int:
+        if self.transposed:
+            return (self.size - 1) * self.stride - 2 * self.padding + self.kernel
         return conv2d_output_size(self.size, self.kernel, self.stride, self.padding)
+
+    def shapes(self) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
+        """(input, weight, output) shapes, as ``roofline.costs.conv.conv_gemm`` takes them."""
+        d = self.dims
+        x = (self.batch, self.in_channels, *(self.size,) * d)
+        channels = (self.in_channels, self.out_channels) if self.transposed else (self.out_channels, self.in_channels)
+        w = (*channels, *(self.kernel,) * d)
+        out = (self.batch, self.out_channels, *(self.out_size,) * d)
+        return x, w, out
 
     @property
     def flops(self) -> int:
-        return 2 * self.batch * self.out_size**2 * self.out_channels * self.in_channels * self.kernel**2
+        conv_positions = (self.size if self.transposed else self.out_size) ** self.dims
+        return 2 * self.batch * conv_positions * self.out_channels * self.in_channels * self.kernel**self.dims
 
     @model_validator(mode="after")
     def _rate_matches_time(self):
@@ -259,6 +273,12 @@ class ConvCurve(_Strict):
 
     dtype: Literal["float32", "bfloat16", "float16"] = Field(description="Element dtype of input and weight.")
     tf32: bool = Field(description="float32 only: cuDNN was allowed TF32 (torch.backends.cudnn.allow_tf32) when measured.")
+    keyed: bool = Field(
+        default=False,
+        description="The points span the kernel's mechanisms (1-d, 2-d, 3-d and transposed convolutions, filter taps, "
+        "stride, input channels aligned to 16 bytes or not): a convolution takes the points that share its keys first. "
+        "False: 2-d points of the same filter size only, other convolutions stay on the GEMM curve.",
+    )
     points: list[ConvPoint] = Field(min_length=1)
 
 
