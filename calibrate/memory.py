@@ -85,7 +85,7 @@ def _pointwise_call(op: str, n: int, device: str, dtype: torch.dtype = torch.flo
         # RMSNorm): the kernel cannot use vectorized loads, so it runs below the plain add's rate
         s = torch.rand(rows, 1, device=device, dtype=dtype)
         return (lambda: torch.mul(x, s)), 2 * e * rows * ROW + e * rows
-    if op in SELECTION_OPS or op in LAYOUT_OPS:
+    if op in SELECTION_OPS or op in LAYOUT_OPS or op in STRIDED_OPS:
         return _selection_call(op, n, device, dtype)
     raise ValueError(op)
 
@@ -101,7 +101,18 @@ SELECTION_OPS = ("compare", "masked_fill", "cumsum", "topk", "sort", "max_pool2d
 # time follows plane size and rows in flight rather than bytes, are calibrated over those
 # parameters in calibrate.mechanisms.
 LAYOUT_OPS = ("layer_norm_short", "softmax_short", "cat", "roll")
+# Strided copies: ATen's copy of a non-contiguous layout (attention heads split or merged, windows
+# partitioned, a transposed matrix made contiguous) computes an offset per element and cannot
+# vectorize, so it runs below the flat copy's rate, by how long a run of the input stays whole:
+# a transposed copy (run 1) and a permuted one whose rows of STRIDED_RUN elements stay whole
+# (longer runs copy at its rate). A cat with a strided input runs ATen's generic batched kernel.
+# Calibrated per pointwise dtype on the pointwise sizes (x4 apart): the models' copies lie in the
+# millions of elements, between a launch-bound point and a streaming one, where points x16
+# apart interpolate far from either.
+STRIDED_OPS = ("strided_copy", "transpose_copy", "cat_strided")
 SHORT_ROW = 64  # row length of layer_norm_short and softmax_short
+STRIDED_RUN = 32  # elements per whole row of strided_copy (roofline.model.kernels.STRIDED_RUN)
+STRIDED_HEADS = 8  # the permuted dimension's size: one whole row in 8 is adjacent in the output
 
 
 def _selection_call(op: str, n: int, device: str, dtype: torch.dtype):
@@ -125,6 +136,8 @@ def _selection_call(op: str, n: int, device: str, dtype: torch.dtype):
         fn = lambda: torch.cat([a, b], dim=1)  # noqa: E731
     elif op == "roll":
         fn = lambda: torch.roll(img, shifts=(3, 3), dims=(2, 3))  # noqa: E731
+    elif op in STRIDED_OPS:
+        fn = _strided_call(op, rows * ROW, device, dtype)
     elif op == "compare":
         y = torch.rand(rows, ROW, device=device, dtype=dtype)
         fn = lambda: torch.lt(x, y)  # noqa: E731
@@ -142,6 +155,24 @@ def _selection_call(op: str, n: int, device: str, dtype: torch.dtype):
         img = torch.rand(1, 64, side, side, device=device, dtype=dtype)
         fn = lambda: F.max_pool2d(img, 3, 2, 1)  # noqa: E731
     return fn, _registry_bytes(fn)
+
+
+def _strided_call(op: str, n: int, device: str, dtype: torch.dtype):
+    """A copy of n elements through a strided layout, as a batch of attention heads is split or
+    merged: (2, S, 8, 32) permuted to (2, 8, S, 32) made contiguous (whole rows of 32 elements);
+    (2, 8, S, 32) with its last two dimensions transposed, as keys are for a product (run 1); or
+    two permuted halves joined by cat."""
+    seq = max(n // (2 * STRIDED_HEADS * STRIDED_RUN), 1)
+    if op == "cat_strided":
+        half = max(seq // 2, 1)
+        a = torch.rand(2, half, STRIDED_HEADS, STRIDED_RUN, device=device, dtype=dtype).permute(0, 2, 1, 3)
+        b = torch.rand(2, half, STRIDED_HEADS, STRIDED_RUN, device=device, dtype=dtype).permute(0, 2, 1, 3)
+        return lambda: torch.cat([a, b], dim=1)
+    if op == "strided_copy":
+        view = torch.rand(2, seq, STRIDED_HEADS, STRIDED_RUN, device=device, dtype=dtype).permute(0, 2, 1, 3)
+    else:
+        view = torch.rand(2, STRIDED_HEADS, seq, STRIDED_RUN, device=device, dtype=dtype).transpose(2, 3)
+    return lambda: view.contiguous()
 
 
 def _registry_bytes(fn) -> int:
@@ -165,7 +196,7 @@ def measure_pointwise(
     points = []
     for n in sizes_elements:
         fn, moved = _pointwise_call(op, n, device, DTYPES[dtype_name])
-        n = max(n // ROW, 1) * ROW if op in ("layer_norm", "softmax", "mul_broadcast", *SELECTION_OPS, *LAYOUT_OPS) else n
+        n = max(n // ROW, 1) * ROW if op in ("layer_norm", "softmax", "mul_broadcast", *SELECTION_OPS, *LAYOUT_OPS, *STRIDED_OPS) else n
         stat = _timed(fn, device, budget_s, f"{op} {dtype_name} over {n} elements", warnings)
         points.append(
             PointwisePoint(

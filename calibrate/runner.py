@@ -79,6 +79,7 @@ class Plan:
         n += 3 * len(self.bandwidth_sizes) + len(POINTWISE_OPS) * len(self.pointwise_dtypes) * len(self.sin_sizes) + len(representative_ops("cpu")) + 2
         selection = [x for x in self.sin_sizes[::2] if self.selection_max_elements is None or x <= self.selection_max_elements]
         n += (len(memory.SELECTION_OPS) + len(memory.LAYOUT_OPS) * len(self.pointwise_dtypes)) * len(selection)
+        n += len(memory.STRIDED_OPS) * len(self.pointwise_dtypes) * len([x for x in self.sin_sizes if selection and x <= max(selection)])
         n += len(ATTENTION_CURVES) * len(self.attention_seqs) * (len(self.attention_tokens) + (0 if self.quick else 1))
         n += len(self.conv_dtypes) * len(self.conv_shapes)
         n += len(rnn.KINDS) * len(self.rnn_dtypes) * len(self.rnn_shapes)
@@ -295,6 +296,15 @@ def _measure_part(device: str, plan: Plan, progress: _Progress, warnings: list, 
                 memory.measure_pointwise(selection_sizes, device, op=op, dtype_name=dtype, budget_s=plan.point_budget_s, warnings=warnings, progress=progress.step)
             )
             lap(f"layout {op} {dtype}")
+    # x4 apart up to the largest layout point
+    strided_sizes = [n for n in plan.sin_sizes if selection_sizes and n <= max(selection_sizes)]
+    for dtype in plan.pointwise_dtypes:
+        for op in memory.STRIDED_OPS:
+            progress.stage(f"{device} strided {op} {dtype}")
+            pointwise.append(
+                memory.measure_pointwise(strided_sizes, device, op=op, dtype_name=dtype, budget_s=plan.point_budget_s, warnings=warnings, progress=progress.step)
+            )
+            lap(f"strided {op} {dtype}")
     for op in memory.SELECTION_OPS:
         progress.stage(f"{device} selection {op}")
         pointwise.append(

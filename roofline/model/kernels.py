@@ -22,7 +22,7 @@ import torch
 from roofline.costs import OpCost
 from roofline.costs.conv import is_transposed
 from roofline.costs.registry import arguments
-from roofline.graph.ops import CapturedOp
+from roofline.graph.ops import CapturedOp, TensorMeta
 from roofline.model.curves import ConvKey, conv_aligned, conv_kind
 from roofline.model.device import DeviceModel
 from roofline.model.kernel_table import kernel_key
@@ -97,6 +97,9 @@ def _memory_s(op: CapturedOp, cost: OpCost, dev: DeviceModel) -> float:
     rows_s = _norm_family_s(op, cost, dev) if cost.category == "norm" and dev.norm_families else None
     if rows_s is not None:
         return rows_s
+    strided = _strided_copy(op, cost, dev)
+    if strided is not None:
+        return _strided_s(op, cost, dev, strided)
     family = _family(op, cost, dev)
     dtype = DTYPE_NAMES.get(_out_dtype(op, cost), "float32")
     if family in ELEMENT_BOUND and not dev.has_family(family, dtype):
@@ -373,6 +376,125 @@ GPU_POOLING = {f"aten.{p}": "max_pool2d" for p in ("max_pool3d_with_indices", "m
 ELEMENT_BOUND = {"max_pool2d"}
 # row-wise kernels calibrated at two row lengths (calibrate.memory: ROW and SHORT_ROW)
 ROW_FAMILIES = {"layer_norm": ("layer_norm_short", 64, 1024), "softmax": ("softmax_short", 64, 1024)}
+
+
+# copies whose kernel is ATen's TensorIterator copy (``copy_`` under every name)
+COPY_OPS = {"aten.clone", "aten._to_copy", "aten.copy", "aten.copy_", "aten.contiguous", "aten._copy_from", "aten.to", "aten.type_as"}
+# strided copies calibrated at two inner runs (calibrate.memory: a transposed copy, run 1, and a
+# permuted copy whose rows of STRIDED_RUN elements stay whole), and a cat of strided inputs
+STRIDED_FAMILIES = ("transpose_copy", "strided_copy", "cat_strided")
+STRIDED_RUN = 32
+# ATen's batched cat kernel for inputs that are not all contiguous gives each input a grid of two
+# 512-thread blocks per SM, a quarter of an SM's 2048 threads each: one input alone fills half the
+# GPU (as a class token joins the patches), two or more fill it
+CAT_GRID_SHARE = 0.5
+
+
+def _dims_inner_first(t) -> list[int]:
+    """Dimensions of ``t`` of size > 1, from its smallest stride to its largest."""
+    return sorted((i for i in range(t.ndim) if t.shape[i] != 1), key=lambda i: (t.stride[i], -i))
+
+
+def copy_run(src, dst) -> int | None:
+    """Elements of the innermost run that a copy from ``src`` to ``dst`` (same shape) reads and
+    writes contiguously in both, walking dst's dimensions from its smallest stride; None when the
+    whole copy is one run (both dense in one order: ATen copies it as a flat vectorized stream).
+    A strided copy computes an offset per element and cannot vectorize."""
+    if src.shape != dst.shape or not dst.numel:
+        return None
+    run = 1
+    for i in _dims_inner_first(dst):
+        if src.stride[i] != run or dst.stride[i] != run:
+            break
+        run *= dst.shape[i]
+    return None if run == dst.numel else run
+
+
+def _dense_in_order(t, order: list[int]) -> bool:
+    """Whether ``t`` is dense in this order of its dimensions (innermost first), size-1 dims aside."""
+    expected = 1
+    for i in order:
+        if t.shape[i] == 1:
+            continue
+        if t.stride[i] != expected:
+            return False
+        expected *= t.shape[i]
+    return True
+
+
+def _strided_cat_inputs(op: CapturedOp) -> list | None:
+    """A cat's inputs (but the legacy 1-D empty tensors ATen skips) when ATen cannot run its
+    contiguous batched kernel: an input not contiguous in the output's layout, or a skipped empty
+    one (ATen's cat then counts the inputs as not all contiguous); None otherwise."""
+    if not op.outputs:
+        return None
+    out = op.outputs[0]
+    inputs = op.tensor_inputs()
+    kept = [t for t in inputs if not (t.ndim == 1 and t.numel == 0)]
+    order = sorted(range(out.ndim), key=lambda i: (out.stride[i], -i))
+    if len(kept) < len(inputs) or any(t.ndim == out.ndim and not _dense_in_order(t, order) for t in kept):
+        return kept
+    return None
+
+
+def _copy_source(op: CapturedOp):
+    """The tensor a copy reads: ``src`` of copy_ (broadcast to self's shape), else its first input."""
+    inputs = op.tensor_inputs()
+    if op.packet in ("aten.copy_", "aten.copy") and len(inputs) > 1:
+        src, dst = inputs[1], inputs[0]
+        if src.shape != dst.shape and src.ndim <= dst.ndim:  # broadcast: stride 0 along new or size-1 dims
+            lead = dst.ndim - src.ndim
+            stride = tuple(0 if i < lead or src.shape[i - lead] == 1 else src.stride[i - lead] for i in range(dst.ndim))
+            return TensorMeta(dst.shape, src.dtype, stride, src.device)
+        return src
+    return inputs[0] if inputs else None
+
+
+def _strided_copy(op: CapturedOp, cost: OpCost, dev: DeviceModel) -> tuple[str, int, int] | None:
+    """(family, inner run, elements) of a copy-like kernel that walks a strided layout, priced on
+    the strided-copy families; None for a flat copy or where the profile lacks them."""
+    if (op.packet not in COPY_OPS and op.packet != "aten.cat") or not cost.kernels or not op.outputs:
+        return None
+    if not all(dev.has_family(f) for f in STRIDED_FAMILIES):
+        return None
+    out = op.outputs[0]
+    if op.packet in COPY_OPS:
+        src = _copy_source(op)
+        run = copy_run(src, out) if src is not None and src.device == out.device else None
+        return None if run is None else ("strided_copy", run, out.numel)
+    if op.packet == "aten.cat":
+        inputs = _strided_cat_inputs(op)
+        if not inputs or not out.numel:
+            return None
+        run = min(copy_run(t, TensorMeta(t.shape, t.dtype, out.stride, t.device)) or t.numel for t in inputs if t.numel)
+        if dev.kind == "cuda" and (out.ndim > 4 or len(op.tensor_inputs()) < 2):
+            return "strided_copy", run, out.numel  # ATen copies input by input
+        return "cat_strided", run, out.numel
+    return None
+
+
+def _strided_s(op: CapturedOp, cost: OpCost, dev: DeviceModel, strided: tuple[str, int, int]) -> float:
+    """Time of a strided copy: its elements at the calibrated strided rate, as the bytes that the
+    calibrated copy of as many elements moves (one element read and one written each, whatever a
+    broadcast source's footprint: the kernel is bound by its per-element offsets). A copy's rate
+    is interpolated in log(inner run) between the transposed copy (run 1) and the permuted copy
+    (run STRIDED_RUN; longer runs at its rate). On a GPU a cat gives each input a grid of its own
+    (``CAT_GRID_SHARE``): an input larger than the rest together leaves part of the GPU idle and
+    takes as long as a cat of proportionally more elements on the whole GPU."""
+    family, run, elements = strided
+    out = op.outputs[0]
+    src = _copy_source(op) if op.packet in COPY_OPS else out
+    nbytes = elements * (src.itemsize + out.itemsize)
+    dtype = DTYPE_NAMES.get(out.dtype, "float32")
+    if family == "cat_strided":
+        if dev.kind == "cuda":
+            sizes = [t.numel for t in _strided_cat_inputs(op)]
+            nbytes = round(nbytes * max(1.0, max(sizes) / sum(sizes) / CAT_GRID_SHARE))
+        return nbytes / dev.family_bytes_per_s(family, nbytes, dtype)
+    rate_1 = dev.family_bytes_per_s("transpose_copy", nbytes, dtype)
+    rate_run = dev.family_bytes_per_s("strided_copy", nbytes, dtype)
+    f = min(math.log(run) / math.log(STRIDED_RUN), 1.0)
+    return nbytes / math.exp((1 - f) * math.log(rate_1) + f * math.log(rate_run))
 
 
 def _family(op: CapturedOp, cost: OpCost, dev: DeviceModel) -> str | None:
