@@ -9,6 +9,7 @@ from __future__ import annotations
 import platform
 import re
 import socket
+import statistics
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -20,7 +21,8 @@ from roofline import __version__
 from roofline.errors import DeviceNotAvailable
 from roofline.hostmix import representative_ops
 from roofline.machine import cpu_identity, gpu_identity
-from roofline.model.host import PROGRAM_FACTOR_GPU, eager_chain_kernel_s
+from roofline.measure.host_speed import index_call, index_sample_s
+from roofline.model.host import PROGRAM_FACTOR_GPU, eager_chain_kernel_s, scaled_stat
 from roofline.profile_checks import Problem, check_part
 from roofline.schema.profile import (
     BandwidthCurve,
@@ -30,6 +32,7 @@ from roofline.schema.profile import (
     GpuPart,
     MatmulCurve,
     Measurements,
+    Overheads,
     PointwiseCurve,
 )
 from roofline.timing import Tally
@@ -39,6 +42,7 @@ POINTWISE_OPS = ("sin", "unary", "add", "mul_broadcast", "layer_norm", "softmax"
 
 
 TRAINING_HOST_ROUNDS = 3  # rounds of roofline.measure.training_host in a full calibration
+HOST_INDEX_SAMPLES = 3  # host-speed index samples before and after the overheads stage (each ~1 ms on a GPU)
 
 
 # (dtype, head_dim, causal) of the attention curves a GPU calibration measures
@@ -246,16 +250,26 @@ class _Progress:
             self.bar.advance(self.task)
 
 
-def _measure_part(device: str, plan: Plan, progress: _Progress, warnings: list, stages: dict | None = None) -> Measurements:
+def _measure_part(device: str, plan: Plan, progress: _Progress, warnings: list, stages: dict | None = None,
+                  host_index: dict | None = None) -> Measurements:
+    """One part's measurements. On a GPU, ``host_index`` (when given) collects the host-speed index
+    sampled after every stage (``"run"``) and around the overheads stage (``"overheads"``):
+    ``host_phase_factor`` puts the host costs at the run's median speed."""
     gpu = device.startswith("cuda")
     stages = stages if stages is not None else {}
     clock = [time.perf_counter()]
     part = "gpu" if gpu else "cpu"
+    index_mix = index_call(device) if gpu and host_index is not None else None
+
+    def index_samples(key: str, n: int = 1):
+        if index_mix is not None:
+            host_index.setdefault(key, []).extend(index_sample_s(index_mix) for _ in range(n))
 
     def lap(name: str):
         now = time.perf_counter()
         stages[f"{part} {name}"] = round(now - clock[0], 3)
-        clock[0] = now
+        index_samples("run")
+        clock[0] = time.perf_counter()
 
     # No cache flush for matmuls: in a forward pass a GEMM's activations were just written by the op
     # before it and are L2-hot, and repeated timing of one GEMM keeps them so (cold-L2 timings
@@ -351,9 +365,11 @@ def _measure_part(device: str, plan: Plan, progress: _Progress, warnings: list, 
     if plan.rnn_dtypes:
         lap("rnn")
     progress.stage(f"{device} overheads")
+    index_samples("overheads", HOST_INDEX_SAMPLES)
     overheads = overhead.measure_overheads(
         device, budget_s=plan.overhead_budget_s, warnings=warnings, progress=progress.step
     )
+    index_samples("overheads", HOST_INDEX_SAMPLES)
     lap("overheads")
     if not plan.quick:
         # what a training step costs the host beyond the forward's dispatch (roofline.measure.training_host)
@@ -384,6 +400,24 @@ def _measure_part(device: str, plan: Plan, progress: _Progress, warnings: list, 
         matmul=curves, bandwidth=bandwidth, pointwise=pointwise, overheads=overheads, transfers=transfers, attention=attention, conv=convs, rnn=rnns,
         conv_families=conv_families, gemm_ratios=gemm_ratios, norm_families=norm_families,
     )
+
+
+def host_phase_factor(host_index: dict) -> float | None:
+    """The host-speed index's median over the run over its median around the overheads stage
+    (None without both). A virtual host's speed drifts by tens of percent within a minute; the
+    eager host costs measured in one second stand for the whole run once multiplied by this."""
+    run, around = host_index.get("run"), host_index.get("overheads")
+    if not run or not around:
+        return None
+    return statistics.median(run) / statistics.median(around)
+
+
+def at_host_phase(overheads: Overheads, factor: float) -> Overheads:
+    """The overheads stage's host costs (dispatch, module calls, synchronize, graph launch; not the
+    training or torch.compile costs, measured at other moments) multiplied by ``factor``."""
+    moved = {k: scaled_stat(getattr(overheads, k), factor) for k in ("dispatch_s", "module_call_s", "synchronize_s", "graph_launch_s", "op_small_s")}
+    moved["dispatch_by_op_s"] = {name: scaled_stat(stat, factor) for name, stat in overheads.dispatch_by_op_s.items()}
+    return overheads.model_copy(update=dict(moved, host_phase_factor=factor))
 
 
 REMEASURE_PAUSES_S = (0.5, 1.0, 2.0)  # before each re-measurement of what failed a check
@@ -507,8 +541,9 @@ def run_calibration(
     remeasured: list[str] = []
     failed: list[Problem] = []
     with torch.no_grad(), _Progress(total, show_progress) as progress, load.RaisedPriority(raise_priority) as priority, Tally() as tally:
+        host_index: dict[str, list[float]] = {}
         if gplan is not None:
-            gpu_meas = _measure_part(device, gplan, progress, warnings, stages=stages)
+            gpu_meas = _measure_part(device, gplan, progress, warnings, stages=stages, host_index=host_index)
             gpu_part = GpuPart(identity=gpu_ident, peaks=peaks.gpu_peaks(gpu_ident), measurements=gpu_meas)
             progress.stage(f"{device} checks")
             clock = time.perf_counter()
@@ -537,8 +572,12 @@ def run_calibration(
     )
     profile = DeviceProfile(name=name or default_name(device), calibration=info, host=host, gpu=gpu_part)
     if gpu_part is not None:
-        ov = gpu_part.measurements.overheads
-        gpu_part.measurements.overheads = ov.model_copy(update=dict(program_factor=PROGRAM_FACTOR_GPU))
+        ov = gpu_part.measurements.overheads.model_copy(update=dict(program_factor=PROGRAM_FACTOR_GPU))
+        factor = host_phase_factor(host_index)
+        # on a busy machine the slow moments are other programs', which the timing protocol rejects
+        if factor is not None and not info.load.busy and not any("(gpu overheads)" in r for r in remeasured):
+            ov = at_host_phase(ov, factor)
+        gpu_part.measurements.overheads = ov
     return profile
 
 
@@ -590,6 +629,8 @@ def summary_rows(profile: DeviceProfile) -> list[tuple[str, str, str, str, str]]
         o = meas.overheads
         rows.append((label, "dispatch one aten op (host)", fmt_time(o.dispatch_s), "-", "-"))
         rows.append((label, "nn.Module call (host)", fmt_time(o.module_call_s), "-", "-"))
+        if o.host_phase_factor != 1.0:
+            rows.append((label, "host costs put at the run's median host speed", f"x{o.host_phase_factor:.2f}", "-", "-"))
         if o.kernel_min_s:
             rows.append((label, "kernel in a CUDA graph", fmt_time(o.kernel_min_s), "-", "-"))
         if o.graph_launch_s:

@@ -506,6 +506,12 @@ class Overheads(_Strict):
         default=None,
         description="CPU: wall time of one tiny aten op (dispatch plus the op itself); the CPU's per-op overhead.",
     )
+    host_phase_factor: float = Field(
+        default=1.0, gt=0, le=10.0,
+        description="GPU: the host-speed index's median over the whole calibration over its median around the overheads stage; "
+        "the eager host costs measured there were multiplied by it, so that they stand for the host's typical speed, not one "
+        "moment's (1.0: not applied, on a busy machine or an older profile).",
+    )
     training: TrainingOverheads | None = Field(
         default=None, description="Host costs of a training step (the autograd engine, optimizers); null when not measured.",
     )

@@ -1,0 +1,26 @@
+"""Calibration puts the GPU's eager host costs at the host's median speed over the whole run."""
+
+import pytest
+
+from calibrate.runner import at_host_phase, host_phase_factor
+from roofline.profiles import load_profile_file
+from tests.conftest import REPO
+
+
+def test_factor_is_the_runs_median_index_over_the_overheads_stages():
+    # the host ran slow (1.3 ms per index pass) around the overheads stage, at 1.0 ms over the run
+    assert host_phase_factor({"run": [1.0, 0.9, 1.0, 1.4, 1.1], "overheads": [1.3, 1.2, 1.4]}) == pytest.approx(1.0 / 1.3)
+    assert host_phase_factor({"run": [1.0]}) is None and host_phase_factor({}) is None
+
+
+def test_only_the_overheads_stages_host_costs_move():
+    ov = load_profile_file(REPO / "tests" / "fixtures" / "h100_profile.json").gpu.measurements.overheads
+    moved = at_host_phase(ov, 0.8)
+    assert moved.host_phase_factor == 0.8
+    assert moved.dispatch_s.median_s == pytest.approx(0.8 * ov.dispatch_s.median_s)
+    assert moved.module_call_s.median_s == pytest.approx(0.8 * ov.module_call_s.median_s)
+    for name, stat in ov.dispatch_by_op_s.items():
+        assert moved.dispatch_by_op_s[name].median_s == pytest.approx(0.8 * stat.median_s)
+    # device-side and other stages' figures stay as measured
+    assert moved.kernel_min_s == ov.kernel_min_s and moved.interleave_factor == ov.interleave_factor
+    assert moved.compiled_call_s == ov.compiled_call_s and moved.training == ov.training
