@@ -92,3 +92,24 @@ def test_the_calibrated_copies_walk_the_runs_the_model_interpolates_between():
         (view,) = [c.cell_contents for c in fn.__closure__]
         out = TensorMeta.contiguous(view.shape)
         assert copy_run(TensorMeta.of(view), out) == run
+
+
+def test_layer_norm_copies_a_transposed_input_at_the_transposed_rate():
+    """layer_norm makes a strided input contiguous first (timm's Mixer normalizes a transposed
+    tensor): with the strided families that copy is a run-1 strided copy, not a flat stream."""
+    from roofline.model.kernels import contiguous_pass_s
+
+    x = torch.randn(4, 64, 96).transpose(1, 2)  # (4, 96, 64), channels innermost in memory
+    fn = lambda t: torch.nn.functional.layer_norm(t, (64,))  # noqa: E731
+    profile, plain = _strided_profile(), _profile_with(_flat_curve("cat", "float32", CONTIGUOUS_CAT_RATE))
+    from roofline.graph.capture import capture
+
+    op = next(o for o in capture(fn, (x,)).ops if o.packet == "aten.native_layer_norm")
+    from roofline.costs import cost_of
+
+    cost = cost_of(op)[0]
+    strided_s = contiguous_pass_s(op, cost, DeviceModel(profile.gpu, "cuda"))
+    assert strided_s == pytest.approx(2 * x.numel() * 4 / TRANSPOSE_RATE, rel=1e-6)
+    flat = DeviceModel(plain.gpu, "cuda")  # without the families: the flat copy curve
+    nbytes = 2 * x.numel() * 4
+    assert contiguous_pass_s(op, cost, flat) == pytest.approx(nbytes / flat.bandwidth.bytes_per_s(nbytes, "copy"), rel=1e-9)

@@ -220,11 +220,17 @@ def _row_major(t) -> bool:
 
 def contiguous_pass_s(op: CapturedOp, cost: OpCost, dev: DeviceModel) -> float:
     """Time of the copy an op makes of a strided input before its kernel (``CONTIGUOUS_INPUT``),
-    one read and one write of the input on the copy curve; 0 for a row-major input."""
+    one read and one write of the input: a strided copy on the strided-copy families where the
+    profile has them (a transposed input is copied in runs of one element), else on the copy curve;
+    0 for a row-major input."""
     inputs = op.tensor_inputs()
     if op.packet not in CONTIGUOUS_INPUT or not inputs or _row_major(inputs[0]) or not cost.kernels:
         return 0.0
-    nbytes = 2 * inputs[0].nbytes
+    x = inputs[0]
+    nbytes = 2 * x.nbytes
+    run = copy_run(x, TensorMeta.contiguous(tuple(x.shape), x.dtype))
+    if run is not None and all(dev.has_family(f) for f in STRIDED_FAMILIES):
+        return _run_copy_s(nbytes, run, DTYPE_NAMES.get(x.dtype, "float32"), dev)
     return nbytes / dev.bandwidth.bytes_per_s(nbytes, "copy")
 
 
@@ -491,6 +497,12 @@ def _strided_s(op: CapturedOp, cost: OpCost, dev: DeviceModel, strided: tuple[st
             sizes = [t.numel for t in _strided_cat_inputs(op)]
             nbytes = round(nbytes * max(1.0, max(sizes) / sum(sizes) / CAT_GRID_SHARE))
         return nbytes / dev.family_bytes_per_s(family, nbytes, dtype)
+    return _run_copy_s(nbytes, run, dtype, dev)
+
+
+def _run_copy_s(nbytes: int, run: int, dtype: str, dev: DeviceModel) -> float:
+    """A strided copy moving ``nbytes`` in inner runs of ``run`` elements: its rate interpolated in
+    log(run) between the transposed copy (run 1) and the permuted copy (run STRIDED_RUN)."""
     rate_1 = dev.family_bytes_per_s("transpose_copy", nbytes, dtype)
     rate_run = dev.family_bytes_per_s("strided_copy", nbytes, dtype)
     f = min(math.log(run) / math.log(STRIDED_RUN), 1.0)
