@@ -113,3 +113,17 @@ def test_layer_norm_copies_a_transposed_input_at_the_transposed_rate():
     flat = DeviceModel(plain.gpu, "cuda")  # without the families: the flat copy curve
     nbytes = 2 * x.numel() * 4
     assert contiguous_pass_s(op, cost, flat) == pytest.approx(nbytes / flat.bandwidth.bytes_per_s(nbytes, "copy"), rel=1e-9)
+
+
+def test_an_elementwise_op_with_a_transposed_operand_streams_as_a_strided_copy():
+    """x.transpose(1, 2) + pos (Whisper adds its positional embedding to a transposed conv output):
+    ATen's kernel computes an offset per element, as a strided copy of run 1 does; an operand laid
+    out as the output, or an expanded (broadcast) one, keeps the elementwise curves."""
+    profile = _strided_profile()
+    x, pos = torch.randn(4, 96, 64), torch.randn(4, 64, 96)
+    add = lambda a, b: a + b  # noqa: E731
+    nbytes = 3 * x.numel() * 4
+    assert _memory_s(add, (x.transpose(1, 2), pos), profile, target="aten.add") == pytest.approx(nbytes / TRANSPOSE_RATE, rel=1e-6)
+    plain = _profile_with(_flat_curve("cat", "float32", CONTIGUOUS_CAT_RATE))
+    for a, b in ((pos, pos.clone()), (pos, torch.randn(64, 96).expand(4, 64, 96))):
+        assert _memory_s(add, (a, b), profile, target="aten.add") == pytest.approx(_memory_s(add, (a, b), plain, target="aten.add"), rel=1e-9)

@@ -100,6 +100,9 @@ def _memory_s(op: CapturedOp, cost: OpCost, dev: DeviceModel) -> float:
     strided = _strided_copy(op, cost, dev)
     if strided is not None:
         return _strided_s(op, cost, dev, strided)
+    run = _strided_operand_run(op, cost, dev)
+    if run is not None:
+        return _run_copy_s(nbytes, run, DTYPE_NAMES.get(_out_dtype(op, cost), "float32"), dev)
     family = _family(op, cost, dev)
     dtype = DTYPE_NAMES.get(_out_dtype(op, cost), "float32")
     if family in ELEMENT_BOUND and not dev.has_family(family, dtype):
@@ -498,6 +501,22 @@ def _strided_s(op: CapturedOp, cost: OpCost, dev: DeviceModel, strided: tuple[st
             nbytes = round(nbytes * max(1.0, max(sizes) / sum(sizes) / CAT_GRID_SHARE))
         return nbytes / dev.family_bytes_per_s(family, nbytes, dtype)
     return _run_copy_s(nbytes, run, dtype, dev)
+
+
+def _strided_operand_run(op: CapturedOp, cost: OpCost, dev: DeviceModel) -> int | None:
+    """The shortest inner run of an elementwise op's full-size operands that are not laid out as
+    its output (a transposed conv output plus a positional embedding): ATen's TensorIterator then
+    computes an offset per element and cannot vectorize, as a strided copy does. None where every
+    operand streams with the output, or the profile lacks the strided-copy families."""
+    if cost.category not in ("pointwise", "transcendental") or not cost.kernels or not op.outputs:
+        return None
+    if not all(dev.has_family(f) for f in STRIDED_FAMILIES):
+        return None
+    out = op.outputs[0]
+    # an expanded operand (stride 0) is a broadcast, priced as one
+    full = [t for t in op.tensor_inputs() if t.shape == out.shape and all(st or n == 1 for st, n in zip(t.stride, t.shape))]
+    runs = [r for r in (copy_run(t, out) for t in full) if r is not None]
+    return min(runs) if runs else None
 
 
 def _run_copy_s(nbytes: int, run: int, dtype: str, dev: DeviceModel) -> float:
