@@ -1,0 +1,58 @@
+"""Each kernel mechanism against the H100's own measurements: ops of the zoo record
+(``benchmarks/results/h100_zoo.json``, measured on the lent H100 on 2026-11-25 beside the profile the
+session calibrated) priced with that profile, and again with the mechanism's calibration stage
+removed (``benchmarks/zoo/run.without_stages``). The mechanism must bring the op within its band of
+the measurement, and pricing without it must miss by far more."""
+
+import gzip
+import json
+
+import pytest
+
+from benchmarks.zoo.run import priced_ops, without_stages
+from roofline.graph.serialize import graph_from_dict
+from roofline.pipeline import Analysis, Options
+from roofline.profiles import load_profile_file
+from tests.conftest import REPO
+
+RESULTS = REPO / "benchmarks" / "results"
+STRIDED = ["pointwise:strided_copy", "pointwise:transpose_copy", "pointwise:cat_strided"]
+
+# (case, op, its first two input shapes, calibration stages the mechanism prices it with)
+CASES = [
+    ("hf_whisper_tiny b1 fp32", "aten._scaled_dot_product_efficient_attention.default", [[1, 6, 32, 64], [1, 6, 1500, 64]], ["attention"]),
+    ("tv_resnet50 b32 fp16", "aten.native_batch_norm.default", [[32, 2048, 7, 7], [2048]], ["norm_families"]),
+    ("unet_small b1 fp32", "aten.native_group_norm.default", [[1, 32, 128, 128], [32]], ["norm_families"]),
+    ("tv_swin_t b32 fp16", "aten.clone.default", [[2048, 3, 32, 49]], STRIDED),
+    ("hf_whisper_tiny b8 fp16", "aten.add.Tensor", [[8, 1500, 384], [8, 1500, 384]], STRIDED),
+    ("timm_deit_small b32 fp16", "aten.convolution.default", [[32, 3, 224, 224], [384, 3, 16, 16]], ["conv"]),
+]
+BAND = 0.35
+
+
+@pytest.fixture(scope="module")
+def record():
+    rec = json.loads((RESULTS / "h100_zoo.json").read_text())
+    with gzip.open(RESULTS / rec["graphs_file"], "rt") as f:
+        graphs = json.load(f)["graphs"]
+    profile = load_profile_file(RESULTS / rec["profile_file"])
+    options = Options(device="cuda", allow_tf32=rec["allow_tf32"], conv_tf32=rec["conv_tf32"], batch_sweep=False)
+    return {r["label"]: r for r in rec["rows"]}, graphs, profile, options
+
+
+def _error(record, case, op_name, shapes, profile) -> float:
+    rows, graphs, _, options = record
+    analysis = Analysis(graph_from_dict(graphs[case]), profile, "cuda", options, name=case)
+    measured = dict(rows[case]["ops"])
+    ops = priced_ops(analysis, [measured.get(i) for i in range(len(analysis.graph.ops))])
+    (op,) = [o for o in ops if o["op"] == op_name and o["shapes"][: len(shapes)] == shapes and o["measured_s"]][:1]
+    return (op["predicted_s"] - op["measured_s"]) / op["measured_s"]
+
+
+@pytest.mark.parametrize("case,op_name,shapes,stages", CASES, ids=[f"{c[0]}: {c[1].split('.')[1]}" for c in CASES])
+def test_mechanism_prices_the_measured_op(record, case, op_name, shapes, stages):
+    profile = record[2]
+    error = _error(record, case, op_name, shapes, profile)
+    assert abs(error) < BAND, f"{case} {op_name}: {100 * error:+.0f}% against the H100's measurement"
+    without = _error(record, case, op_name, shapes, without_stages(profile, "cuda", stages))
+    assert abs(without) > abs(error) + 0.25, f"without {stages}: {100 * without:+.0f}% (with: {100 * error:+.0f}%)"
