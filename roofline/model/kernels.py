@@ -510,13 +510,13 @@ def _strided_operand_run(op: CapturedOp, cost: OpCost, dev: DeviceModel) -> int 
     operand streams with the output, or the profile lacks the strided-copy families."""
     if cost.category not in ("pointwise", "transcendental") or not cost.kernels or not op.outputs:
         return None
-    if not all(dev.has_family(f) for f in STRIDED_FAMILIES):
-        return None
     out = op.outputs[0]
     # an expanded operand (stride 0) is a broadcast, priced as one
     full = [t for t in op.tensor_inputs() if t.shape == out.shape and all(st or n == 1 for st, n in zip(t.stride, t.shape))]
     runs = [r for r in (copy_run(t, out) for t in full) if r is not None]
-    return min(runs) if runs else None
+    if not runs or not all(dev.has_family(f) for f in STRIDED_FAMILIES):
+        return None
+    return min(runs)
 
 
 def _run_copy_s(nbytes: int, run: int, dtype: str, dev: DeviceModel) -> float:
