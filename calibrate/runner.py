@@ -78,12 +78,20 @@ class Plan:
     def probes_for(self, dtype: str) -> list[tuple[int, int, int]]:
         return self.matmul_probes if self.probe_dtypes is None or dtype in self.probe_dtypes else []
 
+    def selection_sizes(self) -> list[int]:
+        """Sizes of the selection and layout families: every other pointwise size, up to the cap."""
+        return [x for x in self.sin_sizes[::2] if self.selection_max_elements is None or x <= self.selection_max_elements]
+
+    def strided_sizes(self) -> list[int]:
+        """Sizes of the strided-copy families: the pointwise sizes (x4 apart) up to the largest layout point."""
+        selection = self.selection_sizes()
+        return [x for x in self.sin_sizes if selection and x <= max(selection)]
+
     def steps(self, gpu: bool) -> int:
         n = sum(len(self.matmul_grid) ** 3 + len(self.probes_for(d)) for d in self.matmul_dtypes)
         n += 3 * len(self.bandwidth_sizes) + len(POINTWISE_OPS) * len(self.pointwise_dtypes) * len(self.sin_sizes) + len(representative_ops("cpu")) + 2
-        selection = [x for x in self.sin_sizes[::2] if self.selection_max_elements is None or x <= self.selection_max_elements]
-        n += (len(memory.SELECTION_OPS) + len(memory.LAYOUT_OPS) * len(self.pointwise_dtypes)) * len(selection)
-        n += len(memory.STRIDED_OPS) * len(self.pointwise_dtypes) * len([x for x in self.sin_sizes if selection and x <= max(selection)])
+        n += (len(memory.SELECTION_OPS) + len(memory.LAYOUT_OPS) * len(self.pointwise_dtypes)) * len(self.selection_sizes())
+        n += len(memory.STRIDED_OPS) * len(self.pointwise_dtypes) * len(self.strided_sizes())
         n += len(ATTENTION_CURVES) * len(self.attention_seqs) * (len(self.attention_tokens) + (0 if self.quick else 1))
         n += len(self.conv_dtypes) * len(self.conv_shapes)
         n += len(rnn.KINDS) * len(self.rnn_dtypes) * len(self.rnn_shapes)
@@ -302,23 +310,15 @@ def _measure_part(device: str, plan: Plan, progress: _Progress, warnings: list, 
                 )
             )
             lap(f"pointwise {op} {dtype}")
-    selection_sizes = [n for n in plan.sin_sizes[::2] if plan.selection_max_elements is None or n <= plan.selection_max_elements]
-    for dtype in plan.pointwise_dtypes:
-        for op in memory.LAYOUT_OPS:
-            progress.stage(f"{device} layout {op} {dtype}")
-            pointwise.append(
-                memory.measure_pointwise(selection_sizes, device, op=op, dtype_name=dtype, budget_s=plan.point_budget_s, warnings=warnings, progress=progress.step)
-            )
-            lap(f"layout {op} {dtype}")
-    # x4 apart up to the largest layout point
-    strided_sizes = [n for n in plan.sin_sizes if selection_sizes and n <= max(selection_sizes)]
-    for dtype in plan.pointwise_dtypes:
-        for op in memory.STRIDED_OPS:
-            progress.stage(f"{device} strided {op} {dtype}")
-            pointwise.append(
-                memory.measure_pointwise(strided_sizes, device, op=op, dtype_name=dtype, budget_s=plan.point_budget_s, warnings=warnings, progress=progress.step)
-            )
-            lap(f"strided {op} {dtype}")
+    selection_sizes = plan.selection_sizes()
+    for stage, ops, sizes in (("layout", memory.LAYOUT_OPS, selection_sizes), ("strided", memory.STRIDED_OPS, plan.strided_sizes())):
+        for dtype in plan.pointwise_dtypes:
+            for op in ops:
+                progress.stage(f"{device} {stage} {op} {dtype}")
+                pointwise.append(
+                    memory.measure_pointwise(sizes, device, op=op, dtype_name=dtype, budget_s=plan.point_budget_s, warnings=warnings, progress=progress.step)
+                )
+                lap(f"{stage} {op} {dtype}")
     for op in memory.SELECTION_OPS:
         progress.stage(f"{device} selection {op}")
         pointwise.append(

@@ -7,10 +7,10 @@ import torch
 import torch.nn.functional as F
 
 from roofline.model.families import plane_time_s, rows_in_flight_time_s
-from roofline.pipeline import Analysis, Options
 from roofline.profiles import load_profile_file
 from roofline.schema.profile import NormFamilyCurve, NormFamilyPoint, Stat
 from tests.conftest import REPO
+from tests.test_mechanisms import kernel_s
 
 FIXTURE = REPO / "tests" / "fixtures" / "h100_profile.json"
 LAUNCH_S = 2e-6
@@ -47,14 +47,6 @@ def _profile(families: bool = True):
     return profile
 
 
-def _kernel_s(fn, args, profile) -> float:
-    """The predicted device time of the ops ``fn(*args)`` launches."""
-    with torch.device("meta"):
-        meta = [torch.empty_like(a, device="meta") if isinstance(a, torch.Tensor) else a for a in args]
-    a = Analysis.of(fn, tuple(meta), None, profile, Options(device="cuda", batch_sweep=False, capture_device="cpu"))
-    return sum(k[0] for k in a.kernels())
-
-
 def _batch_norm_case(shape, dtype=torch.float16, training=False, channels_last=False):
     c = shape[1]
     x = torch.empty(shape, dtype=dtype)
@@ -67,13 +59,13 @@ def _batch_norm_case(shape, dtype=torch.float16, training=False, channels_last=F
 def test_eval_batch_norm_follows_the_number_of_short_planes():
     # [32, 2048, 7, 7] in fp16 (bf16's curve stands for it): 65536 planes at 0.7 ns each, not its bytes
     fn, args = _batch_norm_case((32, 2048, 7, 7))
-    assert _kernel_s(fn, args, _profile()) == pytest.approx(LAUNCH_S + 65536 * 0.7e-9, rel=0.01)
-    assert _kernel_s(fn, args, _profile(families=False)) < 0.5 * (LAUNCH_S + 65536 * 0.7e-9)  # bytes on the layer_norm curve
+    assert kernel_s(fn, args, _profile()) == pytest.approx(LAUNCH_S + 65536 * 0.7e-9, rel=0.01)
+    assert kernel_s(fn, args, _profile(families=False)) < 0.5 * (LAUNCH_S + 65536 * 0.7e-9)  # bytes on the layer_norm curve
     # the same elements in planes of 14 x 14, half-way between the sizes in log(plane)
     fn, args = _batch_norm_case((32, 512, 14, 14))
     elements = 32 * 512 * 196
     at_49, at_784 = (LAUNCH_S + elements / p * PLANE_NS[p] * 1e-9 for p in (49, 784))
-    assert _kernel_s(fn, args, _profile()) == pytest.approx((at_49 * at_784) ** 0.5, rel=0.01)
+    assert kernel_s(fn, args, _profile()) == pytest.approx((at_49 * at_784) ** 0.5, rel=0.01)
     # planes shorter than the shortest calibrated one each cost what one of that size does
     assert plane_time_s(_batch_norm_points(), 1 << 16, 16) == pytest.approx(LAUNCH_S + (1 << 16) * 0.7e-9)
 
@@ -82,9 +74,9 @@ def test_batch_norm_of_another_kernel_keeps_its_price():
     # training (statistics first), channels-last and 2-D inputs run other kernels than the plane walk
     for case in (dict(training=True), dict(channels_last=True)):
         fn, args = _batch_norm_case((32, 2048, 7, 7), **case)
-        assert _kernel_s(fn, args, _profile()) == pytest.approx(_kernel_s(fn, args, _profile(families=False)))
+        assert kernel_s(fn, args, _profile()) == pytest.approx(kernel_s(fn, args, _profile(families=False)))
     fn, args = _batch_norm_case((32, 2048))
-    assert _kernel_s(fn, args, _profile()) == pytest.approx(_kernel_s(fn, args, _profile(families=False)))
+    assert kernel_s(fn, args, _profile()) == pytest.approx(kernel_s(fn, args, _profile(families=False)))
 
 
 def _group_norm_case(shape, groups=8):
@@ -96,13 +88,13 @@ def test_group_norm_follows_rows_in_flight():
     # one image of 32 channels in 8 groups: 8 rows of 65536, each row's block alone on an SM
     fn, args = _group_norm_case((1, 32, 128, 128))
     one_image = LAUNCH_S + 65536 * ROW_NS[8] * 1e-9
-    assert _kernel_s(fn, args, _profile()) == pytest.approx(one_image, rel=0.01)
-    assert _kernel_s(fn, args, _profile(families=False)) < 0.5 * one_image  # bytes at the bandwidth
+    assert kernel_s(fn, args, _profile()) == pytest.approx(one_image, rel=0.01)
+    assert kernel_s(fn, args, _profile(families=False)) < 0.5 * one_image  # bytes at the bandwidth
     # 256 rows: between the counts in log(rows) at the same row length
     fn, args = _group_norm_case((32, 32, 128, 128))
     at_4096 = LAUNCH_S + 65536 * ROW_NS[4096] * 1e-9
     f = 5 / 9  # log(256 / 8) / log(4096 / 8)
-    assert _kernel_s(fn, args, _profile()) == pytest.approx(one_image ** (1 - f) * at_4096 ** f, rel=0.01)
+    assert kernel_s(fn, args, _profile()) == pytest.approx(one_image ** (1 - f) * at_4096 ** f, rel=0.01)
     # beyond the largest count the rows run in waves: twice the rows, twice the time
     points = _group_norm_points()
     assert rows_in_flight_time_s(points, 8192, 4096) == pytest.approx(2 * rows_in_flight_time_s(points, 4096, 4096))
@@ -116,4 +108,4 @@ def test_profiles_without_the_families_price_norms_as_before():
     fn, args = _group_norm_case((1, 32, 128, 128))
     with_other_dtype = _profile()
     with_other_dtype.gpu.measurements.norm_families = with_other_dtype.gpu.measurements.norm_families[:1]  # bf16 batch norm only
-    assert _kernel_s(fn, args, with_other_dtype) == pytest.approx(_kernel_s(fn, args, profile))
+    assert kernel_s(fn, args, with_other_dtype) == pytest.approx(kernel_s(fn, args, profile))

@@ -297,9 +297,10 @@ class ConvModel:
             ratio = _work_time(p.time.median_s, overhead_s) / roof
             taps = p.kernel**p.dims
             values = (math.log(m), math.log(n), math.log(k), math.log(ratio))
-            rows.append((taps, *values))
-            key = ConvKey(conv_kind(p.dims, p.transposed), taps, p.stride > 1, conv_aligned(p.in_channels, itemsize))
-            keyed_rows.append((key, values))
+            if self.keyed:
+                keyed_rows.append((ConvKey(conv_kind(p.dims, p.transposed), taps, p.stride > 1, conv_aligned(p.in_channels, itemsize)), values))
+            else:
+                rows.append((taps, *values))
         self._rows = np.array(rows, dtype=np.float64)
         self._keyed_rows = keyed_rows
 

@@ -213,12 +213,7 @@ CONTIGUOUS_INPUT = {"aten.native_layer_norm", "aten._softmax"}
 
 def _row_major(t) -> bool:
     """Whether a tensor's strides are the dense row-major ones (size-1 dimensions aside)."""
-    expected = 1
-    for size, stride in zip(reversed(t.shape), reversed(t.stride)):
-        if size != 1 and stride != expected:
-            return False
-        expected *= size
-    return True
+    return _dense_in_order(t, list(reversed(range(t.ndim))))
 
 
 def contiguous_pass_s(op: CapturedOp, cost: OpCost, dev: DeviceModel) -> float:
@@ -232,7 +227,7 @@ def contiguous_pass_s(op: CapturedOp, cost: OpCost, dev: DeviceModel) -> float:
     x = inputs[0]
     nbytes = 2 * x.nbytes
     run = copy_run(x, TensorMeta.contiguous(tuple(x.shape), x.dtype))
-    if run is not None and all(dev.has_family(f) for f in STRIDED_FAMILIES):
+    if run is not None and _has_strided_families(dev):
         return _run_copy_s(nbytes, run, DTYPE_NAMES.get(x.dtype, "float32"), dev)
     return nbytes / dev.bandwidth.bytes_per_s(nbytes, "copy")
 
@@ -389,14 +384,19 @@ ROW_FAMILIES = {"layer_norm": ("layer_norm_short", 64, 1024), "softmax": ("softm
 
 # copies whose kernel is ATen's TensorIterator copy (``copy_`` under every name)
 COPY_OPS = {"aten.clone", "aten._to_copy", "aten.copy", "aten.copy_", "aten.contiguous", "aten._copy_from", "aten.to", "aten.type_as"}
-# strided copies calibrated at two inner runs (calibrate.memory: a transposed copy, run 1, and a
-# permuted copy whose rows of STRIDED_RUN elements stay whole), and a cat of strided inputs
+# strided copies calibrated at two inner runs (calibrate.memory: a transposed copy, in inner runs of
+# one element, and a permuted copy whose rows of STRIDED_RUN elements stay whole), and a cat of
+# strided inputs
 STRIDED_FAMILIES = ("transpose_copy", "strided_copy", "cat_strided")
 STRIDED_RUN = 32
 # ATen's batched cat kernel for inputs that are not all contiguous gives each input a grid of two
 # 512-thread blocks per SM, a quarter of an SM's 2048 threads each: one input alone fills half the
 # GPU (as a class token joins the patches), two or more fill it
 CAT_GRID_SHARE = 0.5
+
+
+def _has_strided_families(dev: DeviceModel) -> bool:
+    return all(dev.has_family(f) for f in STRIDED_FAMILIES)
 
 
 def _dims_inner_first(t) -> list[int]:
@@ -464,7 +464,7 @@ def _strided_copy(op: CapturedOp, cost: OpCost, dev: DeviceModel) -> tuple[str, 
     the strided-copy families; None for a flat copy or where the profile lacks them."""
     if (op.packet not in COPY_OPS and op.packet != "aten.cat") or not cost.kernels or not op.outputs:
         return None
-    if not all(dev.has_family(f) for f in STRIDED_FAMILIES):
+    if not _has_strided_families(dev):
         return None
     out = op.outputs[0]
     if op.packet in COPY_OPS:
@@ -486,10 +486,11 @@ def _strided_s(op: CapturedOp, cost: OpCost, dev: DeviceModel, strided: tuple[st
     """Time of a strided copy: its elements at the calibrated strided rate, as the bytes that the
     calibrated copy of as many elements moves (one element read and one written each, whatever a
     broadcast source's footprint: the kernel is bound by its per-element offsets). A copy's rate
-    is interpolated in log(inner run) between the transposed copy (run 1) and the permuted copy
-    (run STRIDED_RUN; longer runs at its rate). On a GPU a cat gives each input a grid of its own
-    (``CAT_GRID_SHARE``): an input larger than the rest together leaves part of the GPU idle and
-    takes as long as a cat of proportionally more elements on the whole GPU."""
+    is interpolated in log(inner run) between the transposed copy (inner runs of one element) and
+    the permuted copy (inner runs of STRIDED_RUN elements; longer ones at its rate). On a GPU a cat
+    gives each input a grid of its own (``CAT_GRID_SHARE``): an input larger than the rest together
+    leaves part of the GPU idle and takes as long as a cat of proportionally more elements on the
+    whole GPU."""
     family, run, elements = strided
     out = op.outputs[0]
     src = _copy_source(op) if op.packet in COPY_OPS else out
@@ -514,14 +515,15 @@ def _strided_operand_run(op: CapturedOp, cost: OpCost, dev: DeviceModel) -> int 
     # an expanded operand (stride 0) is a broadcast, priced as one
     full = [t for t in op.tensor_inputs() if t.shape == out.shape and all(st or n == 1 for st, n in zip(t.stride, t.shape))]
     runs = [r for r in (copy_run(t, out) for t in full) if r is not None]
-    if not runs or not all(dev.has_family(f) for f in STRIDED_FAMILIES):
+    if not runs or not _has_strided_families(dev):
         return None
     return min(runs)
 
 
 def _run_copy_s(nbytes: int, run: int, dtype: str, dev: DeviceModel) -> float:
     """A strided copy moving ``nbytes`` in inner runs of ``run`` elements: its rate interpolated in
-    log(run) between the transposed copy (run 1) and the permuted copy (run STRIDED_RUN)."""
+    log(run) between the transposed copy (inner runs of one element) and the permuted copy (inner
+    runs of STRIDED_RUN elements)."""
     rate_1 = dev.family_bytes_per_s("transpose_copy", nbytes, dtype)
     rate_run = dev.family_bytes_per_s("strided_copy", nbytes, dtype)
     f = min(math.log(run) / math.log(STRIDED_RUN), 1.0)
