@@ -24,3 +24,16 @@ def test_only_the_overheads_stages_host_costs_move():
     # device-side and other stages' figures stay as measured
     assert moved.kernel_min_s == ov.kernel_min_s and moved.interleave_factor == ov.interleave_factor
     assert moved.compiled_call_s == ov.compiled_call_s and moved.training == ov.training
+
+
+def test_a_replay_can_undo_the_factor():
+    """``accuracy.py --zoo --replay R --drop host_phase`` prices a record with the host costs as the
+    overheads stage measured them: the profile's factor divided back out."""
+    from benchmarks.zoo.run import without_stages
+
+    profile = load_profile_file(REPO / "benchmarks" / "results" / "h100_zoo_profile.json")
+    ov = profile.gpu.measurements.overheads
+    assert ov.host_phase_factor != 1.0
+    undone = without_stages(profile, "cuda", ["host_phase"]).gpu.measurements.overheads
+    assert undone.host_phase_factor == 1.0
+    assert undone.dispatch_s.median_s == pytest.approx(ov.dispatch_s.median_s / ov.host_phase_factor)

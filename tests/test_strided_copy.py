@@ -35,7 +35,7 @@ def test_a_permuted_copy_prices_at_the_strided_rate_of_its_inner_run():
     contiguous = lambda t: t.contiguous()  # noqa: E731
     x = torch.randn(4, 64, 8, 32)
     nbytes = 2 * x.numel() * 4
-    # heads merged (rows of 32 stay whole) and a transposed matrix (run 1)
+    # heads merged (rows of 32 stay whole) and a transposed matrix (inner runs of one element)
     assert _memory_s(contiguous, (x.permute(0, 2, 1, 3),), profile) == pytest.approx(nbytes / RUN_RATE, rel=1e-6)
     assert _memory_s(contiguous, (x.transpose(2, 3),), profile) == pytest.approx(nbytes / TRANSPOSE_RATE, rel=1e-6)
     # rows of 8: between the two in log(run)
@@ -117,7 +117,7 @@ def test_layer_norm_copies_a_transposed_input_at_the_transposed_rate():
 
 def test_an_elementwise_op_with_a_transposed_operand_streams_as_a_strided_copy():
     """x.transpose(1, 2) + pos (Whisper adds its positional embedding to a transposed conv output):
-    ATen's kernel computes an offset per element, as a strided copy of run 1 does; an operand laid
+    ATen's kernel computes an offset per element, as a strided copy of one-element runs does; an operand laid
     out as the output, or an expanded (broadcast) one, keeps the elementwise curves."""
     profile = _strided_profile()
     x, pos = torch.randn(4, 96, 64), torch.randn(4, 64, 96)

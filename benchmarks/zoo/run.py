@@ -294,10 +294,16 @@ def _replayed(old: dict, graphs: dict, profile, kind: str, options: Options, dev
 def without_stages(profile, kind: str, stages: list[str]):
     """The profile with some calibration stages removed, to see what each buys on a record: a
     measurement list of the device part (``conv_families``, ``gemm_ratios``, ``attention``, ``conv``,
-    ``rnn``) or ``pointwise:OP`` for one op family's curves (``pointwise:layer_norm_short``)."""
+    ``rnn``), ``pointwise:OP`` for one op family's curves (``pointwise:layer_norm_short``), or
+    ``host_phase`` for the host costs as the overheads stage measured them (``host_phase_factor`` undone)."""
     stripped = profile.model_copy(deep=True)
     meas = stripped.part(kind).measurements
     for stage in stages:
+        if stage == "host_phase":
+            from calibrate.runner import at_host_phase
+
+            meas.overheads = at_host_phase(meas.overheads, 1.0 / meas.overheads.host_phase_factor).model_copy(update=dict(host_phase_factor=1.0))
+            continue
         if stage.startswith("pointwise:"):
             meas.pointwise = [c for c in meas.pointwise if c.op != stage.split(":", 1)[1]]
             continue
