@@ -104,8 +104,8 @@ LAYOUT_OPS = ("layer_norm_short", "softmax_short", "cat", "roll")
 # Strided copies: ATen's copy of a non-contiguous layout (attention heads split or merged, windows
 # partitioned, a transposed matrix made contiguous) computes an offset per element and cannot
 # vectorize, so it runs below the flat copy's rate, by how long a run of the input stays whole:
-# a transposed copy (run 1) and a permuted one whose rows of STRIDED_RUN elements stay whole
-# (longer runs copy at its rate). A cat with a strided input runs ATen's generic batched kernel.
+# a transposed copy (inner runs of one element) and a permuted one whose rows of STRIDED_RUN
+# elements stay whole (longer runs copy at its rate). A cat with a strided input runs ATen's generic batched kernel.
 # Calibrated per pointwise dtype on the pointwise sizes (x4 apart): the models' copies lie in the
 # millions of elements, between a launch-bound point and a streaming one, where points x16
 # apart interpolate far from either.
@@ -160,7 +160,8 @@ def _selection_call(op: str, n: int, device: str, dtype: torch.dtype):
 def _strided_call(op: str, n: int, device: str, dtype: torch.dtype):
     """A copy of n elements through a strided layout, as a batch of attention heads is split or
     merged: (2, S, 8, 32) permuted to (2, 8, S, 32) made contiguous (whole rows of 32 elements);
-    (2, 8, S, 32) with its last two dimensions transposed, as keys are for a product (run 1); or
+    (2, 8, S, 32) with its last two dimensions transposed, as keys are for a product (inner runs of
+    one element); or
     two permuted halves joined by cat."""
     seq = max(n // (2 * STRIDED_HEADS * STRIDED_RUN), 1)
     if op == "cat_strided":
