@@ -93,6 +93,11 @@ def attach_measurement(report: Report, measurement: Measurement, analysis: Analy
     return report
 
 
+def _alone(phase) -> float:
+    """A phase's prediction as its measurement times it (alone between synchronizations)."""
+    return phase.alone_s if phase.alone_s is not None else phase.predicted_s
+
+
 def attach_step_measurement(report: Report, measured) -> Report:
     """Put real training steps (``roofline.measure.train.StepMeasurement``) beside the predicted step:
     the step, each phase, and the peak of memory."""
@@ -106,7 +111,7 @@ def attach_step_measurement(report: Report, measured) -> Report:
     def err(p, m):
         return f"{100 * (p - m) / m:+.0f}%" if m else "-"
     line = f"checked: training step measured {seconds(measured.total.median_s)} against {seconds(step.predicted_s)} predicted ({err(step.predicted_s, measured.total.median_s)}); " + ", ".join(
-        f"{p.phase} {seconds(p.measured_s)} against {seconds(p.predicted_s)} ({err(p.predicted_s, p.measured_s)})" for p in step.phases if p.measured_s
+        f"{p.phase} {seconds(p.measured_s)} against {seconds(_alone(p))} ({err(_alone(p), p.measured_s)})" for p in step.phases if p.measured_s
     )
     if measured.peak_bytes:
         from roofline.units import count

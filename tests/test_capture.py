@@ -315,10 +315,47 @@ def test_nonzero_is_data_dependent():
     def f(x):
         return x[x.nonzero()[:, 0]]  # NONZERO
 
-    msg = capture_error(f, (torch.randn(6),))
+    unknown = torch.randn(6, device="meta")  # values nobody knows
+    msg = capture_error(f, (unknown,))
     assert f"{HERE}:{line_of('NONZERO')}" in msg and "aten.nonzero" in msg
-    graph = capture(f, (torch.randn(6),), materialize=lambda: (f, (torch.randn(6),)))
+    graph = capture(f, (unknown,), materialize=lambda: (f, (torch.randn(6),)))
     assert graph.capture_mode == "real" and "aten.nonzero.default" in names(graph)
+
+
+def test_known_input_values_answer_data_dependent_ops():
+    """An input whose values are known (a real tensor) answers nonzero and a branch on its values:
+    the capture stays on fake tensors and records the path a real run of these values takes."""
+
+    def f(x):
+        picked = x[x.nonzero()[:, 0]]
+        return picked * 2 if bool((x > 0).all()) else picked + 1
+
+    x = torch.tensor([0.0, 1.5, 0.0, 2.0])
+    graph = capture(f, (x,))
+    assert graph.capture_mode == "fake"
+    assert "aten.nonzero.default" in names(graph) and "aten.add.Tensor" in names(graph) and "aten.mul.Tensor" not in names(graph)
+    index = next(op for op in graph.ops if op.name == "aten.index.Tensor")
+    assert index.outputs[0].shape == (2,)  # the two nonzero values
+    graph = capture(f, (torch.tensor([1.0, 2.0]),))
+    assert "aten.mul.Tensor" in names(graph) and "aten.add.Tensor" not in names(graph)
+
+
+def test_constant_inputs_made_on_meta_are_known():
+    """A mask made by torch.ones on the meta device while ``Recipes`` records (a model file is loaded
+    so) has known values; one written in place afterwards does not."""
+    from roofline.graph.values import Recipes
+
+    def f(x, mask):
+        return x * 2 if mask.all() else x + 1  # MASK-BRANCH
+
+    with torch.device("meta"), Recipes():
+        x, ones = torch.randn(4, 8), torch.ones(4, 8, dtype=torch.bool)
+        written = torch.ones(4, 8, dtype=torch.bool)
+        written[0, 0] = False
+    graph = capture(f, (x, ones))
+    assert graph.capture_mode == "fake" and "aten.mul.Tensor" in names(graph)
+    assert f"{HERE}:{line_of('MASK-BRANCH')}" in graph.host_reads[0]
+    assert "aten._local_scalar_dense" in capture_error(f, (x, written))
 
 
 def test_shape_error_names_user_line():

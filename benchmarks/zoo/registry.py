@@ -13,6 +13,7 @@ with tensor values while it builds (torchvision's RegNet) is built on the CPU an
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib
 from dataclasses import dataclass
@@ -20,6 +21,8 @@ from typing import Callable
 
 import torch
 from torch import nn
+
+from roofline.graph.values import Recipes
 
 HALF = {"cnn": torch.float16, "vit": torch.float16, "encoder": torch.float16, "encdec": torch.float16, "decoder": torch.bfloat16, "mlp": torch.float16, "other": torch.float16}
 TYPICAL_BATCH = {"cnn": 32, "vit": 32, "encoder": 8, "decoder": 4, "encdec": 8, "rnn": 16, "mlp": 64, "other": 16}
@@ -39,6 +42,10 @@ class ZooModel:
     def build(self, batch: int, dtype: torch.dtype) -> tuple[nn.Module, tuple, dict]:
         """(model in eval mode in ``dtype``, args, kwargs) on the default device."""
         device = torch.get_default_device()
+        with Recipes() if device.type == "meta" else contextlib.nullcontext():  # values of constant inputs (masks)
+            return self._build(device, batch, dtype)
+
+    def _build(self, device: torch.device, batch: int, dtype: torch.dtype) -> tuple[nn.Module, tuple, dict]:
         try:
             model = self.make()
         except (NotImplementedError, RuntimeError):  # computes on tensor values while it builds

@@ -24,9 +24,11 @@ _CONV_PACKETS = {"aten.convolution", "aten.conv1d", "aten.conv2d", "aten.conv3d"
 
 def host_syncs(graph: CapturedGraph) -> list[str]:
     """Where the model makes the host wait for tensor values: "`.item()` at model.py:12", in order,
-    each place once (``.tolist()`` and friends recorded at capture, then the ops of ``reads_to_host``)."""
+    each place once (``.tolist()`` and friends recorded at capture, then the ops of ``reads_to_host``).
+    A library's own checks that it skips under torch.compile and CUDA-graph capture
+    (``CapturedGraph.library_checks``) are not among them."""
     found = list(graph.host_reads)
-    seen_sources = {r.rsplit(" at ", 1)[-1] for r in found if " at " in r}
+    seen_sources = {r.rsplit(" at ", 1)[-1] for r in found if " at " in r} | set(graph.library_checks)
     for op in graph.ops:
         what = reads_to_host(op)
         if what is None or (op.source and op.source in seen_sources):

@@ -112,13 +112,28 @@ def host_only(cost: OpCost) -> OpCost:
     return replace(cost, kernels=0, bytes_read=0, bytes_written=0, flops=0, category="view")
 
 
+def phase_alone_s(timeline: Timeline, idx: Sequence[int]) -> float:
+    """The phase's ops run alone from an idle host and device, then a synchronize: what a phase timed
+    between synchronizations takes (``--measure --train``). Within a step the host runs ahead and
+    issues the next phase while the device still works, so a phase adds less than this to the step."""
+    if timeline.device != "cuda":
+        return sum(timeline.ops[i].host_s + timeline.ops[i].kernel_s for i in idx)
+    host = end = 0.0
+    for i in idx:
+        t = timeline.ops[i]
+        host += t.host_s
+        end = max(host, end) + t.kernel_s
+    return max(host, end) + timeline.sync_s
+
+
 def phase_times(graph: CapturedGraph, costs: Sequence[OpCost], timeline: Timeline) -> list[PhaseTime]:
-    """Each phase's share of the step on its timeline (what its ops add to the end), FLOPs and bytes."""
+    """Each phase's share of the step on its timeline (what its ops add to the end), the phase alone
+    between synchronizations, FLOPs and bytes."""
     out = []
     for phase in PHASES:
         idx = [i for i, op in enumerate(graph.ops) if op.phase == phase]
         out.append(PhaseTime(
-            phase=phase, ops=len(idx), predicted_s=sum(timeline.ops[i].predicted_s for i in idx),
+            phase=phase, ops=len(idx), predicted_s=sum(timeline.ops[i].predicted_s for i in idx), alone_s=phase_alone_s(timeline, idx),
             host_s=sum(timeline.ops[i].host_s for i in idx), kernel_s=sum(timeline.ops[i].kernel_s for i in idx),
             flops=sum(costs[i].flops for i in idx), bytes=sum(costs[i].bytes for i in idx), kernels=sum(costs[i].kernels for i in idx),
         ))

@@ -46,8 +46,10 @@ from roofline.graph.provenance import (
     set_eval,
     unique_bytes,
 )
+from roofline.graph.guards import LibraryGuards
 from roofline.graph.structure import map_tensors, tensors_in
 from roofline.graph.training import StepRun, TrainStep, training_mode
+from roofline.graph.values import Shadow, value_of
 
 __all__ = ["capture", "normalize_inputs"]
 
@@ -119,7 +121,15 @@ def capture(
     try:
         return _trace(model, args, kwargs, fake=True, inference=inference, locator=locator, device=device, then=then, train=train)
     except _TraceFailed as failed:
-        fake_failure = failed.error
+        fake_failure, values_read = failed.error, failed.values_read
+    if values_read:
+        # The model took another path because it read values the capture knew (a library's fast
+        # path for an all-ones mask), and failed there: capture it as fake tensors alone allow.
+        try:
+            return _trace(model, args, kwargs, fake=True, inference=inference, locator=locator, device=device, then=then, train=train,
+                          known_values=False)
+        except _TraceFailed as failed_again:
+            fake_failure = failed_again.error
     if continuations:  # the loop of calls runs on fake tensors only
         raise CaptureError(
             f"capture failed at {failures.describe_location(fake_failure, locator)}: {failures.summary(fake_failure)}; {failures.hint(fake_failure)}"
@@ -211,15 +221,18 @@ class _Continuations:
 
 
 class _TraceFailed(Exception):
-    """The model raised while running under capture; ``error`` is what it raised."""
+    """The model raised while running under capture; ``error`` is what it raised, ``values_read``
+    whether the capture knew values of its tensors (the path it failed on may be one that fake
+    tensors alone would not have taken)."""
 
-    def __init__(self, error: BaseException):
+    def __init__(self, error: BaseException, values_read: bool = False):
         super().__init__(str(error))
         self.error = error
+        self.values_read = values_read
 
 
 def _trace(model, args: tuple, kwargs: dict, *, fake: bool, inference: bool, locator: FrameLocator, device: str = "cpu",
-           then: _Continuations | None = None, train: TrainStep | None = None) -> CapturedGraph:
+           then: _Continuations | None = None, train: TrainStep | None = None, known_values: bool = True) -> CapturedGraph:
     is_module = isinstance(model, nn.Module)
     named = named_state(model) if is_module else []
     trainable = {id(p) for p in model.parameters() if p.requires_grad} if (is_module and train is not None) else set()
@@ -250,7 +263,10 @@ def _trace(model, args: tuple, kwargs: dict, *, fake: bool, inference: bool, loc
 
     tracker = ModuleTracker(module_names(model) if is_module else {})
     calls = TorchCalls()
-    recorder = _Recorder(locator, tracker, calls)
+    # the values of small tensors the capture knows (fake tensors only; real ones have theirs)
+    shadow = Shadow() if (fake and known_values and train is None) else None
+    guards = LibraryGuards(shadow) if shadow is not None else None
+    recorder = _Recorder(locator, tracker, calls, shadow, guards)
     calls.on_whole = recorder.record_whole
     calls.on_host_read = recorder.host_read
     if train is not None:
@@ -263,6 +279,11 @@ def _trace(model, args: tuple, kwargs: dict, *, fake: bool, inference: bool, loc
     inputs = list(tensors_in((run_args, run_kwargs)))
     for i, t in enumerate(inputs):
         recorder.name_value(t, f"input.{i}")
+    if shadow is not None:
+        for original, t in zip(tensors_in((args, kwargs)), inputs):
+            shadow.know(t, value_of(original))
+        for name, original in named:
+            shadow.know(state[name], value_of(original))
     then = then or _Continuations()
     later = [(map_tensors(a, convert), map_tensors(k, convert)) for a, k in then.calls]
     for c, call in enumerate(later):
@@ -274,7 +295,8 @@ def _trace(model, args: tuple, kwargs: dict, *, fake: bool, inference: bool, loc
     restore_training = set_eval(model) if (is_module and inference) else (lambda: None)
     step = None
     try:
-        with mode, grad, training_mode(model if train is not None else None), tracker.installed(), quiet_torch_logs(), calls, recorder:
+        with mode, grad, training_mode(model if train is not None else None), tracker.installed(), quiet_torch_logs(), \
+                guards if guards is not None else contextlib.nullcontext(), calls, recorder:
             try:
                 if train is not None:
                     step = StepRun(train, params, recorder)
@@ -290,7 +312,7 @@ def _trace(model, args: tuple, kwargs: dict, *, fake: bool, inference: bool, loc
             except RooflineError:  # ours, already one line (a decode loop's output without a cache)
                 raise
             except Exception as exc:  # the user's code (or torch on its behalf) failed
-                raise _TraceFailed(exc) from exc
+                raise _TraceFailed(exc, values_read=shadow is not None and len(shadow.values) > 0) from exc
     finally:
         restore_training()
 
@@ -300,6 +322,12 @@ def _trace(model, args: tuple, kwargs: dict, *, fake: bool, inference: bool, loc
     graph.module_calls = tracker.calls
     graph.state_tensors = len(seen_state)
     graph.host_reads = list(dict.fromkeys(recorder.host_reads))
+    graph.library_checks = list(dict.fromkeys(recorder.library_checks))
+    if recorder.values_read:
+        graph.warnings.append(
+            f"the model read {recorder.values_read} tensor value(s) into Python (a branch on its inputs' values); the capture "
+            "answered from the example inputs' known values, so the ops are those a real run of these inputs makes"
+        )
     graph.capture_mode = "fake" if fake else "real"
     graph.segments = segments
     graph.segment_module_calls = segment_calls
@@ -309,6 +337,8 @@ def _trace(model, args: tuple, kwargs: dict, *, fake: bool, inference: bool, loc
     )
     return graph
 
+
+_UNANSWERED = object()
 
 # Ops that ask a tensor about itself and launch nothing (``t.device`` on a fake tensor): not part
 # of the program.
@@ -328,9 +358,14 @@ class _Recorder(TorchDispatchMode):
         # wrapper call on every op; no compile runs while a model is captured
         return False
 
-    def __init__(self, locator: FrameLocator, tracker: ModuleTracker, calls: TorchCalls):
+    def __init__(self, locator: FrameLocator, tracker: ModuleTracker, calls: TorchCalls, shadow: Shadow | None = None,
+                 guards: LibraryGuards | None = None):
         super().__init__()
         self.locator, self.tracker, self.calls = locator, tracker, calls
+        self.shadow, self.guards = shadow, guards
+        # reads a library makes only in eager runs (roofline.graph.guards): where, as host_reads says it
+        self.library_checks: list[str] = []
+        self.values_read = 0  # reads of tensor values into Python the shadow answered
         # tensor -> (value name, producing op or -1), held weakly: a reference of ours would make
         # torch's factory bindings detach their result (a shared tensor), an op eager never runs
         self.values = WeakIdKeyDictionary()
@@ -368,10 +403,14 @@ class _Recorder(TorchDispatchMode):
         reads are of its step counts, CPU scalars: no wait for a device."""
         if self.phase == "optimizer" or self.suspended:
             return
+        frame = sys._getframe(2)
         try:
-            source = self.locator.find(sys._getframe(2))
+            source = self.locator.find(frame)
         except Exception:  # noqa: BLE001 - provenance is best effort, never fatal
             source = None
+        if self.guards is not None and self.guards.in_library(frame):
+            self.library_checks.append(source or what)
+            return
         self.host_reads.append(f"{what} at {source}" if source else what)
 
     def record_whole(self, target, func, args: tuple, kwargs: dict):
@@ -391,11 +430,34 @@ class _Recorder(TorchDispatchMode):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
+        if self.shadow is not None and _reads_values(func) and self.shadow.known_inputs(func, args, kwargs):
+            out = self._answer(func, args, kwargs)
+            if out is not _UNANSWERED:
+                if not self.suspended:
+                    with torch._C.DisableTorchFunction():
+                        self._record(func, args, kwargs, out)
+                return out
         out = func(*args, **kwargs)
+        if self.shadow is not None:
+            self.shadow.after(func, args, kwargs, out)
         if func not in _QUERIES and not self.suspended and not str(func).startswith(_MARKERS):
             with torch._C.DisableTorchFunction():  # our own reads of the tensors are not the model's calls
                 self._record(func, args, kwargs, out)
         return out
+
+    def _answer(self, func, args: tuple, kwargs: dict):
+        """An op that reads values (``.item()``, ``nonzero``) on tensors whose values are known: its
+        result from them, as a Python number, or fake tensors of the shapes the values give."""
+        got = self.shadow.compute(func, args, kwargs)
+        if got is None:
+            return _UNANSWERED
+        self.values_read += 1
+        if not isinstance(got, torch.Tensor):
+            return got
+        device = next(x.device for x in pytree.tree_leaves((args, kwargs)) if isinstance(x, torch.Tensor))
+        fake = torch.empty_strided(tuple(got.shape), tuple(got.stride()), dtype=got.dtype, device=device)
+        self.shadow.know(fake, got)
+        return fake
 
     def _source_of(self, t: torch.Tensor) -> tuple[str, int]:
         found = self.values.get(t)

@@ -9,7 +9,8 @@ A model file is a Python file that defines either
 
 By default the file runs under ``with torch.device("meta"):`` so that building even a
 billion-parameter model allocates no parameter memory; capture (``roofline.graph.capture``) only needs
-shapes and dtypes. A file that needs real values while it is being built (it computes on tensor
+shapes and dtypes, and the values of small constant inputs, which ``roofline.graph.values.Recipes``
+remembers how to make. A file that needs real values while it is being built (it computes on tensor
 values at import) is run again with real CPU tensors, and the ``LoadedModel`` says so in
 ``warnings``. Every problem the user can fix raises ``ModelFileError`` with one line.
 """
@@ -29,6 +30,7 @@ from typing import Any, Callable
 import torch
 
 from roofline.errors import ModelFileError
+from roofline.graph.values import Recipes
 
 __all__ = ["LoadedModel", "check_model_path", "load_model_file"]
 
@@ -167,8 +169,11 @@ def _load(code: types.CodeType, path: Path, *, meta: bool) -> LoadedModel:
     if added_to_path:
         sys.path.insert(0, directory)  # sibling imports, as `python model.py` would allow
     device_ctx = torch.device("meta") if meta else _nullcontext()
+    # on the meta device, remember how constant inputs (an all-ones attention mask) were made: the
+    # capture gives a model's branches on their values the values (roofline.graph.values)
+    recipes = Recipes() if meta else _nullcontext()
     try:
-        with device_ctx:
+        with device_ctx, recipes:
             _run(lambda: exec(code, module.__dict__), path, what="running")
             model, (args, kwargs), convention = _extract(module, path)
     except BaseException:

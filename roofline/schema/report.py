@@ -245,12 +245,16 @@ class PhaseTime(_Model):
     phase: Literal["forward", "backward", "optimizer"]
     ops: int = Field(ge=0)
     predicted_s: float = Field(ge=0, description="What the phase's ops add to the step's end, seconds.")
+    alone_s: float | None = Field(
+        default=None, ge=0,
+        description="The phase run alone from an idle host and device, then a synchronize: what measured_s times, seconds.",
+    )
     host_s: float = Field(ge=0, description="Host issue time of its ops, seconds.")
     kernel_s: float = Field(ge=0, description="Device time of its kernels, seconds.")
     flops: int = Field(ge=0)
     bytes: int = Field(ge=0)
     kernels: int = Field(ge=0)
-    measured_s: float | None = Field(default=None, description="--measure --train: the phase's median wall time between synchronizations, seconds.")
+    measured_s: float | None = Field(default=None, description="--measure --train: the phase's median wall time between synchronizations (compare with alone_s), seconds.")
 
 
 class MemoryPoint(_Model):

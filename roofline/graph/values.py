@@ -1,0 +1,199 @@
+"""Values of the small tensors a capture can know, so that a model's data-dependent branches go the
+way a real run of the same inputs goes.
+
+Fake tensors carry no values, yet models branch on small ones: transformers skips building an
+attention mask when the mask it was given is all ones (then SDPA runs without a mask, or with
+``is_causal`` and ``enable_gqa``, often another backend). A capture that cannot answer takes the
+other branch and records a program the real run never executes.
+
+Values are known for:
+
+- inputs given as real tensors (the Python API, a materialized model file);
+- inputs made on the meta device by a constant factory (``torch.ones``, ``zeros``, ``full``,
+  ``arange``, ``tensor``, ``eye`` and the ``*_like`` fills) while ``Recipes`` was active (a model
+  file is loaded under it), and not changed in place since;
+- Python data lifted into a tensor (``torch.tensor(...)`` inside the model);
+- the results of ops whose tensor inputs all have known values, and of fills, when they are small
+  (at most ``MAX_ELEMENTS``): they are computed again on real CPU tensors beside the fake ones.
+
+``Shadow`` holds these values for one capture; ``roofline.graph.capture`` answers a read of a known
+value (``.item()``, ``bool(t)``) from it instead of failing, and records the read as the host sync
+it is in a real run.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch.overrides import TorchFunctionMode
+from torch.utils._python_dispatch import _disable_current_modes
+from torch.utils import _pytree as pytree
+from torch.utils.weak import WeakIdKeyDictionary
+
+MAX_ELEMENTS = 1 << 16  # a mask of 2 x 1 x 128 x 128 is 32768
+
+aten = torch.ops.aten
+
+# Functions whose result's values follow from their arguments alone (no randomness, no memory).
+_FACTORIES = {
+    torch.ones, torch.zeros, torch.full, torch.arange, torch.tensor, torch.as_tensor, torch.eye,
+    torch.ones_like, torch.zeros_like, torch.full_like,
+}
+# aten ops whose output values do not depend on their tensor inputs' values (only on their dtype
+# and shape): computed on a placeholder of the same dtype and shape
+_FILLS = {
+    aten.new_ones.default, aten.new_zeros.default, aten.new_full.default, aten.ones_like.default, aten.zeros_like.default,
+    aten.full_like.default,
+}
+# aten ops with no values to compute (allocation only) or whose values are random
+_NO_VALUE = {aten.empty.memory_format, aten.empty_strided.default, aten.new_empty.default, aten.empty_like.default}
+
+# tensor -> (factory, args, kwargs, version when made): how a meta tensor with known values was made
+_RECIPES: WeakIdKeyDictionary = WeakIdKeyDictionary()
+
+
+class Recipes(TorchFunctionMode):
+    """Remembers how tensors made by constant factories were made, while a model file or a model
+    builder runs under ``torch.device("meta")`` (their values are then computed when needed)."""
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        out = func(*args, **kwargs)
+        if func in _FACTORIES and isinstance(out, torch.Tensor) and out.is_meta and out.numel() <= MAX_ELEMENTS:
+            _RECIPES[out] = (func, args, kwargs, out._version)
+        return out
+
+
+def value_of(t: torch.Tensor) -> torch.Tensor | None:
+    """The values of a tensor given to a capture, as a real CPU tensor, when they are known."""
+    if t.numel() > MAX_ELEMENTS or _is_fake(t):
+        return None
+    if not t.is_meta:
+        return t.detach().to("cpu", copy=True)
+    recipe = _RECIPES.get(t)
+    if recipe is None:
+        return None
+    func, args, kwargs, version = recipe
+    if t._version != version:  # written in place after it was made
+        return None
+    try:
+        real_args = pytree.tree_map(_cpu_recipe_arg, (args, kwargs))
+        if any(a is _UNKNOWN for a in pytree.tree_leaves(real_args)):
+            return None
+        value = func(*real_args[0], **real_args[1])
+    except Exception:  # noqa: BLE001 - a recipe that does not run gives no value
+        return None
+    return value if isinstance(value, torch.Tensor) and value.shape == t.shape and value.dtype == t.dtype else None
+
+
+class _Unknown:
+    pass
+
+
+_UNKNOWN = _Unknown()
+
+
+def _cpu_recipe_arg(x: Any) -> Any:
+    if isinstance(x, torch.device) or (isinstance(x, str) and x in ("meta", "cuda")):
+        return torch.device("cpu")
+    if isinstance(x, torch.Tensor):  # a *_like fill's template: only its shape and dtype matter
+        return torch.empty(x.shape, dtype=x.dtype)
+    return x
+
+
+class Shadow:
+    """Known values of one capture's tensors, keyed by the (fake) tensors the model computes with."""
+
+    def __init__(self) -> None:
+        self.values: WeakIdKeyDictionary = WeakIdKeyDictionary()
+
+    def __contains__(self, t: object) -> bool:
+        return isinstance(t, torch.Tensor) and t in self.values
+
+    def get(self, t: torch.Tensor) -> torch.Tensor | None:
+        return self.values.get(t)
+
+    def know(self, fake: torch.Tensor, value: torch.Tensor | None) -> None:
+        if value is not None:
+            self.values[fake] = value
+
+    def known_inputs(self, func, args: tuple, kwargs: dict) -> bool:
+        """Every tensor ``func`` reads has a known value (a fill reads none)."""
+        if func in _FILLS:
+            return True
+        return all(x in self.values or _real_small(x) for x in pytree.tree_leaves((args, kwargs)) if isinstance(x, torch.Tensor))
+
+    def compute(self, func, args: tuple, kwargs: dict) -> Any:
+        """``func`` run on the known values, on the CPU; None when it does not run there."""
+        fill = func in _FILLS
+
+        def real(x):
+            if isinstance(x, torch.Tensor):
+                if fill:
+                    return torch.empty(x.shape, dtype=x.dtype)
+                v = self.values.get(x)
+                return v if v is not None else x.detach().to("cpu")
+            if isinstance(x, torch.device):
+                return torch.device("cpu")
+            return x
+
+        real_args, real_kwargs = pytree.tree_map(real, (args, kwargs))
+        if "device" in real_kwargs:
+            real_kwargs = dict(real_kwargs, device=torch.device("cpu"))
+        try:
+            # outside every mode: a capture's fake-tensor mode would turn the real values fake
+            with _disable_current_modes(), torch._C.DisableTorchFunction():
+                return func(*real_args, **real_kwargs)
+        except Exception:  # noqa: BLE001 - an op that does not run on the CPU gives no value
+            return None
+
+    def after(self, func, args: tuple, kwargs: dict, out: Any) -> None:
+        """After ``func`` ran on fake tensors: compute its small outputs for real when every tensor it
+        read has a known value, and remember them. An op that writes into a tensor whose new values
+        cannot be computed makes it unknown."""
+        if func in _NO_VALUE:
+            return
+        outputs = [t for t in pytree.tree_leaves(out) if isinstance(t, torch.Tensor)]
+        if func is aten.lift_fresh.default or func is aten.lift_fresh_copy.default:
+            source = args[0] if args else None
+            if isinstance(source, torch.Tensor) and outputs and source.numel() <= MAX_ELEMENTS:
+                value = self.get(source) if source in self else (source.detach().to("cpu", copy=True) if _real_small(source) else None)
+                self.know(outputs[0], None if value is None else value.clone())
+            return
+        inputs = [x for x in pytree.tree_leaves((args, kwargs)) if isinstance(x, torch.Tensor)]
+        got = None
+        if (inputs or _is_creation(func)) and outputs and all(t.numel() <= MAX_ELEMENTS for t in outputs) and self.known_inputs(func, args, kwargs):
+            got = self.compute(func, args, kwargs)
+        values = [t for t in pytree.tree_leaves(got) if isinstance(t, torch.Tensor)] if got is not None else []
+        if got is None or len(values) != len(outputs):
+            if inputs and func._schema.is_mutable:
+                for x in inputs:
+                    self.values.pop(x, None)
+            return
+        for fake, value in zip(outputs, values):
+            if value.shape == fake.shape:
+                self.know(fake, value)
+
+
+def _real_small(t: torch.Tensor) -> bool:
+    """A real tensor the model made outside the capture (a constant of its code): its values are there."""
+    return not _is_fake(t) and not t.is_meta and t.numel() <= MAX_ELEMENTS
+
+
+def _is_creation(func) -> bool:
+    """An aten op that makes a tensor from its non-tensor arguments (arange, full, scalar_tensor)."""
+    name = getattr(func, "_opname", "")
+    return name in ("arange", "full", "ones", "zeros", "scalar_tensor", "eye", "tril_indices", "triu_indices")
+
+
+_FAKE: type | None = None
+
+
+def _is_fake(t: torch.Tensor) -> bool:
+    global _FAKE
+    if _FAKE is None:  # imported on first use: torch's fake-tensor module is slow to import
+        from torch._subclasses.fake_tensor import FakeTensor
+
+        _FAKE = FakeTensor
+    return isinstance(t, _FAKE)
