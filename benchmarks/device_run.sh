@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The device runs behind benchmarks/RESULTS.md, step by step (each device call is limited to 10 minutes):
 #   bash benchmarks/device_run.sh OUT calibrate NAME        roofline calibrate, timed wall to wall -> OUT/NAME.json
+#   bash benchmarks/device_run.sh OUT calibrate-compile NAME   the same with --with-compile (a shipped profile's command)
 #   bash benchmarks/device_run.sh OUT zoo PROFILE K/N ...    zoo shards (accuracy.py --zoo --kernels) -> OUT/zoo_K.json.gz
 #   bash benchmarks/device_run.sh OUT zoo-curves PROFILE K/N ...   the same without the kernel table
 #   ZOO_UNTIL=EPOCH_S bash benchmarks/device_run.sh ...   zoo steps start no shard after that time
@@ -11,9 +12,10 @@ out=$1; step=$2; shift 2
 log=$out/log.txt
 export PYTHONUNBUFFERED=1
 case $step in
-  calibrate)
+  calibrate|calibrate-compile)
     start=$(date +%s.%N)
-    python -m roofline calibrate --no-progress --output "$out/$1.json" --name "$1" >> "$log" 2>&1
+    compile=$([ "$step" = calibrate-compile ] && echo --with-compile)
+    python -m roofline calibrate --no-progress $compile --output "$out/$1.json" --name "$1" >> "$log" 2>&1
     echo "calibrate wall $(python -c "print(round($(date +%s.%N) - $start, 1))") s, imports included" >> "$log" ;;
   zoo|zoo-curves)
     profile=$1; shift
