@@ -31,7 +31,7 @@ def test_a_replay_can_undo_the_factor():
     overheads stage measured them: the profile's factor divided back out."""
     from benchmarks.zoo.run import without_stages
 
-    profile = load_profile_file(REPO / "benchmarks" / "results" / "h100_zoo_profile.json")
+    profile = load_profile_file(REPO / "benchmarks" / "results" / "h100_zoo_earlier_profile.json")
     ov = profile.gpu.measurements.overheads
     assert ov.host_phase_factor != 1.0
     undone = without_stages(profile, "cuda", ["host_phase"]).gpu.measurements.overheads
