@@ -279,10 +279,17 @@ def merge(args) -> int:
     return 0
 
 
-def _replayed(old: dict, graphs: dict, profile, kind: str, options: Options, devices: dict) -> tuple[dict, Analysis, list]:
+def _replayed(old: dict, graphs: dict, profile, kind: str, options: Options, devices: dict,
+              python_calls: dict | None = None) -> tuple[dict, Analysis, list]:
     """One recorded row priced again (predictions as calibrated and at the recorded host scale),
-    its analysis, and each op's measured time."""
-    analysis = Analysis(graph_from_dict(graphs[old["label"]]), profile, kind, options, name=old["label"], devices=devices)
+    its analysis, and each op's measured time. ``python_calls`` (label -> per-op counts) fills in the
+    Python calls of a graph captured before the capture counted them (benchmarks/zoo/python_calls.py)."""
+    graph = graph_from_dict(graphs[old["label"]])
+    counts = (python_calls or {}).get(old["label"])
+    if counts is not None and not any(op.python_calls for op in graph.ops) and len(counts) == len(graph.ops):
+        for op, n in zip(graph.ops, counts):
+            op.python_calls = n
+    analysis = Analysis(graph, profile, kind, options, name=old["label"], devices=devices)
     measured_by_op = dict(old["ops"])  # [op index, measured seconds] pairs
     row = dict(old, predicted_s=analysis.total_s)
     row["predicted_now_s"] = analysis.at_host_scale(old["host_scale"]).total_s if old.get("host_scale") else None
@@ -327,6 +334,9 @@ def replay(args) -> int:
     with gzip.open(path.parent / record["graphs_file"], "rt") as f:
         stored = json.load(f)
     graphs, table = stored["graphs"], stored.get("kernel_table", [])
+    # the Python calls of records captured before the capture counted them, counted since
+    sidecar = path.with_name(path.stem + "_python_calls.json")
+    python_calls = json.loads(sidecar.read_text())["cases"] if sidecar.exists() and not args.no_python_calls else None
     table_profile = None
     if table and kind == "cuda":
         from roofline.schema.profile import KernelEntry
@@ -339,17 +349,26 @@ def replay(args) -> int:
     if args.drop:
         profile = without_stages(profile, kind, args.drop)
     if args.host_factors:
-        for factor in args.host_factors:
-            scaled = profile.model_copy(deep=True)
-            part = scaled.part(kind).measurements
-            part.overheads = part.overheads.model_copy(update=dict(program_factor=factor))
-            rows = [_replayed(old, graphs, scaled, kind, options, {})[0] for old in record["rows"]]
-            print(f"program factor {factor:.2f}: " + " | ".join(summary_lines(rows)[:2]))
+        from roofline.model import host
+
+        default_share = host.PYTHON_CALL_SHARE
+        try:
+            for share in args.python_shares or [default_share]:
+                host.PYTHON_CALL_SHARE = share
+                for factor in args.host_factors:
+                    scaled = profile.model_copy(deep=True)
+                    part = scaled.part(kind).measurements
+                    part.overheads = part.overheads.model_copy(update=dict(program_factor=factor))
+                    rows = [_replayed(old, graphs, scaled, kind, options, {}, python_calls)[0] for old in record["rows"]]
+                    print(f"program factor {factor:.2f}, Python call share {share:.2f}: " + " | ".join(summary_lines(rows)[:2]))
+        finally:
+            host.PYTHON_CALL_SHARE = default_share
         return 0
     rows = []
-    print(f"replay of {path.name} ({record['device']}, {record['date']}, torch {record['torch']}): priced by this code with profile '{profile.name}'")
+    counted = f"; Python calls of {len(python_calls)} cases from {sidecar.name}" if python_calls else ""
+    print(f"replay of {path.name} ({record['device']}, {record['date']}, torch {record['torch']}): priced by this code with profile '{profile.name}'{counted}")
     for old in record["rows"]:
-        row, analysis, measured = _replayed(old, graphs, profile, kind, options, devices)
+        row, analysis, measured = _replayed(old, graphs, profile, kind, options, devices, python_calls)
         if table_profile is not None and old.get("predicted_table_s"):
             with_table(row, Analysis(analysis.graph, table_profile, kind, options, name=old["label"], devices=table_devices), measured)
         rows.append(row)
@@ -384,6 +403,8 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--verbose", action="store_true", help="with --replay: every case's line")
     ap.add_argument("--drop", nargs="+", help="with --replay: price without these calibration stages (see without_stages)")
     ap.add_argument("--host-factors", nargs="+", type=float, help="with --replay: the zoo's two summary lines at each of these program factors (the host's real-program factor)")
+    ap.add_argument("--python-shares", nargs="+", type=float, help="with --host-factors: also at each of these shares of a dispatch per Python call of model code")
+    ap.add_argument("--no-python-calls", action="store_true", help="with --replay: ignore the record's Python-calls file (price as if the model ran no Python of its own)")
     args = ap.parse_args(argv)
     if args.replay:
         return replay(args)

@@ -47,6 +47,25 @@ def fusion_line(report: Report) -> str | None:
     )
 
 
+# the model's own Python is told when it is at least this share of the host's time
+PYTHON_WORTH = 0.1
+
+
+def python_line(report: Report) -> str | None:
+    """The Python of the model's own code between its ops, when it is a tenth of the host's time or more."""
+    calls = sum(op.python_calls for op in report.ops)
+    python_s = sum(op.python_s for op in report.ops)
+    host_s = report.total.host_s or sum(op.host_s for op in report.ops)
+    if not calls or host_s <= 0 or python_s < PYTHON_WORTH * host_s:
+        return None
+    top = max(report.ops, key=lambda op: op.python_calls)
+    where = f"{top.module or 'the model'}" + (f" before {top.source}" if top.source else "")
+    return (
+        f"python: the model's own code makes {calls} Python calls between its {len(report.ops)} ops, {seconds(python_s)} of the host's "
+        f"{seconds(host_s)} ({100 * python_s / host_s:.0f}%), most in {where} ({top.python_calls}); torch.compile and CUDA graphs run none of it"
+    )
+
+
 def uncertain_line(report: Report) -> str | None:
     """The ops whose price is flagged, with the share of the predicted time they carry."""
     u = report.uncertain
@@ -85,11 +104,11 @@ def copies_line(report: Report, copies_per_call: bool) -> str | None:
 
 
 def advice_lines(report: Report, *, copies_per_call: bool = True) -> list[str]:
-    """The plan first, then what is consistent with it: fusion, copies, padding, memory, uncertain ops."""
+    """The plan first, then what is consistent with it: the model's own Python, fusion, copies, padding, memory, uncertain ops."""
     lines = plan_lines(report)
     rec = report.recommended_plan
     on_predicted_part = rec is not None and rec.device == report.profile.kind
-    for line in (fusion_line(report), copies_line(report, copies_per_call)):
+    for line in (python_line(report), fusion_line(report), copies_line(report, copies_per_call)):
         if line:
             lines.append(line)
     if on_predicted_part:

@@ -39,7 +39,7 @@ def training_host_cost(graph: CapturedGraph, costs: Sequence[OpCost], dev: Devic
     profile with training host costs (``Overheads.training``); None without them.
 
     Every op pays what the eager timeline charges it (its kind's dispatch, the module calls it
-    enters); a forward op autograd records pays ``grad_record_s`` more; the backward pass pays
+    enters, the model's own Python before it); a forward op autograd records pays ``grad_record_s`` more; the backward pass pays
     ``autograd_node_s`` per node the engine runs, spread over its ops; the optimizer's ops together
     cost the measured host time of its step over this many parameter tensors, spread over them in
     proportion to their dispatch. Each op's host time is then multiplied by its phase's measured
@@ -57,7 +57,9 @@ def training_host_cost(graph: CapturedGraph, costs: Sequence[OpCost], dev: Devic
     dispatch = {k: dev.dispatch_s(k, distinct) for k in set(kinds)}
     module_s = dev.module_call_s
     entered = [modules_entered(ops[i - 1].module, op.module) if i else int(is_module) + modules_entered("", op.module) for i, op in enumerate(ops)]
-    base = [(dispatch[k] if p else 0.0) + e * module_s + parts_host_s(c, dev, distinct) for k, p, e, c in zip(kinds, pays, entered, costs)]
+    python_s = dev.python_call_s
+    base = [(dispatch[k] if p else 0.0) + e * module_s + parts_host_s(c, dev, distinct) + op.python_calls * python_s
+            for k, p, e, c, op in zip(kinds, pays, entered, costs, ops)]
     calibrated = dev.part.measurements.overheads.dispatch_s.median_s
     scale = dev.overheads.dispatch_s.median_s / calibrated if calibrated else 1.0
     extra = [0.0] * len(ops)

@@ -47,6 +47,7 @@ from roofline.graph.provenance import (
     unique_bytes,
 )
 from roofline.graph.guards import LibraryGuards
+from roofline.graph.pycalls import PythonCalls
 from roofline.graph.structure import map_tensors, tensors_in
 from roofline.graph.training import StepRun, TrainStep, training_mode
 from roofline.graph.values import Shadow, value_of
@@ -266,7 +267,8 @@ def _trace(model, args: tuple, kwargs: dict, *, fake: bool, inference: bool, loc
     # the values of small tensors the capture knows (fake tensors only; real ones have theirs)
     shadow = Shadow() if (fake and known_values and train is None) else None
     guards = LibraryGuards(shadow) if shadow is not None else None
-    recorder = _Recorder(locator, tracker, calls, shadow, guards)
+    pycalls = PythonCalls()
+    recorder = _Recorder(locator, tracker, calls, shadow, guards, pycalls)
     calls.on_whole = recorder.record_whole
     calls.on_host_read = recorder.host_read
     if train is not None:
@@ -296,7 +298,7 @@ def _trace(model, args: tuple, kwargs: dict, *, fake: bool, inference: bool, loc
     step = None
     try:
         with mode, grad, training_mode(model if train is not None else None), tracker.installed(), quiet_torch_logs(), \
-                guards if guards is not None else contextlib.nullcontext(), calls, recorder:
+                guards if guards is not None else contextlib.nullcontext(), calls, recorder, pycalls:
             try:
                 if train is not None:
                     step = StepRun(train, params, recorder)
@@ -317,6 +319,8 @@ def _trace(model, args: tuple, kwargs: dict, *, fake: bool, inference: bool, loc
         restore_training()
 
     graph = recorder.graph(result)
+    if graph.ops:  # the model's Python after its last op (output objects) is host time of the run too
+        graph.ops[-1].python_calls += pycalls.take()
     graph.inputs = [TensorMeta.of(t) for t in inputs]
     graph.parameters_bytes = unique_bytes(t for _, t in named)
     graph.module_calls = tracker.calls
@@ -359,9 +363,10 @@ class _Recorder(TorchDispatchMode):
         return False
 
     def __init__(self, locator: FrameLocator, tracker: ModuleTracker, calls: TorchCalls, shadow: Shadow | None = None,
-                 guards: LibraryGuards | None = None):
+                 guards: LibraryGuards | None = None, pycalls: PythonCalls | None = None):
         super().__init__()
         self.locator, self.tracker, self.calls = locator, tracker, calls
+        self.pycalls = pycalls
         self.shadow, self.guards = shadow, guards
         # reads a library makes only in eager runs (roofline.graph.guards): where, as host_reads says it
         self.library_checks: list[str] = []
@@ -429,7 +434,15 @@ class _Recorder(TorchDispatchMode):
         self.values[t] = (name, producer)
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        kwargs = kwargs or {}
+        if self.pycalls is None:
+            return self._dispatch(func, args, kwargs or {})
+        self.pycalls.off()  # the fake tensors' and the recorder's own Python is not the model's
+        try:
+            return self._dispatch(func, args, kwargs or {})
+        finally:
+            self.pycalls.on()
+
+    def _dispatch(self, func, args: tuple, kwargs: dict):
         if self.shadow is not None and _reads_values(func) and self.shadow.known_inputs(func, args, kwargs):
             out = self._answer(func, args, kwargs)
             if out is not _UNANSWERED:
@@ -497,6 +510,7 @@ class _Recorder(TorchDispatchMode):
                 source = self.locator.find(sys._getframe(2))
             except Exception:  # noqa: BLE001 - provenance is best effort, never fatal
                 source = None
+        python_calls = self.pycalls.take() if self.pycalls is not None else 0
         host_scalar = self.phase == "optimizer" and bool(sources) and all(
             name in self.host_scalars or (name.startswith("const.") and t.ndim == 0)
             for (name, _), t in zip(sources, _flat_tensors(args, kwargs))
@@ -506,7 +520,7 @@ class _Recorder(TorchDispatchMode):
                 index=index, target=func, args=margs, kwargs=mkwargs, outputs=tuple(_tensor_meta(t) for t in outputs),
                 module=module, module_type=module_type, source=source, torch_call=self.calls.current,
                 input_ops=tuple(sorted({p for _, p in sources if p >= 0})), input_sources=tuple(sources),
-                phase=self.phase, grad_of=grad_of, host_scalar=host_scalar,
+                phase=self.phase, grad_of=grad_of, host_scalar=host_scalar, python_calls=python_calls,
                 records_grad=self.phase == "forward" and torch.is_grad_enabled() and any(
                     t.requires_grad for t in _flat_tensors(args, kwargs)),
             )

@@ -104,6 +104,8 @@ class CapturedOp:
     # A forward op of a training step that autograd records (an input requires grad): the host also
     # makes its autograd node and saves what its backward needs.
     records_grad: bool = False
+    # Python function calls of the model's own code since the op before (roofline.graph.pycalls)
+    python_calls: int = 0
 
     @property
     def name(self) -> str:

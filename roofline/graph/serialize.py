@@ -112,6 +112,7 @@ def graph_to_dict(graph: CapturedGraph) -> dict:
         "inputs": [tensors.ref(t) for t in graph.inputs], "outputs": [tensors.ref(t) for t in graph.outputs],
         "parameters_bytes": graph.parameters_bytes, "module_calls": graph.module_calls, "state_tensors": graph.state_tensors,
         "capture_mode": graph.capture_mode, "warnings": list(graph.warnings), "host_reads": list(graph.host_reads), "library_checks": list(graph.library_checks),
+        "python_calls": {str(op.index): op.python_calls for op in graph.ops if op.python_calls},
     }
 
 
@@ -132,6 +133,8 @@ def graph_from_dict(data: dict) -> CapturedGraph:
         )
         for i, (name, args, kwargs, outputs, module, module_type, source, input_ops, users, is_output, input_sources, torch_call) in enumerate(data["ops"])
     ]
+    for i, n in data.get("python_calls", {}).items():
+        ops[int(i)].python_calls = n
     return CapturedGraph(
         ops=ops, inputs=[tensors[j] for j in data["inputs"]], outputs=[tensors[j] for j in data["outputs"]],
         parameters_bytes=data["parameters_bytes"], module_calls=data["module_calls"], state_tensors=data["state_tensors"],

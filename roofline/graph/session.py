@@ -19,6 +19,7 @@ from torch import nn
 from roofline.errors import CaptureError
 from roofline.graph.capture import _is_fake, _Recorder, _tensor_meta
 from roofline.graph.ops import CapturedGraph
+from roofline.graph.pycalls import PythonCalls
 from roofline.graph.provenance import FrameLocator, ModuleTracker, TorchCalls, module_names, named_state, quiet_torch_logs, unique_bytes
 
 
@@ -69,10 +70,11 @@ class Recording:
     def __enter__(self) -> "Recording":
         self.tracker = _DiscoveringTracker(self._returned.append)
         self.calls = TorchCalls()
-        self.recorder = _BlockRecorder(self.locator, self.tracker, self.calls)
+        self.pycalls = PythonCalls()
+        self.recorder = _BlockRecorder(self.locator, self.tracker, self.calls, None, None, self.pycalls)
         self.calls.on_whole = self.recorder.record_whole
         self.calls.on_host_read = self.recorder.host_read
-        self._contexts = [self.tracker.installed(), quiet_torch_logs(), self.calls, self.recorder]
+        self._contexts = [self.tracker.installed(), quiet_torch_logs(), self.calls, self.recorder, self.pycalls]
         for c in self._contexts:
             c.__enter__()
         return self
@@ -91,6 +93,7 @@ class Recording:
         for output in self._returned:
             rec.mark_returned(output)
         graph = rec.graph(self._returned[-1] if self._returned else None)
+        graph.ops[-1].python_calls += self.pycalls.take()  # the block's Python after its last op
         if not self._returned:  # plain functions: what no later op reads is what the block made
             for op in graph.ops:
                 op.is_output = op.is_output or not op.users

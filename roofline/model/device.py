@@ -18,7 +18,7 @@ from roofline.model.curves import (
     RnnModel,
     _rnn_host_factor,
 )
-from roofline.model.host import dispatch_s, interleave_for
+from roofline.model.host import dispatch_s, interleave_for, python_call_s
 from roofline.schema.profile import CpuPart, GpuPart, Overheads
 
 
@@ -167,6 +167,12 @@ class DeviceModel:
     def module_call_s(self) -> float:
         """Host time of one nn.Module call in a model's eager program (times the program factor)."""
         return self.overheads.module_call_s.median_s * self.overheads.program_factor
+
+    @property
+    def python_call_s(self) -> float:
+        """Host time of one Python function call of the model's own code in its eager program (times
+        the program factor; ``roofline.model.host.python_call_s``)."""
+        return python_call_s(self.overheads) * self.overheads.program_factor
 
     @cached_property
     def cache_bytes(self) -> int | None:

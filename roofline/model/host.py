@@ -30,6 +30,13 @@ INTERLEAVE_MIX_KINDS = 12
 # (docs/design.md, "The host's real-program factor", names the replay that measures it).
 PROGRAM_FACTOR_GPU = 1.25
 
+# Host time of one Python function call of the model's own code (not torch's, not the standard
+# library's: roofline.graph.pycalls counts them at capture), as a share of the calibrated dispatch of one
+# add. Library code runs a function's worth of Python (keyword plumbing, output dataclasses, attention
+# interfaces) per call; like the program factor it is a property of the code people run, measured on the
+# zoo of real models (docs/design.md, "The host's Python", names the replay that measures it).
+PYTHON_CALL_SHARE = 0.18
+
 # Host-side fields of Overheads: what a slower host makes slower. kernel_min_s and graph_kernel_s
 # are device time and the interleaving factor is a ratio, so they stay.
 HOST_FIELDS = ("dispatch_s", "module_call_s", "synchronize_s", "graph_launch_s", "compiled_call_s", "compiled_kernel_s", "compiled_input_s", "op_small_s")
@@ -50,6 +57,13 @@ def dispatch_s(overheads: Overheads, kind: str, distinct_kinds: int | None = Non
     dispatch cost for a kind not calibrated) in a sequence that interleaves ``distinct_kinds`` kinds."""
     stat = overheads.dispatch_by_op_s.get(kind) or overheads.dispatch_s
     return stat.median_s * interleave_for(overheads.interleave_factor, distinct_kinds)
+
+
+def python_call_s(overheads: Overheads) -> float:
+    """Host time of one Python function call of the model's own code at this profile's host speed:
+    ``PYTHON_CALL_SHARE`` of one add's calibrated dispatch (alone, as calibration timed it)."""
+    stat = overheads.dispatch_by_op_s.get("add") or overheads.dispatch_s
+    return PYTHON_CALL_SHARE * stat.median_s
 
 
 def eager_chain_kernel_s(overheads: Overheads) -> float:

@@ -172,6 +172,7 @@ def predict_timeline(
     """
     ov = dev.overheads
     module_s = 0.0 if host_cost is not None else dev.module_call_s
+    python_s = dev.python_call_s  # the model's own Python between ops (eager only: host_cost replaces it)
     gpu = dev.kind == "cuda"
     if kernels is None:
         kernels = price_kernels(graph.ops, costs, dev)
@@ -197,7 +198,7 @@ def predict_timeline(
         if host_cost is not None:
             host = host_cost(op, cost)
         else:
-            host = (dispatch[kind] if paid else 0.0) + n_mod * module_s + parts_host_s(cost, dev, distinct_kinds)
+            host = (dispatch[kind] if paid else 0.0) + n_mod * module_s + parts_host_s(cost, dev, distinct_kinds) + op.python_calls * python_s
         if kernel == 0.0:
             term = "none"
         elif floor >= max(compute, memory):
@@ -281,6 +282,7 @@ class Schedule:
         ops = graph.ops
         self.gpu = dev.kind == "cuda"
         self.module_s = dev.module_call_s
+        self.python_s = dev.python_call_s
         self.sync_s = dev.overheads.synchronize_s.median_s if (self.gpu and dev.overheads.synchronize_s) else 0.0
         self.kinds = [dispatch_kind(op, cost) for op, cost in zip(ops, costs)]
         self.pays = dispatch_payers(ops, self.kinds)
@@ -309,7 +311,8 @@ class Schedule:
                     self.transposes_of.setdefault(u, []).append(j)
 
     def _host(self, i: int, kind: str, paid: bool, entered: int) -> float:
-        return (self.dispatch[kind] if paid else 0.0) + entered * self.module_s + parts_host_s(self.costs[i], self.dev, len(self.paid_kinds))
+        return ((self.dispatch[kind] if paid else 0.0) + entered * self.module_s + parts_host_s(self.costs[i], self.dev, len(self.paid_kinds))
+                + self.graph.ops[i].python_calls * self.python_s)
 
     def _h0(self, entered_sum: int) -> float:
         return max(self.graph.module_calls - entered_sum, 0) * self.module_s

@@ -1,0 +1,122 @@
+"""The model's own Python between its ops: counted at capture (``roofline.graph.pycalls``) and priced
+as host time of the eager timeline (``roofline.model.host.PYTHON_CALL_SHARE``), and what that buys on
+the H100 zoo records' transformers models."""
+
+import gzip
+import json
+import statistics
+
+import pytest
+import torch
+from torch import nn
+
+from roofline.graph.capture import capture
+from roofline.graph.serialize import graph_from_dict, graph_to_dict
+from roofline.model import host
+from roofline.pipeline import Analysis, Options
+from roofline.profiles import load_profile_file
+from tests.conftest import REPO
+
+RESULTS = REPO / "benchmarks" / "results"
+
+
+def helper(x):
+    return x
+
+
+def wrapped(x, times):
+    for _ in range(times):
+        x = helper(x)
+    return x
+
+
+class Layered(nn.Module):
+    """Model code that calls a Python helper ``k`` times before each of its two ops."""
+
+    def __init__(self, k: int):
+        super().__init__()
+        self.k = k
+        self.lin = nn.Linear(8, 8)
+
+    def forward(self, x):
+        x = wrapped(x, self.k)  # k + 1 calls: wrapped, then helper k times
+        x = self.lin(x)
+        x = wrapped(x, self.k)
+        return torch.relu(x)
+
+
+def test_calls_of_model_code_are_counted_before_the_op_they_precede():
+    graph = capture(Layered(5), (torch.randn(2, 8),))
+    counts = {op.name: op.python_calls for op in graph.ops}
+    # Layered.forward itself, wrapped, 5 helpers before the linear's first op; torch's own Python
+    # (nn.Linear.forward, F.linear) is not the model's and is not counted
+    first = graph.ops[0]
+    assert first.python_calls == 1 + 1 + 5
+    assert counts["aten.relu.default"] == 1 + 5
+    assert sum(op.python_calls for op in graph.ops) == 1 + 2 * 6
+
+
+def test_torch_nn_code_and_the_fake_tensor_machinery_count_nothing():
+    model = nn.Sequential(nn.Linear(8, 8), nn.ReLU(), nn.LayerNorm(8))
+    graph = capture(model, (torch.randn(2, 8, device="meta"),))
+    assert graph.capture_mode == "fake"
+    assert sum(op.python_calls for op in graph.ops) == 0
+
+
+def test_counts_travel_with_a_saved_graph():
+    graph = capture(Layered(3), (torch.randn(2, 8),))
+    again = graph_from_dict(json.loads(json.dumps(graph_to_dict(graph))))
+    assert [op.python_calls for op in again.ops] == [op.python_calls for op in graph.ops]
+
+
+def _analysis(k: int) -> Analysis:
+    profile = load_profile_file(RESULTS / "h100_zoo_profile.json")
+    graph = capture(Layered(k), (torch.randn(2, 8, device="meta"),))
+    return Analysis(graph, profile, "cuda", Options(device="cuda", batch_sweep=False))
+
+
+def test_each_call_adds_its_share_of_a_dispatch_to_eager_host_time_only():
+    few, many = _analysis(0), _analysis(100)
+    calls = sum(op.python_calls for op in many.graph.ops) - sum(op.python_calls for op in few.graph.ops)
+    assert calls == 200
+    ov = few.dev.overheads
+    per_call = host.PYTHON_CALL_SHARE * ov.dispatch_by_op_s["add"].median_s * ov.program_factor
+    assert per_call > 0
+    assert many.timeline().host_s - few.timeline().host_s == pytest.approx(calls * per_call, rel=1e-9)
+    # a CUDA graph replay and compiled code run none of the model's Python
+    assert many.alternatives.cuda_graphs_s == pytest.approx(few.alternatives.cuda_graphs_s, rel=1e-9)
+    assert many.alternatives.torch_compile_s == pytest.approx(few.alternatives.torch_compile_s, rel=1e-9)
+
+
+def _transformers_errors(record_name: str, share: float) -> list[float]:
+    """|error| at the host scale of the host-bound transformers cases of an H100 zoo record, with
+    the Python calls its sidecar file counted (benchmarks/zoo/python_calls.py)."""
+    from benchmarks.zoo.run import _replayed
+
+    record = json.loads((RESULTS / record_name).read_text())
+    with gzip.open(RESULTS / record["graphs_file"], "rt") as f:
+        graphs = json.load(f)["graphs"]
+    profile = load_profile_file(RESULTS / record["profile_file"])
+    counts = json.loads((RESULTS / record_name.replace(".json", "_python_calls.json")).read_text())["cases"]
+    options = Options(device="cuda", allow_tf32=record["allow_tf32"], conv_tf32=record["conv_tf32"], batch_sweep=False)
+    default, host.PYTHON_CALL_SHARE = host.PYTHON_CALL_SHARE, share
+    try:
+        out = []
+        for old in record["rows"]:
+            if old["library"] != "transformers" or old["batch"] != 1:
+                continue
+            row = _replayed(old, graphs, profile, "cuda", options, {}, counts)[0]
+            out.append(abs(row["predicted_now_s"] - row["measured_s"]) / row["measured_s"])
+        return out
+    finally:
+        host.PYTHON_CALL_SHARE = default
+
+
+@pytest.mark.parametrize("record_name", ["h100_zoo.json", "h100_zoo_earlier.json"])
+def test_the_python_term_prices_transformers_models_on_the_h100_records(record_name):
+    """transformers' batch-1 cases (host-bound) at the host scale: within 15% in the median with the
+    Python calls priced, and at least 5 points worse in the median without them."""
+    with_term = statistics.median(_transformers_errors(record_name, host.PYTHON_CALL_SHARE))
+    without = statistics.median(_transformers_errors(record_name, 0.0))
+    assert with_term < 0.15, f"{record_name}: median {100 * with_term:.1f}% with the Python calls priced"
+    assert without > with_term + 0.05, f"{record_name}: {100 * without:.1f}% without against {100 * with_term:.1f}% with"
