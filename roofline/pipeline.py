@@ -487,6 +487,9 @@ class Analysis:
     def report(self) -> Report:
         tl = self.timeline()
         python_s = self.dev.python_call_s
+        # a training step's host costs run at its phases' speed among the others (advice.training)
+        training = self.dev.overheads.training if self.graph.training is not None else None
+        switch = training.phase_switch if training is not None else {}
         ops = []
         # built without validation, one per op (thousands in a large model): the values come from
         # the model of time, not from outside; a report read back from JSON is validated whole
@@ -496,7 +499,7 @@ class Analysis:
                     index=op.index, target=op.name, module=op.module or op.grad_of, module_type=op.module_type, source=op.source,
                     category=cost.category, inputs=_tensor_infos(op.tensor_inputs()), outputs=_tensor_infos(op.outputs),
                     flops=cost.flops, bytes_read=cost.bytes_read, bytes_written=cost.bytes_written, kernels=cost.kernels,
-                    kernel_s=t.kernel_s, host_s=t.host_s, python_calls=op.python_calls, python_s=op.python_calls * python_s,
+                    kernel_s=t.kernel_s, host_s=t.host_s, python_calls=op.python_calls, python_s=op.python_calls * python_s * switch.get(op.phase, 1.0),
                     compute_s=t.compute_s, memory_s=t.memory_s,
                     predicted_s=t.predicted_s, start_s=t.start_s, issue_s=t.issue_s, regime=t.regime, bound_by=t.bound_by, supported=ok,
                     kernel_source=kernel_source(op, cost, self.dev), uncertain=why, phase=op.phase,

@@ -120,3 +120,22 @@ def test_the_python_term_prices_transformers_models_on_the_h100_records(record_n
     without = statistics.median(_transformers_errors(record_name, 0.0))
     assert with_term < 0.15, f"{record_name}: median {100 * with_term:.1f}% with the Python calls priced"
     assert without > with_term + 0.05, f"{record_name}: {100 * without:.1f}% without against {100 * with_term:.1f}% with"
+
+
+def test_a_module_imported_during_the_capture_is_not_the_models_python(tmp_path, monkeypatch):
+    """A lazy import inside forward runs its module body once, in the capture's run; a real run in a
+    loop imported it before and pays none of it per call."""
+    (tmp_path / "roofline_lazy_module.py").write_text(
+        "def f(x):\n    return x\n\nfor _ in range(50):\n    f(0)\n\ndef g(x):\n    return f(x)\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+
+    class Lazy(nn.Module):
+        def forward(self, x):
+            import roofline_lazy_module  # noqa: F401 - first import here: 51 calls at import time
+
+            return torch.relu(roofline_lazy_module.g(x))
+
+    graph = capture(Lazy(), (torch.randn(2, 8),))
+    # forward, g and f; none of the module body's 50 calls of f
+    assert sum(op.python_calls for op in graph.ops) == 3

@@ -2,6 +2,7 @@
 counted them (``roofline.graph.pycalls``): a file beside the record that ``--replay`` reads.
 
     python benchmarks/zoo/python_calls.py RECORD.json
+    python benchmarks/zoo/python_calls.py --check RECORD.json cuda LABEL ...   (count here, against the file)
 
 Each case whose model builds here (its library installed) is captured again on this machine; the
 count of Python calls of the model's own code before each op does not depend on the machine, only on
@@ -56,9 +57,29 @@ def versions() -> dict[str, str]:
     return out
 
 
+def check(record_path: Path, labels: list[str], device: str) -> int:
+    """Count the listed cases here (capturing on ``device``) against the file beside the record: the
+    counts depend on the libraries' versions, not on the machine."""
+    from benchmarks.zoo.registry import cases
+
+    stored = json.loads(sidecar_path(record_path).read_text())
+    by_label = {c.label: c for c in cases()}
+    print(f"here: {versions()}; the file: {stored['counted_with']}")
+    for label in labels:
+        case = by_label[label]
+        with torch.device("meta"):
+            model, a, k = case.model.build(case.batch, case.dtype)
+        graph = capture(model, a, k, device=device)
+        here, there = sum(op.python_calls for op in graph.ops), sum(stored["cases"].get(label, []))
+        print(f"{label:<36} here {here:6d}  in the file {there:6d}  ({100 * (here - there) / max(there, 1):+.1f}%)")
+    return 0
+
+
 def main(argv: list[str]) -> int:
     from benchmarks.zoo.registry import cases
 
+    if argv and argv[0] == "--check":  # --check RECORD DEVICE LABEL ...
+        return check(Path(argv[1]), argv[3:], argv[2])
     record_path = Path(argv[0])
     record = json.loads(record_path.read_text())
     with gzip.open(record_path.parent / record["graphs_file"], "rt") as f:

@@ -387,12 +387,17 @@ class _Recorder(TorchDispatchMode):
 
     @contextlib.contextmanager
     def paused(self):
-        """Run torch code without recording it (work that is not part of the program priced)."""
+        """Run torch code without recording it (work that is not part of the program priced): its ops
+        and its Python."""
         was, self.suspended = self.suspended, True
+        if self.pycalls is not None:
+            self.pycalls.off()
         try:
             yield
         finally:
             self.suspended = was
+            if self.pycalls is not None:
+                self.pycalls.on()
 
     @contextlib.contextmanager
     def in_module(self, name: str):

@@ -42,18 +42,26 @@ class PythonCalls:
         self._counted: dict = {}  # code object -> whether its calls count
         self._excluded, self._packages = _excluded_prefixes()
         self._depth_off = 0
+        self._importing = 0  # imports in progress (their module bodies' Python is not the model's)
         self._previous = None
 
     def _counts(self, code) -> bool:
         name = code.co_filename
+        if name.startswith("<frozen "):  # the import system and other frozen modules: the standard library
+            return False
         if name.startswith(self._packages):  # site-packages may lie inside the standard library's folder
             return not name.startswith(self._excluded[:2])
         return not name.startswith(self._excluded)
 
     def _event(self, frame, event, arg) -> None:
-        if event != "call":
-            return
         code = frame.f_code
+        if code.co_name == "_find_and_load" and code.co_filename.startswith("<frozen importlib"):
+            # a module imported for the first time (a lazy import in the model's code, a warm-up's first
+            # use of a torch module): a real run made it before, once, and runs none of it per call
+            self._importing += 1 if event == "call" else -1 if event == "return" else 0
+            return
+        if event != "call" or self._importing:
+            return
         counts = self._counted.get(code)
         if counts is None:
             counts = self._counted[code] = self._counts(code)
