@@ -34,6 +34,7 @@ sys.path.insert(0, str(REPO))
 import torch  # noqa: E402
 from torch import nn  # noqa: E402
 
+from roofline.checks import phase_prediction_s  # noqa: E402
 from roofline.graph.loading import load_model_file  # noqa: E402
 from roofline.graph.training import TrainStep  # noqa: E402
 from roofline.measure.device import device_for  # noqa: E402
@@ -142,7 +143,7 @@ def run_case(case: Case, profile, kind: str, device: str, step: TrainStep) -> di
         case=case.name, ops=len(analysis.graph.ops), implementation=training.implementation, batch=training.batch, analyze_s=analyze_s,
         predicted_s=training.predicted_s, predicted_now_s=now_s, host_scale=scale, measured_s=m.total.median_s, measured_iqr_s=m.total.iqr_s,
         # a phase is measured between synchronizations: compared with the phase alone
-        phases={p.phase: dict(predicted_s=p.alone_s if p.alone_s is not None else p.predicted_s, in_step_s=p.predicted_s, measured_s=m.phases_s.get(p.phase))
+        phases={p.phase: dict(predicted_s=phase_prediction_s(p), in_step_s=p.predicted_s, measured_s=m.phases_s.get(p.phase))
                 for p in training.phases},
         peak_bytes=training.memory.peak_bytes, measured_peak_bytes=m.peak_bytes, notes=m.notes,
     )

@@ -93,7 +93,7 @@ def attach_measurement(report: Report, measurement: Measurement, analysis: Analy
     return report
 
 
-def _alone(phase) -> float:
+def phase_prediction_s(phase) -> float:
     """A phase's prediction as its measurement times it (alone between synchronizations)."""
     return phase.alone_s if phase.alone_s is not None else phase.predicted_s
 
@@ -111,7 +111,7 @@ def attach_step_measurement(report: Report, measured) -> Report:
     def err(p, m):
         return f"{100 * (p - m) / m:+.0f}%" if m else "-"
     line = f"checked: training step measured {seconds(measured.total.median_s)} against {seconds(step.predicted_s)} predicted ({err(step.predicted_s, measured.total.median_s)}); " + ", ".join(
-        f"{p.phase} {seconds(p.measured_s)} against {seconds(_alone(p))} ({err(_alone(p), p.measured_s)})" for p in step.phases if p.measured_s
+        f"{p.phase} {seconds(p.measured_s)} against {seconds(phase_prediction_s(p))} ({err(phase_prediction_s(p), p.measured_s)})" for p in step.phases if p.measured_s
     )
     if measured.peak_bytes:
         from roofline.units import count

@@ -124,7 +124,8 @@ def test_measured_loop_on_the_cpu():
     cfg = transformers.GPT2Config(n_layer=1, n_head=2, n_embd=32, vocab_size=100, n_positions=64)
     model = transformers.GPT2LMHeadModel(cfg).eval()
     m = measure_decode(model, (torch.zeros((1, 4), dtype=torch.long),), {}, "cpu", 3, None, rounds=2)
-    assert m.loop.median_s > m.prefill.median_s > 0 and m.per_token_s > 0 and m.host_speed is None
+    # the fastest samples: another program on the machine only adds time (a median under load can invert)
+    assert m.loop.min_s > m.prefill.min_s > 0 and m.per_token_s > 0 and m.host_speed is None
 
 
 def test_cli_decode_writes_the_loop(tmp_path):

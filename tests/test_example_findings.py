@@ -226,8 +226,8 @@ def test_seed002_sweep_matmul_takes_over(h100, sweep):
     r = a.report()
     (mm,) = ops(r, category="matmul")
     assert kernel_bound(mm) == "memory", "a GEMV reading its 64 MiB weight"
-    # its kernel now takes about as long as the host's dispatch of it (the step's first op, it waits
-    # for the host either way): the GPU wins on the matmul, not by hiding the dispatches
+    # its kernel takes about as long as the host's dispatch of it (the step's first op, it waits for
+    # the host either way): the GPU wins on the matmul, not by hiding the dispatches
     assert 0.5 < mm.kernel_s / mm.host_s < 2.0
     assert mm.kernel_s > 10 * max(op.kernel_s for op in r.ops if op.category != "matmul")
 

@@ -91,25 +91,24 @@ def test_each_call_adds_its_share_of_a_dispatch_to_eager_host_time_only():
 def _transformers_errors(record_name: str, share: float) -> list[float]:
     """|error| at the host scale of the host-bound transformers cases of an H100 zoo record, with
     the Python calls its sidecar file counted (benchmarks/zoo/python_calls.py)."""
+    from benchmarks.zoo.python_calls import sidecar_path
     from benchmarks.zoo.run import _replayed
 
     record = json.loads((RESULTS / record_name).read_text())
     with gzip.open(RESULTS / record["graphs_file"], "rt") as f:
         graphs = json.load(f)["graphs"]
     profile = load_profile_file(RESULTS / record["profile_file"])
-    counts = json.loads((RESULTS / record_name.replace(".json", "_python_calls.json")).read_text())["cases"]
+    gpu = profile.gpu.measurements
+    gpu.overheads = gpu.overheads.model_copy(update=dict(python_call_share=share))
+    counts = json.loads(sidecar_path(RESULTS / record_name).read_text())["cases"]
     options = Options(device="cuda", allow_tf32=record["allow_tf32"], conv_tf32=record["conv_tf32"], batch_sweep=False)
-    default, host.PYTHON_CALL_SHARE = host.PYTHON_CALL_SHARE, share
-    try:
-        out = []
-        for old in record["rows"]:
-            if old["library"] != "transformers" or old["batch"] != 1:
-                continue
-            row = _replayed(old, graphs, profile, "cuda", options, {}, counts)[0]
-            out.append(abs(row["predicted_now_s"] - row["measured_s"]) / row["measured_s"])
-        return out
-    finally:
-        host.PYTHON_CALL_SHARE = default
+    out = []
+    for old in record["rows"]:
+        if old["library"] != "transformers" or old["batch"] != 1:
+            continue
+        row = _replayed(old, graphs, profile, "cuda", options, {}, counts)[0]
+        out.append(abs(row["predicted_now_s"] - row["measured_s"]) / row["measured_s"])
+    return out
 
 
 @pytest.mark.parametrize("record_name", ["h100_zoo.json", "h100_zoo_earlier.json"])
@@ -139,3 +138,65 @@ def test_a_module_imported_during_the_capture_is_not_the_models_python(tmp_path,
     graph = capture(Lazy(), (torch.randn(2, 8),))
     # forward, g and f; none of the module body's 50 calls of f
     assert sum(op.python_calls for op in graph.ops) == 3
+
+
+def test_the_profile_function_is_restored_after_an_exception_and_left_alone_on_other_threads():
+    import sys
+    import threading
+
+    from roofline.graph.pycalls import PythonCalls
+
+    before = sys.getprofile()
+    counter = PythonCalls()
+    with pytest.raises(ValueError):
+        with counter:
+            raise ValueError("the model failed")
+    assert sys.getprofile() is before
+    seen = []
+    with counter:
+        worker = threading.Thread(target=lambda: (counter.off(), counter.on(), seen.append(sys.getprofile())))
+        worker.start()
+        worker.join()
+    assert seen == [None]  # the other thread got no profile function of ours
+    assert sys.getprofile() is before
+
+
+def test_generators_and_comprehensions_count_as_nothing():
+    """A generator's resumptions are profile calls too, and Python 3.12 inlines the comprehensions that
+    3.11 calls: neither counts, so a count is the same on both."""
+
+    def f(x):
+        total = sum(v for v in range(10))
+        squares = [v * v for v in range(5)]
+        return x * (total + len(squares))
+
+    graph = capture(f, (torch.randn(2),))
+    assert sum(op.python_calls for op in graph.ops) == 1  # f itself
+
+
+def test_a_phase_alone_runs_from_idle_queues_and_ends_with_a_synchronize():
+    from roofline.advice.training import phase_alone_s
+    from roofline.model.timeline import OpTiming, Timeline
+
+    def op(host_us, kernel_us):
+        return OpTiming(kernel_us * 1e-6, host_us * 1e-6, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, "overhead", "host")
+
+    # a device-bound op, then two host-bound ones: the host issues at 10, 20, 30 us; the device ends
+    # the first at 110 us, the others at 111 and 112 us
+    tl = Timeline(ops=[op(10, 100), op(10, 1), op(10, 1)], total_s=0.0, host_s=0.0, device_busy_s=0.0, sync_s=5e-6, device="cuda")
+    assert phase_alone_s(tl, [0, 1, 2]) == pytest.approx(117e-6)
+    assert phase_alone_s(tl, [1, 2]) == pytest.approx(26e-6)  # alone, the host sets the pace: 10 + 10 + 1, then the sync
+    assert phase_alone_s(tl, []) == 0.0
+    cpu = Timeline(ops=tl.ops, total_s=0.0, host_s=0.0, device_busy_s=0.0, sync_s=0.0, device="cpu")
+    assert phase_alone_s(cpu, [0, 1, 2]) == pytest.approx(132e-6)
+
+
+def test_the_advice_says_how_much_of_the_host_time_is_the_models_own_python():
+    from roofline.advice.text import python_line
+
+    heavy = _analysis(100).report()
+    line = python_line(heavy)
+    assert line is not None and "203 Python calls" in line and "torch.compile and CUDA graphs run none of it" in line
+    profile = load_profile_file(RESULTS / "h100_zoo_profile.json")
+    plain = capture(nn.Sequential(nn.Linear(8, 8), nn.ReLU()), (torch.randn(2, 8, device="meta"),))
+    assert python_line(Analysis(plain, profile, "cuda", Options(device="cuda", batch_sweep=False)).report()) is None  # torch.nn code: no call

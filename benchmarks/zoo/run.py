@@ -286,7 +286,9 @@ def _replayed(old: dict, graphs: dict, profile, kind: str, options: Options, dev
     Python calls of a graph captured before the capture counted them (benchmarks/zoo/python_calls.py)."""
     graph = graph_from_dict(graphs[old["label"]])
     counts = (python_calls or {}).get(old["label"])
-    if counts is not None and not any(op.python_calls for op in graph.ops) and len(counts) == len(graph.ops):
+    if counts is not None and not any(op.python_calls for op in graph.ops):
+        if len(counts) != len(graph.ops):
+            raise SystemExit(f"{old['label']}: the Python-call file has {len(counts)} counts for its {len(graph.ops)} ops; count them again (benchmarks/zoo/python_calls.py)")
         for op, n in zip(graph.ops, counts):
             op.python_calls = n
     analysis = Analysis(graph, profile, kind, options, name=old["label"], devices=devices)
@@ -334,8 +336,10 @@ def replay(args) -> int:
     with gzip.open(path.parent / record["graphs_file"], "rt") as f:
         stored = json.load(f)
     graphs, table = stored["graphs"], stored.get("kernel_table", [])
-    # the Python calls of records captured before the capture counted them, counted since
-    sidecar = path.with_name(path.stem + "_python_calls.json")
+    # the Python calls of a record captured before the capture counted them: in a file beside it
+    from benchmarks.zoo.python_calls import sidecar_path
+
+    sidecar = sidecar_path(path)
     python_calls = json.loads(sidecar.read_text())["cases"] if sidecar.exists() and not args.no_python_calls else None
     table_profile = None
     if table and kind == "cuda":
@@ -349,20 +353,15 @@ def replay(args) -> int:
     if args.drop:
         profile = without_stages(profile, kind, args.drop)
     if args.host_factors:
-        from roofline.model import host
+        from roofline.model.host import PYTHON_CALL_SHARE
 
-        default_share = host.PYTHON_CALL_SHARE
-        try:
-            for share in args.python_shares or [default_share]:
-                host.PYTHON_CALL_SHARE = share
-                for factor in args.host_factors:
-                    scaled = profile.model_copy(deep=True)
-                    part = scaled.part(kind).measurements
-                    part.overheads = part.overheads.model_copy(update=dict(program_factor=factor))
-                    rows = [_replayed(old, graphs, scaled, kind, options, {}, python_calls)[0] for old in record["rows"]]
-                    print(f"program factor {factor:.2f}, Python call share {share:.2f}: " + " | ".join(summary_lines(rows)[:2]))
-        finally:
-            host.PYTHON_CALL_SHARE = default_share
+        for share in args.python_shares or [PYTHON_CALL_SHARE]:
+            for factor in args.host_factors:
+                scaled = profile.model_copy(deep=True)
+                part = scaled.part(kind).measurements
+                part.overheads = part.overheads.model_copy(update=dict(program_factor=factor, python_call_share=share))
+                rows = [_replayed(old, graphs, scaled, kind, options, {}, python_calls)[0] for old in record["rows"]]
+                print(f"program factor {factor:.2f}, Python call share {share:.2f}: " + " | ".join(summary_lines(rows)[:2]))
         return 0
     rows = []
     counted = f"; Python calls of {len(python_calls)} cases from {sidecar.name}" if python_calls else ""

@@ -26,12 +26,13 @@ def host_syncs(graph: CapturedGraph) -> list[str]:
     """Where the model makes the host wait for tensor values: "`.item()` at model.py:12", in order,
     each place once (``.tolist()`` and friends recorded at capture, then the ops of ``reads_to_host``).
     A library's own checks that it skips under torch.compile and CUDA-graph capture
-    (``CapturedGraph.library_checks``) are not among them."""
+    (``CapturedGraph.library_check_ops``) are not among them."""
     found = list(graph.host_reads)
-    seen_sources = {r.rsplit(" at ", 1)[-1] for r in found if " at " in r} | set(graph.library_checks)
+    seen_sources = {r.rsplit(" at ", 1)[-1] for r in found if " at " in r}
+    library = set(graph.library_check_ops)
     for op in graph.ops:
         what = reads_to_host(op)
-        if what is None or (op.source and op.source in seen_sources):
+        if what is None or op.index in library or (op.source and op.source in seen_sources):
             continue
         found.append(f"{what} at {op.source}" if op.source else what)
         if op.source:

@@ -17,7 +17,7 @@ from roofline.costs import OpCost
 from roofline.graph.ops import CapturedGraph
 from roofline.graph.training import PHASES
 from roofline.model.device import DeviceModel
-from roofline.model.timeline import Timeline, dispatch_kind, dispatch_payers, modules_entered, parts_host_s
+from roofline.model.timeline import IDENTITY, Timeline, apply_step, compose, dispatch_kind, dispatch_payers, modules_entered, op_step, parts_host_s
 from roofline.schema.report import PhaseTime, StepMemory, TrainingStep
 from roofline.units import count, seconds
 
@@ -118,14 +118,12 @@ def phase_alone_s(timeline: Timeline, idx: Sequence[int]) -> float:
     """The phase's ops run alone from an idle host and device, then a synchronize: what a phase timed
     between synchronizations takes (``--measure --train``). Within a step the host runs ahead and
     issues the next phase while the device still works, so a phase adds less than this to the step."""
-    if timeline.device != "cuda":
-        return sum(timeline.ops[i].host_s + timeline.ops[i].kernel_s for i in idx)
-    host = end = 0.0
+    gpu = timeline.device == "cuda"
+    run = IDENTITY
     for i in idx:
-        t = timeline.ops[i]
-        host += t.host_s
-        end = max(host, end) + t.kernel_s
-    return max(host, end) + timeline.sync_s
+        run = compose(run, op_step(timeline.ops[i].host_s, timeline.ops[i].kernel_s, gpu))
+    host, end = apply_step(run, 0.0, 0.0)
+    return max(host, end) + (timeline.sync_s if idx else 0.0)
 
 
 def phase_times(graph: CapturedGraph, costs: Sequence[OpCost], timeline: Timeline) -> list[PhaseTime]:

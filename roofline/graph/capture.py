@@ -50,7 +50,7 @@ from roofline.graph.guards import LibraryGuards
 from roofline.graph.pycalls import PythonCalls
 from roofline.graph.structure import map_tensors, tensors_in
 from roofline.graph.training import StepRun, TrainStep, training_mode
-from roofline.graph.values import Shadow, value_of
+from roofline.graph.values import MAX_ELEMENTS, Shadow, value_of
 
 __all__ = ["capture", "normalize_inputs"]
 
@@ -122,15 +122,21 @@ def capture(
     try:
         return _trace(model, args, kwargs, fake=True, inference=inference, locator=locator, device=device, then=then, train=train)
     except _TraceFailed as failed:
-        fake_failure, values_read = failed.error, failed.values_read
-    if values_read:
+        fake_failure, used_known_values = failed.error, failed.used_known_values
+    if used_known_values:
         # The model took another path because it read values the capture knew (a library's fast
         # path for an all-ones mask), and failed there: capture it as fake tensors alone allow.
         try:
-            return _trace(model, args, kwargs, fake=True, inference=inference, locator=locator, device=device, then=then, train=train,
-                          known_values=False)
+            graph = _trace(model, args, kwargs, fake=True, inference=inference, locator=locator, device=device, then=then, train=train,
+                           known_values=False)
         except _TraceFailed as failed_again:
             fake_failure = failed_again.error
+        else:
+            graph.warnings.append(
+                f"the path a real run of these inputs' values takes failed under capture at {failures.describe_location(fake_failure, locator)} "
+                f"({failures.summary(fake_failure)}); captured the path taken without them, which may differ from a real run's"
+            )
+            return graph
     if continuations:  # the loop of calls runs on fake tensors only
         raise CaptureError(
             f"capture failed at {failures.describe_location(fake_failure, locator)}: {failures.summary(fake_failure)}; {failures.hint(fake_failure)}"
@@ -222,14 +228,14 @@ class _Continuations:
 
 
 class _TraceFailed(Exception):
-    """The model raised while running under capture; ``error`` is what it raised, ``values_read``
-    whether the capture knew values of its tensors (the path it failed on may be one that fake
-    tensors alone would not have taken)."""
+    """The model raised while running under capture; ``error`` is what it raised, ``used_known_values``
+    whether the run had read a known value or told a library that a tensor was not traced before (the
+    path it failed on may be one that fake tensors alone would not have taken)."""
 
-    def __init__(self, error: BaseException, values_read: bool = False):
+    def __init__(self, error: BaseException, used_known_values: bool = False):
         super().__init__(str(error))
         self.error = error
-        self.values_read = values_read
+        self.used_known_values = used_known_values
 
 
 def _trace(model, args: tuple, kwargs: dict, *, fake: bool, inference: bool, locator: FrameLocator, device: str = "cpu",
@@ -259,8 +265,15 @@ def _trace(model, args: tuple, kwargs: dict, *, fake: bool, inference: bool, loc
     fakes: dict[int, torch.Tensor] = {}  # a tied weight is one tensor under two names
     state = {name: fakes[id(t)] if id(t) in fakes else fakes.setdefault(id(t), convert_state(t)) for name, t in named}
     params = [fakes[i] for i in dict.fromkeys(id(t) for _, t in named if id(t) in trainable)]
-    run_args = map_tensors(args, convert)
-    run_kwargs = map_tensors(kwargs, convert)
+    originals: list[tuple[torch.Tensor, torch.Tensor]] = []  # (what the caller gave, what the model gets)
+
+    def convert_input(x: torch.Tensor) -> torch.Tensor:
+        t = convert(x)
+        originals.append((x, t))
+        return t
+
+    run_args = map_tensors(args, convert_input)
+    run_kwargs = map_tensors(kwargs, convert_input)
 
     tracker = ModuleTracker(module_names(model) if is_module else {})
     calls = TorchCalls()
@@ -281,13 +294,13 @@ def _trace(model, args: tuple, kwargs: dict, *, fake: bool, inference: bool, loc
     inputs = list(tensors_in((run_args, run_kwargs)))
     for i, t in enumerate(inputs):
         recorder.name_value(t, f"input.{i}")
+    then = then or _Continuations()
+    later = [(map_tensors(a, convert_input), map_tensors(k, convert_input)) for a, k in then.calls]
     if shadow is not None:
-        for original, t in zip(tensors_in((args, kwargs)), inputs):
+        for original, t in originals:
             shadow.know(t, value_of(original))
         for name, original in named:
             shadow.know(state[name], value_of(original))
-    then = then or _Continuations()
-    later = [(map_tensors(a, convert), map_tensors(k, convert)) for a, k in then.calls]
     for c, call in enumerate(later):
         for i, t in enumerate(tensors_in(call)):
             recorder.name_value(t, f"call.{c + 1}.input.{i}")
@@ -314,7 +327,7 @@ def _trace(model, args: tuple, kwargs: dict, *, fake: bool, inference: bool, loc
             except RooflineError:  # ours, already one line (a decode loop's output without a cache)
                 raise
             except Exception as exc:  # the user's code (or torch on its behalf) failed
-                raise _TraceFailed(exc, values_read=shadow is not None and len(shadow.values) > 0) from exc
+                raise _TraceFailed(exc, used_known_values=recorder.values_read > 0 or (guards is not None and guards.flipped)) from exc
     finally:
         restore_training()
 
@@ -327,9 +340,10 @@ def _trace(model, args: tuple, kwargs: dict, *, fake: bool, inference: bool, loc
     graph.state_tensors = len(seen_state)
     graph.host_reads = list(dict.fromkeys(recorder.host_reads))
     graph.library_checks = list(dict.fromkeys(recorder.library_checks))
-    if recorder.values_read:
+    graph.library_check_ops = list(recorder.library_check_ops)
+    if recorder.user_values_read:
         graph.warnings.append(
-            f"the model read {recorder.values_read} tensor value(s) into Python (a branch on its inputs' values); the capture "
+            f"the model read {recorder.user_values_read} tensor value(s) into Python (a branch on its inputs' values); the capture "
             "answered from the example inputs' known values, so the ops are those a real run of these inputs makes"
         )
     graph.capture_mode = "fake" if fake else "real"
@@ -368,9 +382,13 @@ class _Recorder(TorchDispatchMode):
         self.locator, self.tracker, self.calls = locator, tracker, calls
         self.pycalls = pycalls
         self.shadow, self.guards = shadow, guards
-        # reads a library makes only in eager runs (roofline.graph.guards): where, as host_reads says it
+        # reads a library makes only in eager runs (roofline.graph.guards): where, as host_reads says
+        # it, and the ops that read
         self.library_checks: list[str] = []
+        self.library_check_ops: list[int] = []
+        self._library_read = False
         self.values_read = 0  # reads of tensor values into Python the shadow answered
+        self.user_values_read = 0  # of them, reads of the model's own code (not a library's check)
         # tensor -> (value name, producing op or -1), held weakly: a reference of ours would make
         # torch's factory bindings detach their result (a shared tensor), an op eager never runs
         self.values = WeakIdKeyDictionary()
@@ -419,7 +437,8 @@ class _Recorder(TorchDispatchMode):
         except Exception:  # noqa: BLE001 - provenance is best effort, never fatal
             source = None
         if self.guards is not None and self.guards.in_library(frame):
-            self.library_checks.append(source or what)
+            self.library_checks.append(f"{what} at {source}" if source else what)
+            self._library_read = True  # the value-reading op that follows is the check's
             return
         self.host_reads.append(f"{what} at {source}" if source else what)
 
@@ -451,9 +470,13 @@ class _Recorder(TorchDispatchMode):
         if self.shadow is not None and _reads_values(func) and self.shadow.known_inputs(func, args, kwargs):
             out = self._answer(func, args, kwargs)
             if out is not _UNANSWERED:
+                library, self._library_read = self._library_read, False
+                self.user_values_read += not library
                 if not self.suspended:
                     with torch._C.DisableTorchFunction():
                         self._record(func, args, kwargs, out)
+                    if library:
+                        self.library_check_ops.append(len(self.ops) - 1)
                 return out
         out = func(*args, **kwargs)
         if self.shadow is not None:
@@ -467,15 +490,20 @@ class _Recorder(TorchDispatchMode):
         """An op that reads values (``.item()``, ``nonzero``) on tensors whose values are known: its
         result from them, as a Python number, or fake tensors of the shapes the values give."""
         got = self.shadow.compute(func, args, kwargs)
-        if got is None:
+        leaves = pytree.tree_leaves(got)
+        if got is None or any(isinstance(t, torch.Tensor) and t.numel() > MAX_ELEMENTS for t in leaves):
             return _UNANSWERED
         self.values_read += 1
-        if not isinstance(got, torch.Tensor):
-            return got
         device = next(x.device for x in pytree.tree_leaves((args, kwargs)) if isinstance(x, torch.Tensor))
-        fake = torch.empty_strided(tuple(got.shape), tuple(got.stride()), dtype=got.dtype, device=device)
-        self.shadow.know(fake, got)
-        return fake
+
+        def fake(value):
+            if not isinstance(value, torch.Tensor):
+                return value
+            made = torch.empty_strided(tuple(value.shape), tuple(value.stride()), dtype=value.dtype, device=device)
+            self.shadow.know(made, value)
+            return made
+
+        return pytree.tree_map(fake, got)
 
     def _source_of(self, t: torch.Tensor) -> tuple[str, int]:
         found = self.values.get(t)

@@ -23,6 +23,7 @@ from roofline.graph.capture import capture, normalize_inputs
 from roofline.graph.ops import CapturedGraph, CapturedOp
 from roofline.graph.rebatch import NotAffine, affine_template
 from roofline.graph.structure import tensors_in
+from roofline.graph.values import Recipes
 
 CAPTURED_STEPS = 3  # steps captured to fit the step graph's dependence on the cache length
 
@@ -71,6 +72,11 @@ def step_inputs(args: tuple, kwargs: dict, step: int, use_cache: bool = True) ->
     if ids.ndim != 2:
         raise DecodeError(f"--decode needs token ids of shape (batch, prompt length); got shape {tuple(ids.shape)}")
     batch, prompt = ids.shape
+    with Recipes():  # made on the inputs' device (meta): their values stay known to the capture
+        return _step_inputs(args, kwargs, where, batch, prompt, ids, step, use_cache)
+
+
+def _step_inputs(args: tuple, kwargs: dict, where, batch: int, prompt: int, ids: torch.Tensor, step: int, use_cache: bool) -> tuple[tuple, dict]:
     token = torch.zeros((batch, 1), dtype=ids.dtype, device=ids.device)
     new_args = tuple(token if (where == 0 and i == 0) else a for i, a in enumerate(args))
     new_kwargs = {k: v for k, v in kwargs.items() if k not in ("token_type_ids", "position_ids", "past_key_values", "use_cache")}

@@ -13,7 +13,6 @@ CUDA graph is captured (its guard says "tracing" there), so it does not rule tho
 
 from __future__ import annotations
 
-import os
 import sys
 
 from roofline.graph.values import Shadow
@@ -22,13 +21,13 @@ from roofline.graph.values import Shadow
 class LibraryGuards:
     """Context manager: while active, libraries already imported treat fake tensors with known
     values as real. ``flipped`` says whether a library asked about one; ``in_library(frame)``
-    whether a frame (or one it was called from) is that library's code."""
+    whether a read at a frame is made by the library function that asked."""
 
     def __init__(self, shadow: Shadow):
         self.shadow = shadow
         self.flipped = False
+        self.asked: set = set()  # code objects of the library functions told a tensor was not traced
         self._restore: list[tuple[object, str, object]] = []
-        self._prefixes: tuple[str, ...] = ()
 
     def __enter__(self) -> "LibraryGuards":
         module = sys.modules.get("transformers.utils.import_utils")
@@ -39,14 +38,14 @@ class LibraryGuards:
                 fake = _original(x)
                 if fake and x in self.shadow:
                     self.flipped = True
+                    # the library function that asked (through is_tracing): its reads are its checks
+                    caller = sys._getframe(2) if sys._getframe(1).f_code.co_name == "is_tracing" else sys._getframe(1)
+                    self.asked.add(caller.f_code)
                     return False
                 return fake
 
             module.is_fake_tensor = is_fake_tensor
             self._restore.append((module, "is_fake_tensor", original))
-            package = sys.modules.get("transformers")
-            if package is not None and getattr(package, "__file__", None):
-                self._prefixes += (os.path.dirname(os.path.abspath(package.__file__)) + os.sep,)
         return self
 
     def __exit__(self, *exc) -> bool:
@@ -56,12 +55,11 @@ class LibraryGuards:
         return False
 
     def in_library(self, frame) -> bool:
-        """Whether a library these guards told about known values runs at ``frame`` or below it."""
-        if not self.flipped or not self._prefixes:
-            return False
+        """Whether a read at ``frame`` is one of a library function these guards told that a tensor
+        was not traced: that function is at ``frame`` or calls it."""
         f = frame
-        while f is not None:
-            if f.f_code.co_filename.startswith(self._prefixes):
+        while f is not None and self.asked:
+            if f.f_code in self.asked:
                 return True
             f = f.f_back
         return False

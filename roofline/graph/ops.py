@@ -185,9 +185,11 @@ class CapturedGraph:
     module_calls: int = 0  # nn.Module __call__s during one forward (each costs host time)
     state_tensors: int = 0  # parameter, buffer and tensor-attribute tensors: graph inputs under torch.compile
     host_reads: list[str] = field(default_factory=list)  # "`.item()` at model.py:12": values read into Python
-    # "modeling_llama.py:382": a library's reads of known values that it skips under torch.compile and
-    # CUDA-graph capture (roofline.graph.guards): host syncs of eager runs only
+    # "bool(tensor) at modeling_llama.py:382": a library's reads of known values that it skips under
+    # torch.compile and CUDA-graph capture (roofline.graph.guards): host syncs of eager runs only; and
+    # the indices of the ops that read them
     library_checks: list[str] = field(default_factory=list)
+    library_check_ops: list[int] = field(default_factory=list)
     capture_mode: str = "fake"  # "fake" (no memory) or "real" (fallback that ran the model)
     warnings: list[str] = field(default_factory=list)
     replay: Any = None  # what roofline.graph.replay needs to run the ops again on real tensors

@@ -16,11 +16,17 @@ count is deterministic for given library versions: it does not depend on this ma
 
 from __future__ import annotations
 
+import inspect
 import os
 import sys
 import sysconfig
+import threading
 
 import torch
+
+# generators, coroutines and async generators: resumed many times, each resumption a profile "call"
+_RESUMABLE = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR | inspect.CO_ITERABLE_COROUTINE
+_INLINED = ("<listcomp>", "<dictcomp>", "<setcomp>")  # function calls on Python 3.11, inlined from 3.12
 
 
 def _excluded_prefixes() -> tuple[tuple[str, ...], tuple[str, ...]]:
@@ -44,10 +50,15 @@ class PythonCalls:
         self._depth_off = 0
         self._importing = 0  # imports in progress (their module bodies' Python is not the model's)
         self._previous = None
+        self._thread: int | None = None
 
     def _counts(self, code) -> bool:
         name = code.co_filename
         if name.startswith("<frozen "):  # the import system and other frozen modules: the standard library
+            return False
+        if code.co_flags & _RESUMABLE or code.co_name in _INLINED:
+            # a generator's every resumption is a "call", and Python 3.12 inlines comprehensions that
+            # 3.11 calls: neither is counted, so the count is the same on both
             return False
         if name.startswith(self._packages):  # site-packages may lie inside the standard library's folder
             return not name.startswith(self._excluded[:2])
@@ -69,21 +80,29 @@ class PythonCalls:
             self.pending += 1
 
     def __enter__(self) -> "PythonCalls":
+        self._thread = threading.get_ident()
         self._previous = sys.getprofile()
         sys.setprofile(self._event)
         return self
 
     def __exit__(self, *exc) -> bool:
         sys.setprofile(self._previous)
+        self._thread = None
         return False
 
     def off(self) -> None:
-        """Stop counting (the capture's own work starts); ``on()`` resumes. Nested pairs are fine."""
+        """Stop counting (the capture's own work starts); ``on()`` resumes. Nested pairs are fine. On
+        another thread than the one that entered (autograd's device threads run the recorder too)
+        both do nothing: a profile function is per thread, and only the entering one has it."""
+        if threading.get_ident() != self._thread:
+            return
         if self._depth_off == 0:
             sys.setprofile(None)
         self._depth_off += 1
 
     def on(self) -> None:
+        if threading.get_ident() != self._thread:
+            return
         self._depth_off -= 1
         if self._depth_off == 0:
             sys.setprofile(self._event)

@@ -112,7 +112,7 @@ def graph_to_dict(graph: CapturedGraph) -> dict:
         "inputs": [tensors.ref(t) for t in graph.inputs], "outputs": [tensors.ref(t) for t in graph.outputs],
         "parameters_bytes": graph.parameters_bytes, "module_calls": graph.module_calls, "state_tensors": graph.state_tensors,
         "capture_mode": graph.capture_mode, "warnings": list(graph.warnings), "host_reads": list(graph.host_reads), "library_checks": list(graph.library_checks),
-        "python_calls": {str(op.index): op.python_calls for op in graph.ops if op.python_calls},
+        "library_check_ops": list(graph.library_check_ops), "python_calls": {str(op.index): op.python_calls for op in graph.ops if op.python_calls},
     }
 
 
@@ -139,4 +139,5 @@ def graph_from_dict(data: dict) -> CapturedGraph:
         ops=ops, inputs=[tensors[j] for j in data["inputs"]], outputs=[tensors[j] for j in data["outputs"]],
         parameters_bytes=data["parameters_bytes"], module_calls=data["module_calls"], state_tensors=data["state_tensors"],
         capture_mode=data["capture_mode"], warnings=list(data["warnings"]), host_reads=list(data.get("host_reads", [])), library_checks=list(data.get("library_checks", [])),
+        library_check_ops=list(data.get("library_check_ops", [])),
     )

@@ -46,8 +46,6 @@ _FILLS = {
     aten.new_ones.default, aten.new_zeros.default, aten.new_full.default, aten.ones_like.default, aten.zeros_like.default,
     aten.full_like.default,
 }
-# aten ops with no values to compute (allocation only) or whose values are random
-_NO_VALUE = {aten.empty.memory_format, aten.empty_strided.default, aten.new_empty.default, aten.empty_like.default}
 
 # tensor -> (factory, args, kwargs, version when made): how a meta tensor with known values was made
 _RECIPES: WeakIdKeyDictionary = WeakIdKeyDictionary()
@@ -103,7 +101,9 @@ def _cpu_recipe_arg(x: Any) -> Any:
 
 
 class Shadow:
-    """Known values of one capture's tensors, keyed by the (fake) tensors the model computes with."""
+    """Known values of one capture's tensors, keyed by the (fake) tensors the model computes with.
+    Each value is a real CPU tensor; a value may be a view of another's (a slice of a known mask),
+    as the fake tensors are views of each other."""
 
     def __init__(self) -> None:
         self.values: WeakIdKeyDictionary = WeakIdKeyDictionary()
@@ -115,7 +115,8 @@ class Shadow:
         return self.values.get(t)
 
     def know(self, fake: torch.Tensor, value: torch.Tensor | None) -> None:
-        if value is not None:
+        """Remember ``value`` as ``fake``'s: a real tensor of its shape, nothing else."""
+        if value is not None and not _is_fake(value) and not value.is_meta and tuple(value.shape) == tuple(fake.shape):
             self.values[fake] = value
 
     def known_inputs(self, func, args: tuple, kwargs: dict) -> bool:
@@ -125,7 +126,8 @@ class Shadow:
         return all(x in self.values or _real_small(x) for x in pytree.tree_leaves((args, kwargs)) if isinstance(x, torch.Tensor))
 
     def compute(self, func, args: tuple, kwargs: dict) -> Any:
-        """``func`` run on the known values, on the CPU; None when it does not run there."""
+        """``func`` run on the known values, on the CPU (a constant of the model's code on a copy, so
+        that an in-place op leaves it as it was); None when it does not run there."""
         fill = func in _FILLS
 
         def real(x):
@@ -133,33 +135,36 @@ class Shadow:
                 if fill:
                     return torch.empty(x.shape, dtype=x.dtype)
                 v = self.values.get(x)
-                return v if v is not None else x.detach().to("cpu")
+                return v if v is not None else x.detach().to("cpu", copy=True)
             if isinstance(x, torch.device):
                 return torch.device("cpu")
             return x
 
-        real_args, real_kwargs = pytree.tree_map(real, (args, kwargs))
-        if "device" in real_kwargs:
-            real_kwargs = dict(real_kwargs, device=torch.device("cpu"))
         try:
-            # outside every mode: a capture's fake-tensor mode would turn the real values fake
+            # outside every mode: the capture's fake-tensor mode would make these tensors fake
             with _disable_current_modes(), torch._C.DisableTorchFunction():
+                real_args, real_kwargs = pytree.tree_map(real, (args, kwargs))
+                if "device" in real_kwargs:
+                    real_kwargs = dict(real_kwargs, device=torch.device("cpu"))
                 return func(*real_args, **real_kwargs)
         except Exception:  # noqa: BLE001 - an op that does not run on the CPU gives no value
             return None
 
     def after(self, func, args: tuple, kwargs: dict, out: Any) -> None:
         """After ``func`` ran on fake tensors: compute its small outputs for real when every tensor it
-        read has a known value, and remember them. An op that writes into a tensor whose new values
-        cannot be computed makes it unknown."""
-        if func in _NO_VALUE:
-            return
+        read has a known value, and remember them. An op that writes into tensors whose new values
+        cannot be computed makes them, and every known value sharing their memory, unknown."""
         outputs = [t for t in pytree.tree_leaves(out) if isinstance(t, torch.Tensor)]
+        if _no_value(func):
+            self._forget_written(func, args, kwargs)
+            return
         if func is aten.lift_fresh.default or func is aten.lift_fresh_copy.default:
             source = args[0] if args else None
             if isinstance(source, torch.Tensor) and outputs and source.numel() <= MAX_ELEMENTS:
-                value = self.get(source) if source in self else (source.detach().to("cpu", copy=True) if _real_small(source) else None)
-                self.know(outputs[0], None if value is None else value.clone())
+                known = self.get(source)
+                with _disable_current_modes(), torch._C.DisableTorchFunction():
+                    value = known.clone() if known is not None else (source.detach().to("cpu", copy=True) if _real_small(source) else None)
+                self.know(outputs[0], value)
             return
         inputs = [x for x in pytree.tree_leaves((args, kwargs)) if isinstance(x, torch.Tensor)]
         got = None
@@ -167,13 +172,37 @@ class Shadow:
             got = self.compute(func, args, kwargs)
         values = [t for t in pytree.tree_leaves(got) if isinstance(t, torch.Tensor)] if got is not None else []
         if got is None or len(values) != len(outputs):
-            if inputs and func._schema.is_mutable:
-                for x in inputs:
-                    self.values.pop(x, None)
+            self._forget_written(func, args, kwargs)
             return
         for fake, value in zip(outputs, values):
-            if value.shape == fake.shape:
-                self.know(fake, value)
+            self.know(fake, value)
+
+    def _forget_written(self, func, args: tuple, kwargs: dict) -> None:
+        """The tensors ``func`` writes (its schema's mutable arguments) no longer have known values,
+        nor any known value that shares memory with theirs (a view of them, or they of it)."""
+        schema = getattr(func, "_schema", None)
+        if schema is None or not schema.is_mutable:
+            return
+        written = []
+        for i, arg in enumerate(schema.arguments):
+            if arg.alias_info is None or not arg.alias_info.is_write:
+                continue
+            value = kwargs.get(arg.name) if arg.kwarg_only or i >= len(args) else args[i]
+            written += [t for t in pytree.tree_leaves(value) if isinstance(t, torch.Tensor)]
+        storages = {self.values[t].untyped_storage().data_ptr() for t in written if t in self.values}
+        for t in written:
+            self.values.pop(t, None)
+        if storages:
+            for fake, value in list(self.values.items()):
+                if value.untyped_storage().data_ptr() in storages:
+                    self.values.pop(fake, None)
+
+
+def _no_value(func) -> bool:
+    """An op whose result has no values to compute: memory allocated and not written (the ``empty``
+    family), or random numbers (computing them would also advance the user's generator)."""
+    name = getattr(func, "_opname", "")
+    return name.startswith(("empty", "new_empty")) or torch.Tag.nondeterministic_seeded in getattr(func, "tags", ())
 
 
 def _real_small(t: torch.Tensor) -> bool:

@@ -61,9 +61,11 @@ def dispatch_s(overheads: Overheads, kind: str, distinct_kinds: int | None = Non
 
 def python_call_s(overheads: Overheads) -> float:
     """Host time of one Python function call of the model's own code at this profile's host speed:
-    ``PYTHON_CALL_SHARE`` of one add's calibrated dispatch (alone, as calibration timed it)."""
+    ``PYTHON_CALL_SHARE`` (or the profile's ``python_call_share``) of one add's calibrated dispatch
+    (alone, as calibration timed it)."""
     stat = overheads.dispatch_by_op_s.get("add") or overheads.dispatch_s
-    return PYTHON_CALL_SHARE * stat.median_s
+    share = overheads.python_call_share if overheads.python_call_share is not None else PYTHON_CALL_SHARE
+    return share * stat.median_s
 
 
 def eager_chain_kernel_s(overheads: Overheads) -> float:

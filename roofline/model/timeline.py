@@ -254,7 +254,9 @@ Step = tuple[float, float, float]
 IDENTITY: Step = (0.0, -math.inf, 0.0)
 
 
-def _op_step(host: float, kernel: float, gpu: bool) -> Step:
+def op_step(host: float, kernel: float, gpu: bool) -> Step:
+    """One op's map: the host issues it after ``host``, the device runs its ``kernel`` (on a GPU the
+    two queues overlap; on the CPU they are one)."""
     return (host, host + kernel, kernel) if gpu else (host + kernel, host + kernel, -math.inf)
 
 
@@ -292,7 +294,7 @@ class Schedule:
             if paid:
                 self.paid_kinds[kind] = self.paid_kinds.get(kind, 0) + 1
         self.dispatch = {kind: dev.dispatch_s(kind, len(self.paid_kinds)) for kind in set(self.kinds)}
-        steps = [_op_step(self._host(i, self.kinds[i], self.pays[i], self.entered[i]), kernels[i][0], self.gpu) for i in range(len(ops))]
+        steps = [op_step(self._host(i, self.kinds[i], self.pays[i], self.entered[i]), kernels[i][0], self.gpu) for i in range(len(ops))]
         self.prefix = [IDENTITY]
         for step in steps:
             self.prefix.append(compose(self.prefix[-1], step))
@@ -359,7 +361,7 @@ class Schedule:
             entered_sum += entered
             prev = ops[j].module
             kernel = kernel_s(ops[j], cost, self.dev)[0] if j == last else self.kernels[j][0]
-            step = _op_step(self._host(j, kinds[j], pays[j], entered), kernel, self.gpu)
+            step = op_step(self._host(j, kinds[j], pays[j], entered), kernel, self.gpu)
             state = step if state is None else compose(state, step)
         whole = compose(compose(self.prefix[start], state), self.suffix[last + 1])
         h, e = apply_step(whole, self._h0(entered_sum), 0.0)

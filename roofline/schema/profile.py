@@ -506,6 +506,11 @@ class Overheads(_Strict):
         default=None,
         description="CPU: wall time of one tiny aten op (dispatch plus the op itself); the CPU's per-op overhead.",
     )
+    python_call_share: float | None = Field(
+        default=None, ge=0, le=10.0,
+        description="Host time of one Python function call of the model's own code over one add's calibrated dispatch; "
+        "null: the model's constant (roofline.model.host.PYTHON_CALL_SHARE). A replay sets it to weigh other values.",
+    )
     host_phase_factor: float = Field(
         default=1.0, gt=0, le=10.0,
         description="GPU: the host-speed index's median over the whole calibration over its median around the overheads stage; "
