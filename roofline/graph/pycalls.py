@@ -27,6 +27,8 @@ import torch
 # generators, coroutines and async generators: resumed many times, each resumption a profile "call"
 _RESUMABLE = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR | inspect.CO_ITERABLE_COROUTINE
 _INLINED = ("<listcomp>", "<dictcomp>", "<setcomp>")  # function calls on Python 3.11, inlined from 3.12
+# the import system's function that imports one module (frozen into the interpreter)
+_FIND_AND_LOAD = getattr(getattr(sys.modules.get("_frozen_importlib"), "_find_and_load", None), "__code__", None)
 
 
 def _excluded_prefixes() -> tuple[tuple[str, ...], tuple[str, ...]]:
@@ -65,13 +67,17 @@ class PythonCalls:
         return not name.startswith(self._excluded)
 
     def _event(self, frame, event, arg) -> None:
+        if event != "call":
+            if event == "return" and frame.f_code is _FIND_AND_LOAD:
+                self._importing -= 1
+            return
         code = frame.f_code
-        if code.co_name == "_find_and_load" and code.co_filename.startswith("<frozen importlib"):
+        if code is _FIND_AND_LOAD:
             # a module imported for the first time (a lazy import in the model's code, a warm-up's first
             # use of a torch module): a real run made it before, once, and runs none of it per call
-            self._importing += 1 if event == "call" else -1 if event == "return" else 0
+            self._importing += 1
             return
-        if event != "call" or self._importing:
+        if self._importing:
             return
         counts = self._counted.get(code)
         if counts is None:

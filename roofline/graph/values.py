@@ -47,6 +47,8 @@ _FILLS = {
     aten.full_like.default,
 }
 
+_LIFTS = {aten.lift_fresh.default, aten.lift_fresh_copy.default}  # Python data made a tensor (torch.tensor)
+
 # tensor -> (factory, args, kwargs, version when made): how a meta tensor with known values was made
 _RECIPES: WeakIdKeyDictionary = WeakIdKeyDictionary()
 
@@ -154,11 +156,15 @@ class Shadow:
         """After ``func`` ran on fake tensors: compute its small outputs for real when every tensor it
         read has a known value, and remember them. An op that writes into tensors whose new values
         cannot be computed makes them, and every known value sharing their memory, unknown."""
+        inputs = [x for x in pytree.tree_leaves((args, kwargs)) if isinstance(x, torch.Tensor)]
+        if inputs and not self.known_inputs(func, args, kwargs) and func not in _LIFTS:  # the common case: nothing to compute
+            self._forget_written(func, args, kwargs)
+            return
         outputs = [t for t in pytree.tree_leaves(out) if isinstance(t, torch.Tensor)]
         if _no_value(func):
             self._forget_written(func, args, kwargs)
             return
-        if func is aten.lift_fresh.default or func is aten.lift_fresh_copy.default:
+        if func in _LIFTS:
             source = args[0] if args else None
             if isinstance(source, torch.Tensor) and outputs and source.numel() <= MAX_ELEMENTS:
                 known = self.get(source)
@@ -166,9 +172,8 @@ class Shadow:
                     value = known.clone() if known is not None else (source.detach().to("cpu", copy=True) if _real_small(source) else None)
                 self.know(outputs[0], value)
             return
-        inputs = [x for x in pytree.tree_leaves((args, kwargs)) if isinstance(x, torch.Tensor)]
         got = None
-        if (inputs or _is_creation(func)) and outputs and all(t.numel() <= MAX_ELEMENTS for t in outputs) and self.known_inputs(func, args, kwargs):
+        if (inputs or _is_creation(func)) and outputs and all(t.numel() <= MAX_ELEMENTS for t in outputs):
             got = self.compute(func, args, kwargs)
         values = [t for t in pytree.tree_leaves(got) if isinstance(t, torch.Tensor)] if got is not None else []
         if got is None or len(values) != len(outputs):
