@@ -36,9 +36,8 @@ sys.path.insert(0, str(REPO))
 
 import torch  # noqa: E402
 
-from roofline.graph.ops import TensorMeta  # noqa: E402
 from roofline.graph.provenance import named_state  # noqa: E402
-from roofline.graph.replay import bind  # noqa: E402
+from roofline.graph.replay import arguments, bind  # noqa: E402
 from roofline.hostmix import representative_ops  # noqa: E402
 from roofline.measure.host_speed import host_speed_beside, warm_up  # noqa: E402
 from roofline.measure.run import _quiet_native_stderr, on_device  # noqa: E402
@@ -60,21 +59,7 @@ def replay_fn(graph, values: dict, device: str, dry: list | None = None, record:
     def run():
         vals = dict(values)
         for i, op in enumerate(graph.ops):
-            names = iter(op.input_sources)
-
-            def real(x):
-                if isinstance(x, TensorMeta):
-                    return vals[next(names)[0]]
-                if isinstance(x, list):
-                    return [real(y) for y in x]
-                if isinstance(x, tuple):
-                    return tuple(real(y) for y in x)
-                if isinstance(x, dict):
-                    return {k: real(v) for k, v in x.items()}
-                return x
-
-            args = tuple(real(a) for a in op.args)
-            kwargs = {k: real(v) for k, v in op.kwargs.items()}
+            args, kwargs = arguments(op, vals)
             outs = dry[i] if dry is not None else [t for t in torch.utils._pytree.tree_leaves(op.target(*args, **kwargs)) if isinstance(t, torch.Tensor)]
             if record is not None:
                 record.append(outs)

@@ -41,26 +41,30 @@ def bind(graph: CapturedGraph, state: dict[str, torch.Tensor], args: tuple, kwar
     return values
 
 
+def arguments(op, values: dict[str, torch.Tensor]) -> tuple[tuple, dict]:
+    """The captured op's arguments with every tensor looked up in ``values`` by the value it read."""
+    names = iter(op.input_sources)
+
+    def real(x):
+        if isinstance(x, TensorMeta):
+            return values[next(names)[0]]
+        if isinstance(x, list):
+            return [real(y) for y in x]
+        if isinstance(x, tuple):
+            return tuple(real(y) for y in x)
+        if isinstance(x, dict):
+            return {k: real(v) for k, v in x.items()}
+        return x
+
+    return tuple(real(a) for a in op.args), {k: real(v) for k, v in op.kwargs.items()}
+
+
 def replay(graph: CapturedGraph, values: dict[str, torch.Tensor]) -> None:
     """Call every captured op in order on the real ``values`` (from ``bind``); each op's outputs
     join them under the names the capture gave them."""
     values = dict(values)
     for op in graph.ops:
-        names = iter(op.input_sources)
-
-        def real(x):
-            if isinstance(x, TensorMeta):
-                return values[next(names)[0]]
-            if isinstance(x, list):
-                return [real(y) for y in x]
-            if isinstance(x, tuple):
-                return tuple(real(y) for y in x)
-            if isinstance(x, dict):
-                return {k: real(v) for k, v in x.items()}
-            return x
-
-        args = tuple(real(a) for a in op.args)
-        kwargs = {k: real(v) for k, v in op.kwargs.items()}
+        args, kwargs = arguments(op, values)
         out = op.target(*args, **kwargs)
         for k, t in enumerate(t for t in pytree.tree_leaves(out) if isinstance(t, torch.Tensor)):
             values[f"op.{op.index}.{k}"] = t
