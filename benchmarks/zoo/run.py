@@ -376,11 +376,32 @@ def replay(args) -> int:
             print(f"  {row['label']:<36} predicted {row['predicted_s'] * 1e3:9.3f} ms  measured {row['measured_s'] * 1e3:9.3f} ms  {100 * e:+6.1f}%")
     lines = summary_lines(rows)
     print("\n".join(lines))
+    if args.by_library:
+        print("\n".join(library_lines(rows)))
     recorded = record.get("summary") or []
     if recorded and recorded[:2] != lines[:2]:
         print("recorded run printed:")
         print("\n".join("  " + x for x in recorded[:2]))
     return 0
+
+
+def library_lines(rows: list[dict]) -> list[str]:
+    """At the host scale: the host scales the cases ran at, signed and |error| medians by library at
+    batch 1 and at the typical batch, and the five cases furthest off."""
+    rows = [r for r in rows if r.get("predicted_now_s")]
+    errors = {r["label"]: (r["predicted_now_s"] - r["measured_s"]) / r["measured_s"] for r in rows}
+    scales = sorted(r["host_scale"] for r in rows)
+    out = [f"host scales x{scales[0]:.2f}..x{scales[-1]:.2f}, median x{statistics.median(scales):.2f}, "
+           f"median distance from 1 {100 * statistics.median(abs(x - 1) for x in scales):.0f}%"]
+    groups: dict[tuple[str, str], list[float]] = {}
+    for r in rows:
+        groups.setdefault((r["library"], "batch 1" if r["batch"] == 1 else "typical batch"), []).append(errors[r["label"]])
+    for (library, batch), errs in sorted(groups.items()):
+        out.append(f"  {library:<12} {batch:<13} n={len(errs):3d} signed median {100 * statistics.median(errs):+6.1f}%  "
+                   f"|error| median {100 * statistics.median(abs(e) for e in errs):5.1f}%")
+    worst = sorted(errors.items(), key=lambda kv: -abs(kv[1]))[:5]
+    out.append("furthest at the host scale: " + ", ".join(f"{label} {100 * e:+.0f}%" for label, e in worst))
+    return out
 
 
 def main(argv: list[str]) -> int:
@@ -400,6 +421,7 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--profile-file", help="with --merge: the profile the run used, saved beside the record")
     ap.add_argument("--replay")
     ap.add_argument("--verbose", action="store_true", help="with --replay: every case's line")
+    ap.add_argument("--by-library", action="store_true", help="with --replay: host scales, errors at the host scale by library and batch, the furthest cases")
     ap.add_argument("--drop", nargs="+", help="with --replay: price without these calibration stages (see without_stages)")
     ap.add_argument("--host-factors", nargs="+", type=float, help="with --replay: the zoo's two summary lines at each of these program factors (the host's real-program factor)")
     ap.add_argument("--python-shares", nargs="+", type=float, help="with --host-factors: also at each of these shares of a dispatch per Python call of model code")

@@ -281,7 +281,7 @@ def _trace(model, args: tuple, kwargs: dict, *, fake: bool, inference: bool, loc
     shadow = Shadow() if (fake and known_values and train is None) else None
     guards = LibraryGuards(shadow) if shadow is not None else None
     pycalls = PythonCalls()
-    recorder = _Recorder(locator, tracker, calls, shadow, guards, pycalls)
+    recorder = _Recorder(locator, tracker, calls, pycalls, shadow, guards)
     calls.on_whole = recorder.record_whole
     calls.on_host_read = recorder.host_read
     if train is not None:
@@ -376,8 +376,8 @@ class _Recorder(TorchDispatchMode):
         # wrapper call on every op; no compile runs while a model is captured
         return False
 
-    def __init__(self, locator: FrameLocator, tracker: ModuleTracker, calls: TorchCalls, shadow: Shadow | None = None,
-                 guards: LibraryGuards | None = None, pycalls: PythonCalls | None = None):
+    def __init__(self, locator: FrameLocator, tracker: ModuleTracker, calls: TorchCalls, pycalls: PythonCalls,
+                 shadow: Shadow | None = None, guards: LibraryGuards | None = None):
         super().__init__()
         self.locator, self.tracker, self.calls = locator, tracker, calls
         self.pycalls = pycalls
@@ -408,14 +408,12 @@ class _Recorder(TorchDispatchMode):
         """Run torch code without recording it (work that is not part of the program priced): its ops
         and its Python."""
         was, self.suspended = self.suspended, True
-        if self.pycalls is not None:
-            self.pycalls.off()
+        self.pycalls.off()
         try:
             yield
         finally:
             self.suspended = was
-            if self.pycalls is not None:
-                self.pycalls.on()
+            self.pycalls.on()
 
     @contextlib.contextmanager
     def in_module(self, name: str):
@@ -458,8 +456,6 @@ class _Recorder(TorchDispatchMode):
         self.values[t] = (name, producer)
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        if self.pycalls is None:
-            return self._dispatch(func, args, kwargs or {})
         self.pycalls.off()  # the fake tensors' and the recorder's own Python is not the model's
         try:
             return self._dispatch(func, args, kwargs or {})
@@ -494,7 +490,7 @@ class _Recorder(TorchDispatchMode):
         if got is None or any(isinstance(t, torch.Tensor) and t.numel() > MAX_ELEMENTS for t in leaves):
             return _UNANSWERED
         self.values_read += 1
-        device = next(x.device for x in pytree.tree_leaves((args, kwargs)) if isinstance(x, torch.Tensor))
+        device = next((x.device for x in pytree.tree_leaves((args, kwargs)) if isinstance(x, torch.Tensor)), None)
 
         def fake(value):
             if not isinstance(value, torch.Tensor):
@@ -543,7 +539,7 @@ class _Recorder(TorchDispatchMode):
                 source = self.locator.find(sys._getframe(2))
             except Exception:  # noqa: BLE001 - provenance is best effort, never fatal
                 source = None
-        python_calls = self.pycalls.take() if self.pycalls is not None else 0
+        python_calls = self.pycalls.take()
         host_scalar = self.phase == "optimizer" and bool(sources) and all(
             name in self.host_scalars or (name.startswith("const.") and t.ndim == 0)
             for (name, _), t in zip(sources, _flat_tensors(args, kwargs))

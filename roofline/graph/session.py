@@ -71,7 +71,7 @@ class Recording:
         self.tracker = _DiscoveringTracker(self._returned.append)
         self.calls = TorchCalls()
         self.pycalls = PythonCalls()
-        self.recorder = _BlockRecorder(self.locator, self.tracker, self.calls, None, None, self.pycalls)
+        self.recorder = _BlockRecorder(self.locator, self.tracker, self.calls, self.pycalls)
         self.calls.on_whole = self.recorder.record_whole
         self.calls.on_host_read = self.recorder.host_read
         self._contexts = [self.tracker.installed(), quiet_torch_logs(), self.calls, self.recorder, self.pycalls]
