@@ -107,3 +107,29 @@ def test_the_encoder_fast_path_is_captured_as_one_op_per_layer_and_priced_by_its
     from roofline.model.kernels import kernel_s
 
     assert kernel == pytest.approx(sum(kernel_s(op, c, analysis.dev)[0] for op, c in cost.parts))
+
+
+def test_a_fused_native_op_runs_its_parts_on_the_two_queues():
+    # The encoder layer issues its kernels one by one from C++: each part's kernel starts once that
+    # part is issued and overlaps the issue of the next, so the layer is its parts on the two queues,
+    # not all its host time followed by all its kernels.
+    from roofline.model.timeline import Schedule, dispatch_kind, part_pieces, predict_timeline
+
+    loaded = load_model_file(REPO / "examples" / "transformer_encoder.py")
+    analysis = Analysis.of(loaded.model, loaded.args, loaded.kwargs, "nvidia-h100-80gb-hbm3", Options(batch_sweep=False))
+    dev, graph, costs, kernels = analysis.dev, analysis.graph, analysis.costs, analysis.kernels()
+    tl = predict_timeline(graph, costs, dev, kernels=kernels)
+    first = tl.ops[0]
+    distinct = len({dispatch_kind(op, c) for op, c in zip(graph.ops, costs)})
+    pieces = part_pieces(costs[0], kernels[0][0], dev, distinct)
+    assert len(pieces) == costs[0].kernels and sum(k for _, k in pieces) == pytest.approx(kernels[0][0])
+    # by hand: the host time outside the parts, then each part issued and run in turn
+    h, e = first.issue_s - sum(p for p, _ in pieces), 0.0
+    for p, k in pieces:
+        h += p
+        e = max(h, e) + k
+    assert (first.issue_s, first.end_s) == (pytest.approx(h), pytest.approx(e))
+    # the overlap makes it shorter than issuing everything before any kernel runs
+    assert first.end_s < first.issue_s + kernels[0][0]
+    # the composable schedule prices the same program the same way
+    assert Schedule(graph, costs, dev, kernels).total_s() == pytest.approx(tl.total_s)

@@ -134,6 +134,30 @@ def parts_host_s(cost: OpCost, dev: DeviceModel, distinct_kinds: int) -> float:
     return sum(dev.dispatch_s(dispatch_kind(p_op, p_cost), distinct_kinds) for p_op, p_cost in cost.parts if p_cost.kernels)
 
 
+def part_pieces(cost: OpCost, kernel: float, dev: DeviceModel, distinct_kinds: int) -> list[tuple[float, float]]:
+    """(host, kernel) of each part of a fused native op that launches a kernel, in order. The op
+    issues its parts one after another from C++ and the device starts each as soon as it is issued,
+    so a part's kernel runs while the host issues the parts after it: the op is its parts on the two
+    queues, not all of its host time followed by all of its kernels. The parts' kernels are scaled
+    to sum to ``kernel`` (the op's, which a kernel table may have timed whole)."""
+    raw = [(dev.dispatch_s(dispatch_kind(p_op, p_cost), distinct_kinds), kernel_s(p_op, p_cost, dev)[0])
+           for p_op, p_cost in cost.parts if p_cost.kernels]
+    total = sum(k for _, k in raw)
+    scale = kernel / total if total > 0 else 0.0
+    return [(h, k * scale) for h, k in raw]
+
+
+def op_map(host: float, kernel: float, pieces: Sequence[tuple[float, float]] | None, gpu: bool) -> Step:
+    """One op's map (``op_step``); a GPU op with ``pieces`` (``part_pieces``) pays the host time that
+    is not its parts' first, then runs each part as an op of its own."""
+    if not (gpu and pieces):
+        return op_step(host, kernel, gpu)
+    step: Step = (host - sum(h for h, _ in pieces), -math.inf, 0.0)
+    for h, k in pieces:
+        step = compose(step, op_step(h, k, gpu))
+    return step
+
+
 def modules_entered(prev: str, cur: str) -> int:
     """nn.Module calls begun between two consecutive ops: path components of ``cur`` not shared with ``prev``."""
     if cur == prev:
@@ -206,9 +230,18 @@ def predict_timeline(
         else:
             term = "compute" if compute >= memory else "memory"
         if gpu:
-            issue = h + host
-            start = max(issue, e)
-            end = start + kernel
+            pieces = part_pieces(cost, kernel, dev, distinct_kinds) if cost.parts and host_cost is None else None
+            if pieces:  # a fused native op: its parts on the two queues (``part_pieces``)
+                issue, end, start = h + host - sum(ph for ph, _ in pieces), e, None
+                for ph, pk in pieces:
+                    issue += ph
+                    part_start = max(issue, end)
+                    start = part_start if start is None else start
+                    end = part_start + pk
+            else:
+                issue = h + host
+                start = max(issue, e)
+                end = start + kernel
             gap = start - e  # device idle, waiting for the host to issue this op
             predicted = end - e if end > e else 0.0
             h, e = issue, max(end, e)
@@ -294,7 +327,7 @@ class Schedule:
             if paid:
                 self.paid_kinds[kind] = self.paid_kinds.get(kind, 0) + 1
         self.dispatch = {kind: dev.dispatch_s(kind, len(self.paid_kinds)) for kind in set(self.kinds)}
-        steps = [op_step(self._host(i, self.kinds[i], self.pays[i], self.entered[i]), kernels[i][0], self.gpu) for i in range(len(ops))]
+        steps = [self._step(i, self._host(i, self.kinds[i], self.pays[i], self.entered[i]), kernels[i][0]) for i in range(len(ops))]
         self.prefix = [IDENTITY]
         for step in steps:
             self.prefix.append(compose(self.prefix[-1], step))
@@ -311,6 +344,12 @@ class Schedule:
             if op.name == "aten.t.default":
                 for u in op.users:
                     self.transposes_of.setdefault(u, []).append(j)
+
+    def _step(self, i: int, host: float, kernel: float) -> Step:
+        """Op ``i``'s map as the program has it (a fused native op by its parts)."""
+        cost = self.costs[i]
+        pieces = part_pieces(cost, kernel, self.dev, len(self.paid_kinds)) if cost.parts else None
+        return op_map(host, kernel, pieces, self.gpu)
 
     def _host(self, i: int, kind: str, paid: bool, entered: int) -> float:
         return ((self.dispatch[kind] if paid else 0.0) + entered * self.module_s + parts_host_s(self.costs[i], self.dev, len(self.paid_kinds))
@@ -361,7 +400,8 @@ class Schedule:
             entered_sum += entered
             prev = ops[j].module
             kernel = kernel_s(ops[j], cost, self.dev)[0] if j == last else self.kernels[j][0]
-            step = op_step(self._host(j, kinds[j], pays[j], entered), kernel, self.gpu)
+            host = self._host(j, kinds[j], pays[j], entered)
+            step = op_step(host, kernel, self.gpu) if j == last else self._step(j, host, kernel)
             state = step if state is None else compose(state, step)
         whole = compose(compose(self.prefix[start], state), self.suffix[last + 1])
         h, e = apply_step(whole, self._h0(entered_sum), 0.0)
