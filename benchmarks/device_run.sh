@@ -6,6 +6,7 @@
 #   bash benchmarks/device_run.sh OUT zoo-curves PROFILE K/N ...   the same without the kernel table
 #   ZOO_UNTIL=EPOCH_S bash benchmarks/device_run.sh ...   zoo steps start no shard after that time
 #   bash benchmarks/device_run.sh OUT decode PROFILE         benchmarks/decode_check.py on GPT-2 and a Llama-shaped model
+#   bash benchmarks/device_run.sh OUT probes PROFILE         the host probes (benchmarks/zoo/probes.py) -> OUT/probes.json
 # Logs go to OUT/log.txt. Then, on any machine: accuracy.py --zoo --merge OUT/zoo_*.json.gz --json RECORD --profile-file PROFILE.
 set -u
 out=$1; step=$2; shift 2
@@ -26,6 +27,8 @@ case $step in
       timeout 280 python benchmarks/accuracy.py --zoo --profile "$profile" --shard "$shard" $kernels --json "$out/zoo_${shard%/*}.json.gz" >> "$log" 2>&1
     done
     echo "== zoo done $(date +%T)" >> "$log" ;;
+  probes)
+    timeout 200 python benchmarks/accuracy.py --zoo --probes --profile "$1" --json "$out/probes.json" >> "$log" 2>&1 ;;
   decode)
     timeout 200 python benchmarks/decode_check.py --profile "$1" --json "$out/decode.json" >> "$log" 2>&1 ;;
 esac

@@ -146,7 +146,12 @@ def run_live(args) -> int:
     profile, kind = resolve_profile(args.profile, args.device)
     device = device_for(profile, kind)
     todo = zoo_cases()
-    if kind == "cpu":  # the CPU subset: batch 1 in the natural dtype (a 2-core CPU runs the rest for minutes)
+    if args.probes:  # the host probes (benchmarks/zoo/probes.py) instead of the zoo's models
+        from benchmarks.zoo.probes import PROBES
+        from benchmarks.zoo.registry import ZooCase
+
+        todo = [ZooCase(m, b, d) for m in PROBES for b in m.batches for d in m.dtypes]
+    elif kind == "cpu":  # the CPU subset: batch 1 in the natural dtype (a 2-core CPU runs the rest for minutes)
         todo = [c for c in todo if c.batch == 1 and c.dtype == c.model.dtypes[0]]
     if args.only:
         todo = [c for c in todo if any(s in c.label for s in args.only)]
@@ -413,6 +418,7 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--device", choices=["cuda", "cpu"])
     ap.add_argument("--only", nargs="*")
     ap.add_argument("--shard", help="K/N: every N-th case from the K-th (device calls are limited in length)")
+    ap.add_argument("--probes", action="store_true", help="run the host probes (benchmarks/zoo/probes.py) instead of the zoo's models")
     ap.add_argument("--budget", type=float, default=0.6, help="seconds of end-to-end timing per case")
     ap.add_argument("--runs", type=int, default=3, help="profiled replays per case")
     ap.add_argument("--kernels", action="store_true", help="also time every case's distinct kernels (the kernel table) and predict with them")

@@ -17,7 +17,8 @@ from roofline.costs import OpCost
 from roofline.graph.ops import CapturedGraph
 from roofline.graph.training import PHASES
 from roofline.model.device import DeviceModel
-from roofline.model.timeline import IDENTITY, Timeline, apply_step, compose, dispatch_kind, dispatch_payers, modules_entered, op_step, parts_host_s
+from roofline.model.timeline import (IDENTITY, Timeline, apply_step, compose, dispatch_kind, dispatch_payers, inner_ops, modules_entered,
+                                     op_dispatch_s, op_step, parts_host_s)
 from roofline.schema.report import PhaseTime, StepMemory, TrainingStep
 from roofline.units import count, seconds
 
@@ -58,8 +59,9 @@ def training_host_cost(graph: CapturedGraph, costs: Sequence[OpCost], dev: Devic
     module_s = dev.module_call_s
     entered = [modules_entered(ops[i - 1].module, op.module) if i else int(is_module) + modules_entered("", op.module) for i, op in enumerate(ops)]
     python_s = dev.python_call_s
-    base = [(dispatch[k] if p else 0.0) + e * module_s + parts_host_s(c, dev, distinct) + op.python_calls * python_s
-            for k, p, e, c, op in zip(kinds, pays, entered, costs, ops)]
+    inner, entry = inner_ops(ops, pays), dev.call_entry_s(distinct)
+    base = [op_dispatch_s(dispatch[k], entry, p, n) + e * module_s + parts_host_s(c, dev, distinct) + op.python_calls * python_s
+            for k, p, n, e, c, op in zip(kinds, pays, inner, entered, costs, ops)]
     calibrated = dev.part.measurements.overheads.dispatch_s.median_s
     scale = dev.overheads.dispatch_s.median_s / calibrated if calibrated else 1.0
     extra = [0.0] * len(ops)

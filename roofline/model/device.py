@@ -18,7 +18,7 @@ from roofline.model.curves import (
     RnnModel,
     _rnn_host_factor,
 )
-from roofline.model.host import dispatch_s, interleave_for, python_call_s
+from roofline.model.host import call_entry_s, dispatch_s, interleave_for, python_call_s
 from roofline.schema.profile import CpuPart, GpuPart, Overheads
 
 
@@ -162,6 +162,11 @@ class DeviceModel:
         """Host time to dispatch one op of this kind in a model's eager program: the calibrated
         op (``roofline.model.host.dispatch_s``) times the profile's program factor."""
         return dispatch_s(self.overheads, kind, distinct_kinds) * self.overheads.program_factor
+
+    def call_entry_s(self, distinct_kinds: int | None = None) -> float:
+        """The Python entry of one native torch call in a model's eager program (``roofline.model.host.call_entry_s``,
+        times the program factor): what an op that a native call runs after its first does not pay."""
+        return call_entry_s(self.overheads, distinct_kinds) * self.overheads.program_factor
 
     @property
     def module_call_s(self) -> float:

@@ -37,6 +37,13 @@ PROGRAM_FACTOR_GPU = 1.25
 # zoo of real models (docs/design.md, "The host's Python", names the replay that measures it).
 PYTHON_CALL_SHARE = 0.18
 
+# The Python entry of a native torch call (parsing its arguments, wrapping its result), as a share of
+# the calibrated dispatch of one view (a call whose C++ side does almost nothing). A native call that
+# runs several aten ops (``torch.matmul`` on 4-d tensors: expand, view, bmm, _unsafe_view; ``F.linear``
+# on a 3-d input; a fused native op's kernels) pays the entry once: each op after its first pays its
+# kind's dispatch less the entry.
+CALL_ENTRY_SHARE = 0.7
+
 # Host-side fields of Overheads: what a slower host makes slower. kernel_min_s and graph_kernel_s
 # are device time and the interleaving factor is a ratio, so they stay.
 HOST_FIELDS = ("dispatch_s", "module_call_s", "synchronize_s", "graph_launch_s", "compiled_call_s", "compiled_kernel_s", "compiled_input_s", "op_small_s")
@@ -66,6 +73,11 @@ def python_call_s(overheads: Overheads) -> float:
     stat = overheads.dispatch_by_op_s.get("add") or overheads.dispatch_s
     share = overheads.python_call_share if overheads.python_call_share is not None else PYTHON_CALL_SHARE
     return share * stat.median_s
+
+
+def call_entry_s(overheads: Overheads, distinct_kinds: int | None = None) -> float:
+    """Host time of the Python entry of one native torch call (``CALL_ENTRY_SHARE`` of a view's dispatch)."""
+    return CALL_ENTRY_SHARE * dispatch_s(overheads, "view", distinct_kinds)
 
 
 def eager_chain_kernel_s(overheads: Overheads) -> float:

@@ -126,12 +126,35 @@ def dispatch_payers(ops: Sequence[CapturedOp], kinds: Sequence[str]) -> list[boo
     return [not in_linear(op) for op in ops]
 
 
+def inner_ops(ops: Sequence[CapturedOp], pays: Sequence[bool]) -> list[bool]:
+    """Which ops a native torch call (``CapturedOp.torch_call``) runs after its first paying op: the
+    call's Python entry was paid by that op, so they pay their kind's dispatch less the entry
+    (``DeviceModel.call_entry_s``)."""
+    entered: set[int] = set()
+    out = []
+    for op, paid in zip(ops, pays):
+        call = op.torch_call
+        out.append(paid and call is not None and call in entered)
+        if paid and call is not None:
+            entered.add(call)
+    return out
+
+
+def op_dispatch_s(dispatch: float, entry: float, paid: bool, inner: bool) -> float:
+    """One op's dispatch: its kind's (``dispatch``), less the call's Python entry for an op a native
+    call runs after its first (``inner_ops``), nothing for one that does not pay (``dispatch_payers``)."""
+    if not paid:
+        return 0.0
+    return max(dispatch - entry, 0.0) if inner else dispatch
+
+
 def parts_host_s(cost: OpCost, dev: DeviceModel, distinct_kinds: int) -> float:
     """Host time a fused native op (the transformer fast path: one call, a dozen kernels) spends
-    issuing its parts from C++: each part's dispatch, priced as its kind's."""
+    issuing its parts from C++: each part's dispatch, priced as its kind's less the call's Python
+    entry (the op itself paid it)."""
     if not cost.parts:
         return 0.0
-    return sum(dev.dispatch_s(dispatch_kind(p_op, p_cost), distinct_kinds) for p_op, p_cost in cost.parts if p_cost.kernels)
+    return sum(h for h, _ in part_pieces(cost, 0.0, dev, distinct_kinds))
 
 
 def part_pieces(cost: OpCost, kernel: float, dev: DeviceModel, distinct_kinds: int) -> list[tuple[float, float]]:
@@ -140,7 +163,8 @@ def part_pieces(cost: OpCost, kernel: float, dev: DeviceModel, distinct_kinds: i
     so a part's kernel runs while the host issues the parts after it: the op is its parts on the two
     queues, not all of its host time followed by all of its kernels. The parts' kernels are scaled
     to sum to ``kernel`` (the op's, which a kernel table may have timed whole)."""
-    raw = [(dev.dispatch_s(dispatch_kind(p_op, p_cost), distinct_kinds), kernel_s(p_op, p_cost, dev)[0])
+    entry = dev.call_entry_s(distinct_kinds)
+    raw = [(op_dispatch_s(dev.dispatch_s(dispatch_kind(p_op, p_cost), distinct_kinds), entry, True, True), kernel_s(p_op, p_cost, dev)[0] if kernel else 0.0)
            for p_op, p_cost in cost.parts if p_cost.kernels]
     total = sum(k for _, k in raw)
     scale = kernel / total if total > 0 else 0.0
@@ -210,6 +234,8 @@ def predict_timeline(
     # How many different dispatch kinds the host interleaves: the interleaving factor grows with it.
     distinct_kinds = len({kind for kind, paid in zip(kinds, pays) if paid})
     dispatch = {kind: dev.dispatch_s(kind, distinct_kinds) for kind in set(kinds)}
+    inner = inner_ops(graph.ops, pays)
+    entry = dev.call_entry_s(distinct_kinds)
     # Module calls that launched no op of their own (Dropout in eval, Identity) still cost host time.
     unattributed = max(graph.module_calls - sum(entered), 0)
 
@@ -218,11 +244,11 @@ def predict_timeline(
     e = 0.0
     out: list[OpTiming] = []
     busy = 0.0
-    for op, cost, n_mod, kind, paid, (kernel, compute, memory, floor) in zip(graph.ops, costs, entered, kinds, pays, kernels):
+    for op, cost, n_mod, kind, paid, called, (kernel, compute, memory, floor) in zip(graph.ops, costs, entered, kinds, pays, inner, kernels):
         if host_cost is not None:
             host = host_cost(op, cost)
         else:
-            host = (dispatch[kind] if paid else 0.0) + n_mod * module_s + parts_host_s(cost, dev, distinct_kinds) + op.python_calls * python_s
+            host = op_dispatch_s(dispatch[kind], entry, paid, called) + n_mod * module_s + parts_host_s(cost, dev, distinct_kinds) + op.python_calls * python_s
         if kernel == 0.0:
             term = "none"
         elif floor >= max(compute, memory):
@@ -327,6 +353,8 @@ class Schedule:
             if paid:
                 self.paid_kinds[kind] = self.paid_kinds.get(kind, 0) + 1
         self.dispatch = {kind: dev.dispatch_s(kind, len(self.paid_kinds)) for kind in set(self.kinds)}
+        self.inner = inner_ops(ops, self.pays)
+        self.entry = dev.call_entry_s(len(self.paid_kinds))
         steps = [self._step(i, self._host(i, self.kinds[i], self.pays[i], self.entered[i]), kernels[i][0]) for i in range(len(ops))]
         self.prefix = [IDENTITY]
         for step in steps:
@@ -352,7 +380,7 @@ class Schedule:
         return op_map(host, kernel, pieces, self.gpu)
 
     def _host(self, i: int, kind: str, paid: bool, entered: int) -> float:
-        return ((self.dispatch[kind] if paid else 0.0) + entered * self.module_s + parts_host_s(self.costs[i], self.dev, len(self.paid_kinds))
+        return (op_dispatch_s(self.dispatch[kind], self.entry, paid, self.inner[i]) + entered * self.module_s + parts_host_s(self.costs[i], self.dev, len(self.paid_kinds))
                 + self.graph.ops[i].python_calls * self.python_s)
 
     def _h0(self, entered_sum: int) -> float:
