@@ -50,6 +50,9 @@ class StubDevice:
 
     python_call_s = 0.0  # the model's own Python is priced in tests/test_python_calls.py
 
+    def call_entry_s(self, distinct_kinds=None):
+        return 0.0  # a native call's Python entry paid once: test_a_native_call_pays_its_python_entry_once
+
     def matmul_model(self, dtype):
         return SimpleNamespace(time_s=lambda m, n, k: 2 * m * n * k / 100e12)
 
@@ -298,7 +301,8 @@ def test_interleave_mix_kind_count_matches_the_calibration_mix():
 def test_a_linears_weight_transpose_is_priced_inside_its_call():
     # The addmm representative is a whole F.linear call (t + addmm in C++): the t made inside the same
     # native call as the addmm it feeds pays nothing of its own. On a 3-d input the call's views
-    # (input to 2-d and back) still pay, and a t the user wrote as its own call pays as a view.
+    # (input to 2-d and back) still pay (less the call's entry after its first op), and a t the user
+    # wrote as its own call pays as a view.
     from roofline.graph.capture import capture
     from roofline.costs import cost_of
     from roofline.model.device import DeviceModel
@@ -328,6 +332,37 @@ def test_a_linears_weight_transpose_is_priced_inside_its_call():
     g, host = hosts(lambda x: x @ w.t(), torch.randn(4, 8))
     assert g.ops[0].name == "aten.t.default" and g.ops[0].torch_call != g.ops[1].torch_call
     assert host[0] > 0
+
+
+def test_a_native_call_pays_its_python_entry_once():
+    # torch.matmul on 4-d inputs runs expand, view, expand, view, bmm and _unsafe_view in C++: the
+    # first op pays its kind's dispatch, each op after it that kind's less the call's Python entry
+    # (CALL_ENTRY_SHARE of a view's dispatch); the same ops called one by one from Python each pay all.
+    from roofline.graph.capture import capture
+    from roofline.costs import cost_of
+    from roofline.model.device import DeviceModel
+    from roofline.model.host import CALL_ENTRY_SHARE
+    from roofline.model.timeline import dispatch_kind, dispatch_payers, inner_ops
+    from roofline.profiles import load_profile_file
+    from tests.conftest import REPO
+
+    dev = DeviceModel(load_profile_file(REPO / "tests" / "fixtures" / "h100_profile.json").gpu, "cuda")
+    g = capture(lambda a, c: torch.matmul(a, c), (torch.randn(2, 3, 5, 4), torch.randn(2, 3, 4, 5)))
+    assert [op.name.split(".")[1] for op in g.ops] == ["expand", "view", "expand", "view", "bmm", "_unsafe_view"]
+    costs = [cost_of(op)[0] for op in g.ops]
+    kinds = [dispatch_kind(op, c) for op, c in zip(g.ops, costs)]
+    assert inner_ops(g.ops, dispatch_payers(g.ops, kinds)) == [False] + [True] * 5
+    tl = predict_timeline(g, costs, dev, is_module=False)
+    entry = CALL_ENTRY_SHARE * dev.dispatch_s("view", 2)
+    assert entry == pytest.approx(dev.call_entry_s(2)) and entry > 0
+    assert tl.ops[0].host_s == pytest.approx(dev.dispatch_s("view", 2) + dev.python_call_s)
+    assert tl.ops[1].host_s == pytest.approx(dev.dispatch_s("view", 2) - entry)
+    assert tl.ops[4].host_s == pytest.approx(dev.dispatch_s("addmm", 2) - entry)
+    # separate calls from Python: every op pays its whole dispatch
+    g2 = capture(lambda a, c: torch.bmm(a.view(6, 5, 4), c.view(6, 4, 5)), (torch.randn(2, 3, 5, 4), torch.randn(2, 3, 4, 5)))
+    tl2 = predict_timeline(g2, [cost_of(op)[0] for op in g2.ops], dev, is_module=False)
+    bmm = next(t for op, t in zip(g2.ops, tl2.ops) if op.name == "aten.bmm.default")
+    assert bmm.host_s == pytest.approx(dev.dispatch_s("addmm", 2))
 
 
 def test_each_torch_call_gets_its_own_number_even_in_a_loop():

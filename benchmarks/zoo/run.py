@@ -360,13 +360,25 @@ def replay(args) -> int:
     if args.host_factors:
         from roofline.model.host import PYTHON_CALL_SHARE
 
-        for share in args.python_shares or [PYTHON_CALL_SHARE]:
-            for factor in args.host_factors:
-                scaled = profile.model_copy(deep=True)
-                part = scaled.part(kind).measurements
-                part.overheads = part.overheads.model_copy(update=dict(program_factor=factor, python_call_share=share))
-                rows = [_replayed(old, graphs, scaled, kind, options, {}, python_calls)[0] for old in record["rows"]]
-                print(f"program factor {factor:.2f}, Python call share {share:.2f}: " + " | ".join(summary_lines(rows)[:2]))
+        import roofline.model.host as host_model
+
+        calibrated_entry = host_model.CALL_ENTRY_SHARE
+        try:
+            for entry in args.entry_shares or [calibrated_entry]:
+                host_model.CALL_ENTRY_SHARE = entry
+                for share in args.python_shares or [PYTHON_CALL_SHARE]:
+                    for factor in args.host_factors:
+                        scaled = profile.model_copy(deep=True)
+                        part = scaled.part(kind).measurements
+                        part.overheads = part.overheads.model_copy(update=dict(program_factor=factor, python_call_share=share))
+                        rows = [_replayed(old, graphs, scaled, kind, options, {}, python_calls)[0] for old in record["rows"]]
+                        print(f"program factor {factor:.2f}, Python call share {share:.2f}, call entry share {entry:.2f}: " + " | ".join(summary_lines(rows)[:2]))
+                        if args.verbose:
+                            for r in rows:
+                                if r.get("predicted_now_s"):
+                                    print(f"  {r['label']:<36} at the host scale x{r['host_scale']:.2f}: {100 * (r['predicted_now_s'] - r['measured_s']) / r['measured_s']:+6.1f}%")
+        finally:
+            host_model.CALL_ENTRY_SHARE = calibrated_entry
         return 0
     rows = []
     counted = f"; Python calls of {len(python_calls)} cases from {sidecar.name}" if python_calls else ""
@@ -431,6 +443,7 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--drop", nargs="+", help="with --replay: price without these calibration stages (see without_stages)")
     ap.add_argument("--host-factors", nargs="+", type=float, help="with --replay: the zoo's two summary lines at each of these program factors (the host's real-program factor)")
     ap.add_argument("--python-shares", nargs="+", type=float, help="with --host-factors: also at each of these shares of a dispatch per Python call of model code")
+    ap.add_argument("--entry-shares", nargs="+", type=float, help="with --host-factors: also at each of these shares of a view's dispatch for a native call's Python entry (roofline.model.host.CALL_ENTRY_SHARE)")
     ap.add_argument("--no-python-calls", action="store_true", help="with --replay: ignore the record's Python-calls file (price as if the model ran no Python of its own)")
     args = ap.parse_args(argv)
     if args.replay:

@@ -42,7 +42,7 @@ PYTHON_CALL_SHARE = 0.18
 # runs several aten ops (``torch.matmul`` on 4-d tensors: expand, view, bmm, _unsafe_view; ``F.linear``
 # on a 3-d input; a fused native op's kernels) pays the entry once: each op after its first pays its
 # kind's dispatch less the entry.
-CALL_ENTRY_SHARE = 0.7
+CALL_ENTRY_SHARE = 0.4
 
 # Host-side fields of Overheads: what a slower host makes slower. kernel_min_s and graph_kernel_s
 # are device time and the interleaving factor is a ratio, so they stay.

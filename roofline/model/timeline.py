@@ -109,10 +109,9 @@ def dispatch_payers(ops: Sequence[CapturedOp], kinds: Sequence[str]) -> list[boo
 
     The addmm representative is timed as a whole ``F.linear`` call, which runs ``t`` and ``addmm``
     in C++, so a ``t`` made inside the same native torch call (``CapturedOp.torch_call``) as the
-    matmul it feeds is already in that figure. The other ops a native call runs inside it still pay:
-    a Linear on a 3-d input (view, t, addmm, view) costs the host more than a 2-d ``F.linear`` and
-    its views' dispatch, so they keep their price. Ops without a call number (ops run inside Python
-    code) each pay."""
+    matmul it feeds is already in that figure. The other ops a native call runs inside it still pay,
+    less the call's Python entry after its first op (``inner_ops``). Ops without a call number (ops
+    run inside Python code) each pay."""
     matmuls_by_call: dict[int, set[int]] = {}
     for op, kind in zip(ops, kinds):
         if op.torch_call is not None and kind == "addmm":

@@ -457,6 +457,15 @@ class TrainingOverheads(_Strict):
     )
 
 
+class HostLevel(_Strict):
+    """Where a profile's host costs were moved after calibration (``calibrate.host_level``): the median of
+    the host-speed index timed beside recorded runs, over the index the calibration implied."""
+
+    factor: float = Field(gt=0, le=10.0, description="Every host cost was multiplied by this.")
+    readings: int = Field(ge=1, description="Index readings pooled (one beside each recorded run).")
+    records: list[str] = Field(description="The records the readings come from (benchmarks/results/ file names).")
+
+
 class Overheads(_Strict):
     """Fixed per-call costs: what small ops pay regardless of size."""
 
@@ -519,6 +528,11 @@ class Overheads(_Strict):
     )
     training: TrainingOverheads | None = Field(
         default=None, description="Host costs of a training step (the autograd engine, optimizers); null when not measured.",
+    )
+    host_level: HostLevel | None = Field(
+        default=None,
+        description="GPU: every host cost was moved to the median host-speed index of recorded runs made with this profile "
+        "(calibrate.host_level); null when the calibration's own index stands.",
     )
 
 

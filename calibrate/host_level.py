@@ -1,0 +1,88 @@
+"""Move a GPU profile's host costs to the host speed its recorded runs saw.
+
+    python -m calibrate.host_level PROFILE RECORD.json [RECORD.json ...] [--write]
+
+A lent GPU machine's host runs tens of percent faster or slower from one moment to the next, and
+from one session to the next (``benchmarks/host_variance.py``); calibration puts its host costs at
+the median of the host-speed index over its own two minutes (``calibrate.runner.host_phase_factor``).
+Every recorded zoo or probe run times the same index beside each model (``roofline.measure``): a
+reading of the host's speed that does not depend on the model or on any prediction. Pooled over
+runs of several sessions, those readings say where the machine's host usually is better than one
+calibration's two minutes do. This command prints their median against the index the profile
+implies and, with ``--write``, multiplies every host cost of the profile by it (eager dispatch,
+module calls, synchronize, graph launch, torch.compile and training host costs; device times stay),
+recording the move in ``overheads.host_level``.
+
+Each record's readings are relative to the profile it ran with (its ``profile_file``); they are
+converted to seconds of index by that profile's calibrated index, so records made with different
+profiles of the same machine pool.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+from pathlib import Path
+
+from roofline.model.host import calibrated_index_s, scaled_overheads, scaled_stat
+from roofline.profiles import load_profile_file
+from roofline.schema.profile import DeviceProfile, HostLevel, Overheads
+
+
+def index_readings_s(record_path: Path) -> list[float]:
+    """Seconds of one pass of the host-speed index beside each run of a record."""
+    record = json.loads(record_path.read_text())
+    profile = load_profile_file(record_path.parent / record["profile_file"])
+    index_s = calibrated_index_s(profile.part(record["kind"]).measurements.overheads)
+    return [row["host_scale"] * index_s for row in record["rows"] if row.get("host_scale")]
+
+
+def moved(overheads: Overheads, factor: float) -> Overheads:
+    """Every host cost times ``factor``; training's too."""
+    out = scaled_overheads(overheads, factor)
+    training = overheads.training
+    if training is not None:
+        training = training.model_copy(update=dict(
+            grad_record_s=scaled_stat(training.grad_record_s, factor),
+            autograd_node_s=scaled_stat(training.autograd_node_s, factor),
+            optimizers={k: v.model_copy(update=dict(call_s=v.call_s * factor, per_parameter_s=v.per_parameter_s * factor)) for k, v in training.optimizers.items()},
+        ))
+    return out.model_copy(update=dict(training=training))
+
+
+def at_host_level(profile: DeviceProfile, records: list[Path]) -> tuple[DeviceProfile, HostLevel]:
+    """The profile with its GPU host costs at the records' median index, and the move made."""
+    if profile.gpu is None:
+        raise SystemExit("the profile has no GPU part: the host level is a GPU profile's")
+    readings = [r for path in records for r in index_readings_s(path)]
+    if not readings:
+        raise SystemExit("the records hold no host-speed readings (runs timed with --fixed-overheads have none)")
+    overheads = profile.gpu.measurements.overheads
+    previous = overheads.host_level.factor if overheads.host_level else 1.0
+    factor = statistics.median(readings) / calibrated_index_s(overheads)
+    level = HostLevel(factor=previous * factor, readings=len(readings), records=sorted(p.name for p in records))
+    new = moved(overheads, factor).model_copy(update=dict(host_level=level))
+    gpu = profile.gpu.model_copy(update=dict(measurements=profile.gpu.measurements.model_copy(update=dict(overheads=new))))
+    return profile.model_copy(update=dict(gpu=gpu)), level
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("profile", type=Path)
+    ap.add_argument("records", type=Path, nargs="+")
+    ap.add_argument("--write", action="store_true", help="rewrite PROFILE with its host costs moved")
+    args = ap.parse_args(argv)
+    profile = load_profile_file(args.profile)
+    new, level = at_host_level(profile, args.records)
+    factor = level.factor / (profile.gpu.measurements.overheads.host_level.factor if profile.gpu.measurements.overheads.host_level else 1.0)
+    print(f"{level.readings} host-speed readings from {len(args.records)} records: median index x{factor:.3f} of the profile's")
+    if args.write:
+        args.profile.write_text(new.model_dump_json(indent=1) + "\n")
+        print(f"wrote {args.profile}: host costs x{factor:.3f} (x{level.factor:.3f} of calibration's)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
