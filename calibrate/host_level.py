@@ -79,7 +79,9 @@ def main(argv: list[str] | None = None) -> int:
     factor = level.factor / (profile.gpu.measurements.overheads.host_level.factor if profile.gpu.measurements.overheads.host_level else 1.0)
     print(f"{level.readings} host-speed readings from {len(args.records)} records: median index x{factor:.3f} of the profile's")
     if args.write:
-        args.profile.write_text(new.model_dump_json(indent=1) + "\n")
+        lines = args.profile.read_text().splitlines()
+        indent = len(lines[1]) - len(lines[1].lstrip()) if len(lines) > 1 else 1  # keep the file's own layout: a readable diff
+        args.profile.write_text(json.dumps(new.model_dump(mode="json"), indent=indent or 1) + "\n")
         print(f"wrote {args.profile}: host costs x{factor:.3f} (x{level.factor:.3f} of calibration's)")
     return 0
 
