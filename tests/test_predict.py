@@ -365,8 +365,42 @@ def test_a_native_call_pays_its_python_entry_once():
     assert bmm.host_s == pytest.approx(dev.dispatch_s("addmm", 2))
 
 
+def test_a_python_function_of_torchs_is_one_call():
+    # torch.einsum is Python that makes one native call running a dozen aten ops: they share a number,
+    # so they pay one Python entry between them; F.multi_head_attention_forward makes a native call
+    # per step and stays unnumbered; a model's own function is not a torch call at all.
+    from roofline.graph.capture import capture
+    from roofline.graph.provenance import numbered_call
+
+    g = capture(lambda a, c: torch.einsum("bhqd,bhkd->bhqk", a, c), (torch.randn(1, 2, 5, 4), torch.randn(1, 2, 5, 4)))
+    assert len(g.ops) > 5 and "aten.bmm.default" in [op.name for op in g.ops]
+    assert len({op.torch_call for op in g.ops}) == 1 and g.ops[0].torch_call is not None
+    assert numbered_call(torch.einsum) and numbered_call(torch.nn.functional.normalize)
+    assert not numbered_call(torch.nn.functional.multi_head_attention_forward)
+    assert not numbered_call(torch.Tensor.backward)  # the autograd engine's host costs are calibrated apart
+    assert not numbered_call(test_a_python_function_of_torchs_is_one_call)
+
+
+def test_an_allocation_inside_a_native_call_is_priced_as_a_view():
+    # F.batch_norm captured on a CPU allocates its output (empty), then runs native_batch_norm, in one
+    # call: the allocation launches nothing and pays a view's dispatch; a torch.empty of the model's own
+    # is a call of its own and keeps the elementwise price.
+    from roofline.graph.capture import capture
+    from roofline.costs import cost_of
+    from roofline.model.timeline import dispatch_kinds
+
+    mean, var, w, b = torch.zeros(3), torch.ones(3), torch.ones(3), torch.zeros(3)
+    g = capture(lambda x: torch.nn.functional.batch_norm(x, mean, var, w, b) + torch.empty(2, 3, 4, 4), (torch.randn(2, 3, 4, 4),))
+    names = [op.name for op in g.ops]
+    assert names[:2] == ["aten.empty.memory_format", "aten.native_batch_norm.default"] and g.ops[0].torch_call == g.ops[1].torch_call
+    kinds = dispatch_kinds(g.ops, [cost_of(op)[0] for op in g.ops])
+    assert kinds[:2] == ["view", "batch_norm"]
+    alone = names.index("aten.empty.memory_format", 1)
+    assert kinds[alone] == "add"
+
+
 def test_each_torch_call_gets_its_own_number_even_in_a_loop():
-    # The same line run twice is two calls; a call into Python code (F.relu) has no number.
+    # The same line run twice is two calls; F.relu (torch's Python) is a call of its own.
     from roofline.graph.capture import capture
 
     def f(x):
@@ -378,7 +412,7 @@ def test_each_torch_call_gets_its_own_number_even_in_a_loop():
     calls = [op.torch_call for op in g.ops]
     assert [op.name for op in g.ops] == ["aten.sin.default", "aten.sin.default", "aten.relu.default"]
     assert calls[0] is not None and calls[1] is not None and calls[0] != calls[1]
-    assert calls[2] is None
+    assert calls[2] is not None and calls[2] not in calls[:2]
 
 
 @pytest.mark.parametrize("kind", ["cuda", "cpu"])

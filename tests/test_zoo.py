@@ -100,3 +100,41 @@ def test_a_record_priced_without_a_calibration_stage():
     assert profile.gpu.measurements.attention  # the profile itself is left as it was
     with pytest.raises(SystemExit, match="not an optional measurement"):
         run.without_stages(profile, "cuda", ["matmul"])
+
+
+def test_recapture_prices_the_cases_captured_again_here(tmp_path, capsys):
+    # A record whose einsum probe was captured before torch's Python functions were numbered (every op
+    # its own call): --replay prices the recorded graph, --recapture the case captured with this code,
+    # whose ops share one call and pay one Python entry; a label the registry lacks is left out, said so.
+    from benchmarks.zoo.probes import PROBES
+
+    probe = next(m for m in PROBES if m.name == "probe_einsum")
+    with torch.device("meta"):
+        model, args, _ = probe.build(1, torch.float32)
+    analysis = Analysis.of(model, args, None, str(PROFILE), Options(device="cuda", batch_sweep=False, capture_device="cpu"))
+    old = analysis.graph
+    assert len({op.torch_call for op in old.ops}) == 16  # one einsum call per repetition
+    for op in old.ops:
+        op.torch_call = None
+    rows, graphs = [], {}
+    for label in ("probe_einsum b1 fp32", "not_a_model b1 fp32"):
+        rows.append(dict(label=label, model=label.split()[0], library="probe", family="other", batch=1, dtype="float32",
+                         predicted_s=1e-3, measured_s=1e-3, host_scale=1.0, predicted_now_s=1e-3, n_ops=len(old.ops), notes=[], ops=[]))
+        graphs[label] = graph_to_dict(old)
+    shard = dict(device="NVIDIA H100 80GB HBM3", kind="cuda", profile="h100", torch=torch.__version__, date="2026-11-25",
+                 allow_tf32=False, conv_tf32=True, rows=rows, graphs=graphs, summary=run.summary_lines(rows))
+    run._write(str(tmp_path / "zoo_1.json.gz"), shard)
+    record = tmp_path / "rec.json"
+    run.main(["--zoo", "--merge", str(tmp_path / "zoo_1.json.gz"), "--json", str(record), "--profile-file", str(PROFILE)])
+    capsys.readouterr()
+
+    def einsum_error(*extra):
+        run.main(["--zoo", "--replay", str(record), "--host-factors", "1.0", "--verbose", *extra])
+        out = capsys.readouterr().out
+        line = next(x for x in out.splitlines() if x.strip().startswith("probe_einsum"))
+        return float(line.rsplit(":", 1)[1].strip().rstrip("%")), out
+
+    recorded, _ = einsum_error()
+    again, out = einsum_error("--recapture")
+    assert again < recorded - 5  # the twelve ops of each call pay one entry, not twelve
+    assert "not_a_model b1 fp32: left out (not in the registry)" in out

@@ -31,6 +31,7 @@ from pathlib import Path
 
 import torch
 
+from roofline.graph.ops import CapturedGraph
 from roofline.graph.serialize import graph_from_dict, graph_to_dict
 from roofline.pipeline import Analysis, Options, resolve_profile
 from roofline.profiles import load_profile_file
@@ -289,7 +290,7 @@ def _replayed(old: dict, graphs: dict, profile, kind: str, options: Options, dev
     """One recorded row priced again (predictions as calibrated and at the recorded host scale),
     its analysis, and each op's measured time. ``python_calls`` (label -> per-op counts) fills in the
     Python calls of a graph captured before the capture counted them (benchmarks/zoo/python_calls.py)."""
-    graph = graph_from_dict(graphs[old["label"]])
+    graph = graphs[old["label"]] if isinstance(graphs[old["label"]], CapturedGraph) else graph_from_dict(graphs[old["label"]])
     counts = (python_calls or {}).get(old["label"])
     if counts is not None and not any(op.python_calls for op in graph.ops):
         if len(counts) != len(graph.ops):
@@ -303,6 +304,31 @@ def _replayed(old: dict, graphs: dict, profile, kind: str, options: Options, dev
     measured = [measured_by_op.get(i) for i in range(len(analysis.graph.ops))]
     row["ops"] = priced_ops(analysis, measured)
     return row, analysis, measured
+
+
+def recaptured(record: dict, profile, kind: str) -> dict:
+    """Label -> the case captured again on this machine (meta tensors, this code, the libraries here);
+    a case whose library is missing or whose capture fails here is left out, with one line saying so."""
+    from benchmarks.zoo.probes import PROBES
+    from benchmarks.zoo.registry import ZooCase, cases, missing_reason
+
+    by_label = {c.label: c for c in cases(available_only=False)}
+    by_label.update({c.label: c for c in (ZooCase(m, b, d) for m in PROBES for b in m.batches for d in m.dtypes)})
+    options = Options(device=kind, batch_sweep=False)
+    out = {}
+    for row in record["rows"]:
+        case = by_label.get(row["label"])
+        reason = "not in the registry" if case is None else (None if case.model.library == "probe" else missing_reason(case.model))
+        if reason is None:
+            try:
+                with torch.device("meta"):
+                    model, a, k = case.model.build(case.batch, case.dtype)
+                out[row["label"]] = Analysis.of(model, a, k, profile, options, name=row["label"], materialize=lambda c=case: _build(c, "cpu")).graph
+                continue
+            except Exception as e:  # noqa: BLE001 - a case that cannot be captured here is reported and left out
+                reason = f"{type(e).__name__}: {str(e).splitlines()[0][:120] if str(e) else ''}"
+        print(f"  {row['label']}: left out ({reason})")
+    return out
 
 
 def without_stages(profile, kind: str, stages: list[str]):
@@ -341,11 +367,15 @@ def replay(args) -> int:
     with gzip.open(path.parent / record["graphs_file"], "rt") as f:
         stored = json.load(f)
     graphs, table = stored["graphs"], stored.get("kernel_table", [])
+    if args.recapture:  # each case captured again here, with this code and the libraries installed here
+        graphs = recaptured(record, profile, kind)
+        # the recorded per-op times belong to the recorded graphs' op indices: end to end only
+        record = dict(record, rows=[dict(r, ops=[]) for r in record["rows"] if r["label"] in graphs])
     # the Python calls of a record captured before the capture counted them: in a file beside it
     from benchmarks.zoo.python_calls import sidecar_path
 
     sidecar = sidecar_path(path)
-    python_calls = json.loads(sidecar.read_text())["cases"] if sidecar.exists() and not args.no_python_calls else None
+    python_calls = json.loads(sidecar.read_text())["cases"] if sidecar.exists() and not args.no_python_calls and not args.recapture else None
     table_profile = None
     if table and kind == "cuda":
         from roofline.schema.profile import KernelEntry
@@ -444,6 +474,7 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--host-factors", nargs="+", type=float, help="with --replay: the zoo's two summary lines at each of these program factors (the host's real-program factor)")
     ap.add_argument("--python-shares", nargs="+", type=float, help="with --host-factors: also at each of these shares of a dispatch per Python call of model code")
     ap.add_argument("--entry-shares", nargs="+", type=float, help="with --host-factors: also at each of these shares of a view's dispatch for a native call's Python entry (roofline.model.host.CALL_ENTRY_SHARE)")
+    ap.add_argument("--recapture", action="store_true", help="with --replay: capture every case again here (this code, the libraries installed here) instead of the recorded graphs")
     ap.add_argument("--no-python-calls", action="store_true", help="with --replay: ignore the record's Python-calls file (price as if the model ran no Python of its own)")
     args = ap.parse_args(argv)
     if args.replay:

@@ -17,7 +17,7 @@ from roofline.costs import OpCost
 from roofline.graph.ops import CapturedGraph
 from roofline.graph.training import PHASES
 from roofline.model.device import DeviceModel
-from roofline.model.timeline import (IDENTITY, Timeline, apply_step, compose, dispatch_kind, dispatch_payers, inner_ops, modules_entered,
+from roofline.model.timeline import (IDENTITY, Timeline, apply_step, compose, dispatch_kinds, dispatch_payers, inner_ops, modules_entered,
                                      op_dispatch_s, op_step, parts_host_s)
 from roofline.schema.report import PhaseTime, StepMemory, TrainingStep
 from roofline.units import count, seconds
@@ -52,7 +52,7 @@ def training_host_cost(graph: CapturedGraph, costs: Sequence[OpCost], dev: Devic
     if training is None or info is None:
         return None
     ops = graph.ops
-    kinds = [dispatch_kind(op, c) for op, c in zip(ops, costs)]
+    kinds = dispatch_kinds(ops, costs)
     pays = dispatch_payers(ops, kinds)
     distinct = len({k for k, p in zip(kinds, pays) if p})
     dispatch = {k: dev.dispatch_s(k, distinct) for k in set(kinds)}

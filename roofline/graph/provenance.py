@@ -155,6 +155,24 @@ HOST_READS = {
 }
 
 
+_TORCH_DIR = os.path.dirname(os.path.abspath(torch.__file__)) + os.sep
+
+# torch's Python functions that are not one native call: multi_head_attention_forward makes a native
+# call per step, each paying its Python entry; backward (and autograd.grad) runs the autograd engine,
+# whose per-node host costs are calibrated on their own (roofline.measure.training_host)
+UNNUMBERED = frozenset({"multi_head_attention_forward", "backward", "grad"})
+
+
+def numbered_call(func) -> bool:
+    """Whether the aten ops one torch call runs share a number (``TorchCalls``): a native (C++) call's
+    do, and so do a Python function of torch's own's, but for ``UNNUMBERED``; a Python function of
+    other code (a model's ``forward`` reached through a tensor subclass) is not one call."""
+    if not inspect.isfunction(func):
+        return True
+    code = getattr(func, "__code__", None)
+    return code is not None and os.path.abspath(code.co_filename).startswith(_TORCH_DIR) and func.__name__ not in UNNUMBERED
+
+
 class TorchCalls(TorchFunctionMode):
     """Numbers the torch calls the model's Python code makes (``F.linear``, ``x.view``, ``x + y``).
 
@@ -163,9 +181,12 @@ class TorchCalls(TorchFunctionMode):
     ``addmm``, ``torch.matmul`` on 3-d inputs ``view``, ``mm`` and ``_unsafe_view``. Every aten op
     made inside one native call gets its number, so that prediction can tell an op the call runs
     in C++ from a call of its own (``roofline.model.timeline.dispatch_payers``).
-    A call into a Python function (``F.relu``, ``F.multi_head_attention_forward``) is not numbered:
-    its torch calls run in Python, each with its own Python cost, and this mode cannot see them
-    (a mode is off while its handler runs), so their ops stay priced one by one.
+    A Python function of torch's own (``torch.einsum``, ``F.normalize``, ``Tensor.split``) is numbered
+    as one call: this mode cannot see the native calls it makes (a mode is off while its handler
+    runs), and most make one (``torch.einsum``'s runs a dozen aten ops in C++), so its ops pay one
+    Python entry between them. ``F.multi_head_attention_forward`` is not (``UNNUMBERED``): a page of
+    Python making a native call per step, whose ops stay priced one by one, as are the ops of a
+    model's own Python functions, whose torch calls reach this mode one by one.
     """
 
     def __init__(self):
@@ -188,7 +209,7 @@ class TorchCalls(TorchFunctionMode):
         outer = self.current
         if outer is None:
             self.count += 1
-            self.current = None if inspect.isfunction(func) else self.count
+            self.current = self.count if numbered_call(func) else None
         try:
             result = func(*args, **(kwargs or {}))
         finally:

@@ -97,6 +97,21 @@ def dispatch_kind(op: CapturedOp, cost: OpCost) -> str:
     return "add"
 
 
+def dispatch_kinds(ops: Sequence[CapturedOp], costs: Sequence[OpCost]) -> list[str]:
+    """Each op's ``dispatch_kind``, but an allocation that launches nothing made inside a native call
+    with other ops (a CPU capture's batch norm allocates its output, then runs) is a view's: the call's
+    C++ allocates, where a Python ``torch.empty`` is a call of its own."""
+    kinds = [dispatch_kind(op, cost) for op, cost in zip(ops, costs)]
+    calls: dict[int, int] = {}
+    for op in ops:
+        if op.torch_call is not None:
+            calls[op.torch_call] = calls.get(op.torch_call, 0) + 1
+    for i, (op, cost) in enumerate(zip(ops, costs)):
+        if cost.category == "creation" and not cost.kernels and calls.get(op.torch_call, 0) > 1:
+            kinds[i] = "view"
+    return kinds
+
+
 def _has_python_scalar(op: CapturedOp) -> bool:
     """A Tensor overload called with a Python number (``x * 0.5``): the number is wrapped into a
     tensor on every call, which costs the host about as much again as the op."""
@@ -228,7 +243,7 @@ def predict_timeline(
         modules_entered(graph.ops[i - 1].module, op.module) if i else int(is_module) + modules_entered("", op.module)
         for i, op in enumerate(graph.ops)
     ]
-    kinds = [dispatch_kind(op, cost) for op, cost in zip(graph.ops, costs)]
+    kinds = dispatch_kinds(graph.ops, costs)
     pays = dispatch_payers(graph.ops, kinds)
     # How many different dispatch kinds the host interleaves: the interleaving factor grows with it.
     distinct_kinds = len({kind for kind, paid in zip(kinds, pays) if paid})
@@ -344,7 +359,7 @@ class Schedule:
         self.module_s = dev.module_call_s
         self.python_s = dev.python_call_s
         self.sync_s = dev.overheads.synchronize_s.median_s if (self.gpu and dev.overheads.synchronize_s) else 0.0
-        self.kinds = [dispatch_kind(op, cost) for op, cost in zip(ops, costs)]
+        self.kinds = dispatch_kinds(ops, costs)
         self.pays = dispatch_payers(ops, self.kinds)
         self.entered = [modules_entered(ops[i - 1].module, op.module) if i else int(is_module) + modules_entered("", op.module) for i, op in enumerate(ops)]
         self.paid_kinds: dict[str, int] = {}
