@@ -267,8 +267,11 @@ class Analysis:
             self.graph, self.profile, self.kind, self.options, name=self.name, is_module=self.is_module,
             devices=devices, costs=(self.costs, self.supported),
         )
+        # device time does not depend on the host's speed, but a fused RNN's layers are launched step
+        # by step from the host (``RnnModel``): a graph with one is priced again
+        recurrent = any(c.recurrence is not None for c in self.costs)
         for kind, kernels in self._kernels.items():
-            if kind == "cuda" or kind not in scales:  # device time does not depend on the host's speed
+            if kind not in scales or (kind == "cuda" and not recurrent):
                 twin._kernels[kind] = kernels
         return twin
 

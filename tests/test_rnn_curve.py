@@ -125,3 +125,25 @@ def test_the_rnn_stage_is_put_at_the_profiles_host_speed_by_its_median_index():
 def test_measure_rnn_times_the_host_index_beside_each_point():
     curve = measure_rnn("float32", [(1, 8)], "cpu", steps=(2, 6), budget_s=0.003, warnings=[])
     assert curve.points and all(p.host_index_s and p.host_index_s > 0 for p in curve.points)
+
+
+def test_a_prediction_at_another_host_speed_moves_the_rnn_layers_too():
+    # Analysis.at_host_scale reuses the device's kernel times, except a fused RNN's: its layers are
+    # launched step by step from the host, so at twice the host time they take twice as long
+    from roofline.pipeline import Analysis, Options
+    from roofline.model.host import calibrated_index_s
+
+    profile = load_profile_file(FIXTURE)
+    index_s = calibrated_index_s(profile.gpu.measurements.overheads)
+    dev = DeviceModel(profile.gpu, "cuda")
+    curve = _curve_at_ratio(dev, 3.0, 150e-6)
+    profile.gpu.measurements.rnn = [RnnCurve(dtype="float32", points=[p.model_copy(update=dict(host_index_s=index_s)) for p in curve.points])]
+    rnn = torch.nn.LSTM(64, 128, batch_first=True).eval()
+    analysis = Analysis.of(rnn, (torch.randn(4, 50, 64),), None, profile, Options(device="cuda", batch_sweep=False))
+    (layer,) = [k for (k, *_), c in zip(analysis.kernels(), analysis.costs) if c.recurrence is not None]
+    (twice,) = [k for (k, *_), c in zip(analysis.at_host_scale(2.0).kernels(), analysis.costs) if c.recurrence is not None]
+    assert layer > 0 and twice == pytest.approx(2 * layer, rel=1e-6)
+    mlp = torch.nn.Sequential(torch.nn.Linear(64, 64), torch.nn.ReLU())
+    plain = Analysis.of(mlp, (torch.randn(4, 64),), None, profile, Options(device="cuda", batch_sweep=False))
+    kernels = plain.kernels()
+    assert plain.at_host_scale(2.0).kernels() is kernels  # device time, shared
