@@ -186,8 +186,9 @@ def part_pieces(cost: OpCost, kernel: float, dev: DeviceModel, distinct_kinds: i
 
 
 def op_map(host: float, kernel: float, pieces: Sequence[tuple[float, float]] | None, gpu: bool) -> Step:
-    """One op's map (``op_step``); a GPU op with ``pieces`` (``part_pieces``) pays the host time that
-    is not its parts' first, then runs each part as an op of its own."""
+    """One op's map (``op_step``); a GPU op with ``pieces`` (``part_pieces``) first pays the host time
+    that is its own (its dispatch, modules, Python: all but its parts'), then runs each part as an op
+    of its own."""
     if not (gpu and pieces):
         return op_step(host, kernel, gpu)
     step: Step = (host - sum(h for h, _ in pieces), -math.inf, 0.0)
@@ -258,11 +259,11 @@ def predict_timeline(
     e = 0.0
     out: list[OpTiming] = []
     busy = 0.0
-    for op, cost, n_mod, kind, paid, called, (kernel, compute, memory, floor) in zip(graph.ops, costs, entered, kinds, pays, inner, kernels):
+    for op, cost, n_mod, kind, paid, in_call, (kernel, compute, memory, floor) in zip(graph.ops, costs, entered, kinds, pays, inner, kernels):
         if host_cost is not None:
             host = host_cost(op, cost)
         else:
-            host = op_dispatch_s(dispatch[kind], entry, paid, called) + n_mod * module_s + parts_host_s(cost, dev, distinct_kinds) + op.python_calls * python_s
+            host = op_dispatch_s(dispatch[kind], entry, paid, in_call) + n_mod * module_s + parts_host_s(cost, dev, distinct_kinds) + op.python_calls * python_s
         if kernel == 0.0:
             term = "none"
         elif floor >= max(compute, memory):
