@@ -52,8 +52,9 @@ def moved(overheads: Overheads, factor: float) -> Overheads:
     return out.model_copy(update=dict(training=training))
 
 
-def at_host_level(profile: DeviceProfile, records: list[Path]) -> tuple[DeviceProfile, HostLevel]:
-    """The profile with its GPU host costs at the records' median index, and the move made."""
+def at_host_level(profile: DeviceProfile, records: list[Path]) -> tuple[DeviceProfile, HostLevel, float]:
+    """The profile with its GPU host costs at the records' median index, the move recorded in it
+    (``HostLevel``, from calibration's costs) and this move's factor."""
     if profile.gpu is None:
         raise SystemExit("the profile has no GPU part: the host level is a GPU profile's")
     readings = [r for path in records for r in index_readings_s(path)]
@@ -65,7 +66,7 @@ def at_host_level(profile: DeviceProfile, records: list[Path]) -> tuple[DevicePr
     level = HostLevel(factor=previous * factor, readings=len(readings), records=sorted(p.name for p in records))
     new = moved(overheads, factor).model_copy(update=dict(host_level=level))
     gpu = profile.gpu.model_copy(update=dict(measurements=profile.gpu.measurements.model_copy(update=dict(overheads=new))))
-    return profile.model_copy(update=dict(gpu=gpu)), level
+    return profile.model_copy(update=dict(gpu=gpu)), level, factor
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -75,8 +76,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--write", action="store_true", help="rewrite PROFILE with its host costs moved")
     args = ap.parse_args(argv)
     profile = load_profile_file(args.profile)
-    new, level = at_host_level(profile, args.records)
-    factor = level.factor / (profile.gpu.measurements.overheads.host_level.factor if profile.gpu.measurements.overheads.host_level else 1.0)
+    new, level, factor = at_host_level(profile, args.records)
     print(f"{level.readings} host-speed readings from {len(args.records)} records: median index x{factor:.3f} of the profile's")
     if args.write:
         lines = args.profile.read_text().splitlines()

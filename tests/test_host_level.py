@@ -29,8 +29,8 @@ def test_readings_pool_across_records_and_move_every_host_cost(tmp_path):
     a = _record(tmp_path, "a", [0.7, 0.8, 0.9])
     b = _record(tmp_path, "b", [0.6, 1.3])
     assert index_readings_s(a) == pytest.approx([0.7 * index_s, 0.8 * index_s, 0.9 * index_s])
-    moved, level = at_host_level(profile, [a, b])
-    assert level.factor == pytest.approx(0.8) and level.readings == 5 and level.records == ["a.json", "b.json"]
+    moved, level, factor = at_host_level(profile, [a, b])
+    assert level.factor == factor == pytest.approx(0.8) and level.readings == 5 and level.records == ["a.json", "b.json"]
     new = moved.gpu.measurements.overheads
     assert new.host_level == level
     assert new.dispatch_s.median_s == pytest.approx(0.8 * ov.dispatch_s.median_s)

@@ -18,7 +18,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from benchmarks.zoo.registry import ZooModel
+from benchmarks.zoo.registry import ZooCase, ZooModel
 
 REPEATS = 16
 
@@ -63,3 +63,8 @@ PROBES = [
     _probe("probe_reshape_copy", lambda m, x: x.transpose(1, 2).reshape(x.shape[0], -1), _x(77, 768)),
     _probe("probe_softmax", lambda m, x: torch.softmax(x, dim=-1), _x(12, 77, 77)),
 ]
+
+
+def probe_cases() -> list[ZooCase]:
+    """Every probe at its one batch and dtype, as zoo cases."""
+    return [ZooCase(m, b, d) for m in PROBES for b in m.batches for d in m.dtypes]

@@ -148,10 +148,9 @@ def run_live(args) -> int:
     device = device_for(profile, kind)
     todo = zoo_cases()
     if args.probes:  # the host probes (benchmarks/zoo/probes.py) instead of the zoo's models
-        from benchmarks.zoo.probes import PROBES
-        from benchmarks.zoo.registry import ZooCase
+        from benchmarks.zoo.probes import probe_cases
 
-        todo = [ZooCase(m, b, d) for m in PROBES for b in m.batches for d in m.dtypes]
+        todo = probe_cases()
     elif kind == "cpu":  # the CPU subset: batch 1 in the natural dtype (a 2-core CPU runs the rest for minutes)
         todo = [c for c in todo if c.batch == 1 and c.dtype == c.model.dtypes[0]]
     if args.only:
@@ -309,11 +308,10 @@ def _replayed(old: dict, graphs: dict, profile, kind: str, options: Options, dev
 def recaptured(record: dict, profile, kind: str) -> dict:
     """Label -> the case captured again on this machine (meta tensors, this code, the libraries here);
     a case whose library is missing or whose capture fails here is left out, with one line saying so."""
-    from benchmarks.zoo.probes import PROBES
-    from benchmarks.zoo.registry import ZooCase, cases, missing_reason
+    from benchmarks.zoo.probes import probe_cases
+    from benchmarks.zoo.registry import cases, missing_reason
 
-    by_label = {c.label: c for c in cases(available_only=False)}
-    by_label.update({c.label: c for c in (ZooCase(m, b, d) for m in PROBES for b in m.batches for d in m.dtypes)})
+    by_label = {c.label: c for c in cases(available_only=False) + probe_cases()}
     options = Options(device=kind, batch_sweep=False)
     out = {}
     for row in record["rows"]:
@@ -388,15 +386,13 @@ def replay(args) -> int:
     if args.drop:
         profile = without_stages(profile, kind, args.drop)
     if args.host_factors:
-        from roofline.model.host import PYTHON_CALL_SHARE
-
         import roofline.model.host as host_model
 
         calibrated_entry = host_model.CALL_ENTRY_SHARE
         try:
             for entry in args.entry_shares or [calibrated_entry]:
                 host_model.CALL_ENTRY_SHARE = entry
-                for share in args.python_shares or [PYTHON_CALL_SHARE]:
+                for share in args.python_shares or [host_model.PYTHON_CALL_SHARE]:
                     for factor in args.host_factors:
                         scaled = profile.model_copy(deep=True)
                         part = scaled.part(kind).measurements

@@ -155,7 +155,8 @@ HOST_READS = {
 }
 
 
-_TORCH_DIR = os.path.dirname(os.path.abspath(torch.__file__)) + os.sep
+# torch's own code: where its Python functions and modules live
+TORCH_DIR = os.path.dirname(os.path.abspath(torch.__file__)) + os.sep
 
 # torch's Python functions that are not one native call: multi_head_attention_forward makes a native
 # call per step, each paying its Python entry; backward (and autograd.grad) runs the autograd engine,
@@ -170,7 +171,7 @@ def numbered_call(func) -> bool:
     if not inspect.isfunction(func):
         return True
     code = getattr(func, "__code__", None)
-    return code is not None and os.path.abspath(code.co_filename).startswith(_TORCH_DIR) and func.__name__ not in UNNUMBERED
+    return code is not None and os.path.abspath(code.co_filename).startswith(TORCH_DIR) and func.__name__ not in UNNUMBERED
 
 
 class TorchCalls(TorchFunctionMode):
@@ -241,9 +242,8 @@ class FrameLocator:
 
     def __init__(self, preferred: set[str]):
         self.preferred = preferred
-        torch_dir = os.path.dirname(os.path.abspath(torch.__file__)) + os.sep
         ours = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep  # the roofline package
-        self.excluded = (torch_dir, ours)
+        self.excluded = (TORCH_DIR, ours)
         paths = sysconfig.get_paths()
         self.stdlib = tuple(
             {os.path.abspath(paths[k]) + os.sep for k in ("stdlib", "platstdlib") if k in paths}

@@ -22,7 +22,7 @@ import sys
 import sysconfig
 import threading
 
-import torch
+from roofline.graph.provenance import TORCH_DIR
 
 # generators, coroutines and async generators: resumed many times, each resumption a profile "call"
 _RESUMABLE = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR | inspect.CO_ITERABLE_COROUTINE
@@ -33,12 +33,11 @@ _FIND_AND_LOAD = getattr(getattr(sys.modules.get("_frozen_importlib"), "_find_an
 
 def _excluded_prefixes() -> tuple[tuple[str, ...], tuple[str, ...]]:
     """(prefixes of code not counted, prefixes inside them that are counted: installed packages)."""
-    torch_dir = os.path.dirname(os.path.abspath(torch.__file__)) + os.sep
     roofline_dir = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
     paths = sysconfig.get_paths()
     stdlib = {os.path.abspath(paths[k]) + os.sep for k in ("stdlib", "platstdlib") if k in paths}
     packages = {os.path.abspath(paths[k]) + os.sep for k in ("purelib", "platlib") if k in paths}
-    return (torch_dir, roofline_dir, *sorted(stdlib)), tuple(sorted(packages))
+    return (TORCH_DIR, roofline_dir, *sorted(stdlib)), tuple(sorted(packages))
 
 
 class PythonCalls:

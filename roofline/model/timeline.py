@@ -162,13 +162,18 @@ def op_dispatch_s(dispatch: float, entry: float, paid: bool, inner: bool) -> flo
     return max(dispatch - entry, 0.0) if inner else dispatch
 
 
+def _part_hosts_s(cost: OpCost, dev: DeviceModel, distinct_kinds: int) -> list[float]:
+    """Host time of issuing each part of a fused native op that launches a kernel: the part's kind's
+    dispatch less the call's Python entry (the op itself paid it)."""
+    entry = dev.call_entry_s(distinct_kinds)
+    return [op_dispatch_s(dev.dispatch_s(dispatch_kind(p_op, p_cost), distinct_kinds), entry, True, True)
+            for p_op, p_cost in cost.parts if p_cost.kernels]
+
+
 def parts_host_s(cost: OpCost, dev: DeviceModel, distinct_kinds: int) -> float:
     """Host time a fused native op (the transformer fast path: one call, a dozen kernels) spends
-    issuing its parts from C++: each part's dispatch, priced as its kind's less the call's Python
-    entry (the op itself paid it)."""
-    if not cost.parts:
-        return 0.0
-    return sum(h for h, _ in part_pieces(cost, 0.0, dev, distinct_kinds))
+    issuing its parts from C++ (``_part_hosts_s``)."""
+    return sum(_part_hosts_s(cost, dev, distinct_kinds)) if cost.parts else 0.0
 
 
 def part_pieces(cost: OpCost, kernel: float, dev: DeviceModel, distinct_kinds: int) -> list[tuple[float, float]]:
@@ -177,12 +182,10 @@ def part_pieces(cost: OpCost, kernel: float, dev: DeviceModel, distinct_kinds: i
     so a part's kernel runs while the host issues the parts after it: the op is its parts on the two
     queues, not all of its host time followed by all of its kernels. The parts' kernels are scaled
     to sum to ``kernel`` (the op's, which a kernel table may have timed whole)."""
-    entry = dev.call_entry_s(distinct_kinds)
-    raw = [(op_dispatch_s(dev.dispatch_s(dispatch_kind(p_op, p_cost), distinct_kinds), entry, True, True), kernel_s(p_op, p_cost, dev)[0] if kernel else 0.0)
-           for p_op, p_cost in cost.parts if p_cost.kernels]
-    total = sum(k for _, k in raw)
+    kernels = [kernel_s(p_op, p_cost, dev)[0] for p_op, p_cost in cost.parts if p_cost.kernels]
+    total = sum(kernels)
     scale = kernel / total if total > 0 else 0.0
-    return [(h, k * scale) for h, k in raw]
+    return [(h, k * scale) for h, k in zip(_part_hosts_s(cost, dev, distinct_kinds), kernels)]
 
 
 def op_map(host: float, kernel: float, pieces: Sequence[tuple[float, float]] | None, gpu: bool) -> Step:
