@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from roofline.graph.session import Recording
-from roofline.pipeline import Analysis, Options, resolve_profile
+from roofline.pipeline import Analysis, Options, read_host_level, resolve_profile
 from roofline.schema.profile import DeviceProfile
 from roofline.schema.report import Report
 
@@ -30,6 +30,7 @@ class Advisor:
         options.setdefault("batch_sweep", False)  # the block's inputs are not known, so neither is its batch
         self.options = Options(**options)
         self.profile, self.kind = resolve_profile(profile, self.options.device)
+        self.profile, self.host_read = read_host_level(self.profile, self.kind, self.options)
         self.name = name
         self._recording: Recording | None = None
         self.analysis: Analysis | None = None
@@ -44,7 +45,7 @@ class Advisor:
         self._recording.__exit__(exc_type, exc, tb)
         if exc_type is None:
             graph = self._recording.graph
-            self.analysis = Analysis(graph, self.profile, self.kind, self.options, name=self.name, is_module=bool(graph.module_calls))
+            self.analysis = Analysis(graph, self.profile, self.kind, self.options, name=self.name, is_module=bool(graph.module_calls), host_read=self.host_read)
         return False
 
     @property

@@ -13,26 +13,21 @@ from typing import Callable
 
 import torch
 
+from roofline.measure.host_speed import PLAUSIBLE_HOST_SCALE, host_scale_plausible
 from roofline.measure.run import Measurement, roofline_time_s
 from roofline.model.kernels import matmul_dtype_name
 from roofline.pipeline import Analysis, module_rollups
 from roofline.schema.report import GainCheck, Report
 from roofline.units import seconds
 
-# A host drifts by tens of percent from its calibration; a scale outside this band is not drift but another
+# A host drifts by tens of percent from its calibration; a scale outside PLAUSIBLE_HOST_SCALE is not drift but another
 # machine or a stalled run, and a prediction at it means nothing (docs/design.md, "Plausible measurements", has the evidence).
-PLAUSIBLE_HOST_SCALE = (0.2, 5.0)
 # Predicted over measured end to end: beyond this band the figures describe different machines or a stalled run,
 # not the model's error, which stays well inside it.
 PLAUSIBLE_PREDICTED_OVER_MEASURED = (0.2, 5.0)
 WHAT_TO_DO = (
     "recalibrate on this machine (roofline calibrate, or pick its profile with --profile) and rerun --measure on a quiet machine"
 )
-
-
-def host_scale_plausible(scale: float) -> bool:
-    low, high = PLAUSIBLE_HOST_SCALE
-    return low <= scale <= high
 
 
 def implausible_host_scale(scale: float, profile: str) -> str:

@@ -47,7 +47,7 @@ from roofline.graph.structure import tensors_in
 from roofline.graph.training import ParameterSet, TrainStep
 from roofline.model.coverage import uncertain_reason
 from roofline.model.device import DeviceModel, MathModes
-from roofline.model.host import scaled_overheads
+from roofline.model.host import scaled_overheads, with_host_scale
 from roofline.model.kernels import kernel_source
 from roofline.model.timeline import KernelTerms, Timeline, predict_timeline, price_kernels
 from roofline.profile_checks import profile_caveats
@@ -82,7 +82,9 @@ class Options:
     ``batch_sweep``: predict other batch sizes (None: for models of up to ``BATCH_SWEEP_MAX_OPS``
     ops). ``capture_device``: where to trace (None: the predicted GPU when this machine has one,
     else the CPU). ``user_files``: files whose lines name each op's source. ``train``: analyze one
-    training step (``roofline.graph.training.TrainStep``) instead of the forward.
+    training step (``roofline.graph.training.TrainStep``) instead of the forward. ``host``: the host
+    speed the host costs are priced at: 'profile' (calibration's) or 'now' (the host-speed index read
+    on this machine before pricing, ``read_host_level``; the profile's device must be here).
     """
 
     device: str | None = None
@@ -95,6 +97,7 @@ class Options:
     capture_device: str | None = None
     user_files: tuple[str, ...] = field(default_factory=tuple)
     train: TrainStep | None = None
+    host: Literal["profile", "now"] = "profile"
 
     def modes(self) -> MathModes:
         return MathModes.from_torch(self.allow_tf32, self.conv_tf32)
@@ -122,6 +125,38 @@ def resolve_profile(profile: DeviceProfile | str | Path | None, device: str | No
     if kind == "cuda" and p.gpu is None:
         raise ProfileError(f"profile '{p.name}' has no GPU part; use --device cpu or a GPU profile")
     return p, kind
+
+
+@dataclass(frozen=True)
+class HostRead:
+    """The host's speed read before pricing: ``scale`` (index now over calibration's) multiplied the
+    profile's host costs, unless ``warning`` says why it did not."""
+
+    scale: float
+    applied: bool
+    warning: str | None = None
+
+
+def read_host_level(profile: DeviceProfile, kind: str, options: Options) -> tuple[DeviceProfile, HostRead | None]:
+    """With ``options.host == 'now'``: the profile with its ``kind`` part's host costs at the host's
+    speed read here now (a quarter-second of the calibrated op mix, none of the model), and the
+    reading; otherwise the profile as it is and None.
+
+    Opt-in: on the lent H100 the host's speed flips between levels within seconds, and a reading
+    before the capture misses the level the model then runs at about as often as it finds it
+    (docs/design.md, "Host speed"); a host steadier over seconds than across sessions gains more."""
+    from roofline.measure.device import device_for
+    from roofline.measure.host_speed import host_scale_plausible, read_host_speed
+
+    if options.host != "now":
+        return profile, None
+    device = device_for(profile, kind, "--host now")
+    scale = read_host_speed(device, profile.part(kind).measurements.overheads).scale
+    if not host_scale_plausible(scale):
+        return profile, HostRead(scale, applied=False, warning=(
+            f"the host-speed index read before pricing ran x{scale:.2f} against profile '{profile.name}': not drift but "
+            "another machine's profile or a stalled host; host costs are priced at the profile's (--host profile)"))
+    return with_host_scale(profile, kind, scale), HostRead(scale, applied=True)
 
 
 # A module this small (parameters and buffers, and inputs) runs on real CPU tensors in
@@ -175,8 +210,10 @@ class Analysis:
         self, graph: CapturedGraph, profile: DeviceProfile, kind: str, options: Options = Options(), *, name: str = "model",
         is_module: bool = True, capture_at: Callable[[int], CapturedGraph | None] | None = None, batch: int | None = None,
         devices: dict[str, DeviceModel | None] | None = None, costs: tuple[list[OpCost], list[bool]] | None = None,
+        host_read: HostRead | None = None,
     ):
         self.graph, self.profile, self.kind, self.options = graph, profile, kind, options
+        self.host_read = host_read  # the profile's host costs are already at its scale when applied
         self.name, self.is_module = name, is_module
         self._capture_at, self._batch = capture_at, batch
         if costs is None:
@@ -195,6 +232,7 @@ class Analysis:
         """Capture ``model(*args, **kwargs)`` and analyze it on ``profile`` (``devices``: device
         models of this profile already built, to share between analyses)."""
         prof, kind = resolve_profile(profile, options.device)
+        prof, host_read = read_host_level(prof, kind, options)
         args, kwargs = normalize_inputs(args, kwargs)
         real = materialize is not None and _small(model, args, kwargs)
         if real:  # the same model built with real tensors, and its real example inputs
@@ -211,7 +249,8 @@ class Analysis:
                 return None
 
         label = name or getattr(model, "__name__", None) or type(model).__name__
-        analysis = cls(graph, prof, kind, options, name=label, is_module=isinstance(model, torch.nn.Module), capture_at=capture_at, batch=b0, devices=devices)
+        analysis = cls(graph, prof, kind, options, name=label, is_module=isinstance(model, torch.nn.Module), capture_at=capture_at, batch=b0,
+                       devices=devices if host_read is None or not host_read.applied else None, host_read=host_read)
         if options.train is not None:  # the same step otherwise (under autocast): the training advice prices it
             analysis._capture_step = lambda step: capture_for(model, args, kwargs, kind, replace(options, train=step), materialize, real=real)
         return analysis
@@ -522,7 +561,10 @@ class Analysis:
         sweep = self.batch_sweep
         report = Report(
             model=self.name,
-            profile=ProfileRef(name=self.profile.name, device=self.dev.name, kind=self.kind, source=self.profile.source_file),
+            profile=ProfileRef(
+                name=self.profile.name, device=self.dev.name, kind=self.kind, source=self.profile.source_file,
+                host_scale_read=self.host_read.scale if self.host_read is not None and self.host_read.applied else None,
+            ),
             capture_mode=self.graph.capture_mode, allow_tf32=self.dev.modes.matmul_tf32, conv_tf32=self.dev.modes.conv_tf32, ops=ops, total=totals,
             modules=module_rollups(ops), placement=self.placement, plans=self.plans, uncertain=uncertain_ops(ops, total_s),
             memory=[self.memory_on(k) for k in ("cuda", "cpu") if self.timeline(k) is not None],
@@ -532,6 +574,8 @@ class Analysis:
             training=self.training,
         )
         report.warnings.extend(profile_caveats(self.profile, self.kind))  # a quick profile, failed checks, a busy machine
+        if self.host_read is not None and self.host_read.warning:
+            report.warnings.append(self.host_read.warning)
         report.advice = advice_lines(report, copies_per_call=self.options.copies_per_call)
         if report.training is not None:
             if self.dev.overheads.training is None:
@@ -619,7 +663,7 @@ def placement_sweep(entries, profile: DeviceProfile, options: Options) -> Placem
     if profile.gpu is None:
         return None
     points = []
-    each = Options(device="cuda", allow_tf32=options.allow_tf32, conv_tf32=options.conv_tf32, host_memory=options.host_memory, batch_sweep=False, capture_device="cpu")
+    each = Options(device="cuda", allow_tf32=options.allow_tf32, conv_tf32=options.conv_tf32, host_memory=options.host_memory, batch_sweep=False, capture_device="cpu", host="profile")
     devices = {"cuda": DeviceModel(profile.gpu, "cuda", each.modes()), "cpu": DeviceModel(profile.host, "cpu", each.modes())}
     for label, model, inputs in entries:
         one = Analysis.of(model, inputs, None, profile, each, devices=devices)

@@ -83,6 +83,27 @@ def test_measure_refuses_a_profile_of_another_machine():
     _one_line_error(run_cli("advise", str(REPO / "examples" / "mlp_tiny.py"), "--profile", "nvidia-h100-80gb-hbm3", "--measure"), "no CUDA device")
 
 
+def test_host_now_refuses_a_profile_of_another_machine_before_any_work():
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU")
+    _one_line_error(run_cli("advise", str(REPO / "examples" / "mlp_tiny.py"), "--profile", "nvidia-h100-80gb-hbm3", "--host", "now"), "--host now")
+
+
+def test_host_now_on_the_profiled_machine_says_so(tmp_path, cpu_quick_profile_path):
+    out = tmp_path / "r.json"
+    proc = run_cli("advise", str(REPO / "examples" / "mlp_tiny.py"), "--profile", str(cpu_quick_profile_path), "--device", "cpu",
+                   "--host", "now", "--json", str(out), "--no-batch-sweep")
+    assert proc.returncode == 0, proc.stderr
+    assert "the host's speed read here now" in proc.stdout
+    assert 0.2 <= json.loads(out.read_text())["profile"]["host_scale_read"] <= 5.0
+    # by default, the profile's host level
+    proc = run_cli("advise", str(REPO / "examples" / "mlp_tiny.py"), "--profile", str(cpu_quick_profile_path), "--device", "cpu",
+                   "--json", str(out), "--no-batch-sweep")
+    assert proc.returncode == 0 and json.loads(out.read_text())["profile"]["host_scale_read"] is None
+
+
 def test_unsupported_op_is_listed_not_zero(tmp_path):
     # aten.nextafter has no formula: it must be listed by name and still cost its bytes
     from roofline.costs import registered_ops

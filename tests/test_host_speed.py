@@ -106,3 +106,70 @@ def test_program_factor_multiplies_every_eager_host_cost():
     assert host[1] == pytest.approx(1.3 * host[0], rel=1e-6)
     # the host-speed index is the mix's as calibrated: the factor does not move it
     assert calibrated_index_s(profile.gpu.measurements.overheads) == pytest.approx(calibrated_index_s(ov))
+
+
+# ---- the host read before pricing (Options.host, roofline advise --host) ----
+
+
+def _mlp():
+    return torch.nn.Sequential(*[torch.nn.Linear(8, 8) for _ in range(6)]).eval(), (torch.randn(1, 8),)
+
+
+def test_host_read_now_prices_at_the_index_read_here(cpu_quick_profile_path):
+    from roofline.pipeline import read_host_level
+
+    profile = load_profile_file(cpu_quick_profile_path)
+    model, args = _mlp()
+    analysis = Analysis.of(model, args, None, profile, Options(device="cpu", batch_sweep=False, host="now"))
+    read = analysis.host_read
+    assert read is not None and read.applied and 0.2 <= read.scale <= 5.0
+    base = profile.host.measurements.overheads
+    assert analysis.dev.overheads.dispatch_s.median_s == pytest.approx(read.scale * base.dispatch_s.median_s)
+    assert analysis.dev.overheads.kernel_min_s == base.kernel_min_s
+    report = analysis.report()
+    assert report.profile.host_scale_read == pytest.approx(read.scale)
+    # the profile's host level (the default) reads nothing
+    for options in (Options(device="cpu", host="profile"), Options(device="cpu")):
+        same, none = read_host_level(profile, "cpu", options)
+        assert none is None and same is profile
+    plain = Analysis.of(model, args, None, profile, Options(device="cpu", batch_sweep=False, host="profile")).report()
+    assert plain.profile.host_scale_read is None
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="the GPU profile's device is absent only on a CPU-only machine")
+def test_host_now_off_the_profiled_gpu_refuses():
+    from roofline.errors import DeviceNotAvailable
+    from roofline.pipeline import read_host_level
+
+    profile = load_profile_file(H100)
+    with pytest.raises(DeviceNotAvailable, match="--host now"):
+        read_host_level(profile, "cuda", Options(device="cuda", host="now"))
+
+
+def test_an_implausible_read_is_not_applied_and_is_warned_about(cpu_quick_profile_path, monkeypatch):
+    import roofline.measure.host_speed as host_speed
+
+    monkeypatch.setattr(host_speed, "read_host_speed", lambda device, overheads: HostSpeed(index_now_s=1.0, index_calibrated_s=1e-4, blocks=0))
+    profile = load_profile_file(cpu_quick_profile_path)
+    model, args = _mlp()
+    analysis = Analysis.of(model, args, None, profile, Options(device="cpu", batch_sweep=False, host="now"))
+    assert analysis.host_read is not None and not analysis.host_read.applied
+    assert analysis.dev.overheads == profile.host.measurements.overheads
+    report = analysis.report()
+    assert report.profile.host_scale_read is None
+    assert any("x10000.00" in w and "--host profile" in w for w in report.warnings)
+
+
+def test_a_host_read_scales_a_host_bound_prediction(cpu_quick_profile_path, monkeypatch):
+    import roofline.measure.host_speed as host_speed
+
+    profile = load_profile_file(cpu_quick_profile_path)
+    index_s = calibrated_index_s(profile.host.measurements.overheads)
+    monkeypatch.setattr(host_speed, "read_host_speed", lambda device, overheads: HostSpeed(index_now_s=2 * index_s, index_calibrated_s=index_s, blocks=0))
+    model, args = _mlp()
+    plain = Analysis.of(model, args, None, profile, Options(device="cpu", batch_sweep=False, host="profile"))
+    read = Analysis.of(model, args, None, profile, Options(device="cpu", batch_sweep=False, host="now"))
+    assert read.host_read.scale == pytest.approx(2.0)
+    # tiny Linears at batch 1 are host time: the prediction at the read is the one at that host scale
+    assert read.total_s == pytest.approx(plain.at_host_scale(2.0).total_s, rel=1e-9)
+    assert 1.6 * plain.total_s < read.total_s

@@ -54,7 +54,8 @@ def _shard(tmp_path):
         predicted = analysis.total_s
         rows.append(dict(label=label, model=label.split()[0], library="torch", family="mlp", batch=1, dtype="float32",
                          predicted_s=predicted, measured_s=predicted / ratio, host_scale=2.0,
-                         predicted_now_s=analysis.at_host_scale(2.0).total_s, n_ops=len(analysis.graph.ops), notes=[],
+                         predicted_now_s=analysis.at_host_scale(2.0).total_s, host_read_scale=0.5,
+                         predicted_read_s=analysis.at_host_scale(0.5).total_s, n_ops=len(analysis.graph.ops), notes=[],
                          ops=run.priced_ops(analysis, [None] * len(analysis.graph.ops))))
         graphs[label] = graph_to_dict(analysis.graph)
     shard = dict(device="NVIDIA H100 80GB HBM3", kind="cuda", profile="h100", torch=torch.__version__, date="2026-11-23",
@@ -75,6 +76,9 @@ def test_merge_then_replay_prints_the_recorded_figures(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "zoo: n=2 median=22.5% p90=24.5% max=25.0%" in out
     assert recorded["summary"][1] in out and "recorded run printed" not in out
+    # the prediction with the host read before predicting, priced again from the recorded reading
+    assert recorded["summary"][2].startswith("zoo with the host read before predicting: n=2 ") and recorded["summary"][2] in out
+    assert recorded["summary"][2].split(": ", 1)[1] != recorded["summary"][1].split(": ", 1)[1]
 
 
 def test_replay_at_other_program_factors_moves_the_host_bound_figures(tmp_path, capsys):

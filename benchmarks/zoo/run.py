@@ -74,6 +74,9 @@ def summary_lines(rows: list[dict]) -> list[str]:
         _line("zoo", [(r["predicted_s"] - r["measured_s"]) / r["measured_s"] for r in rows]),
         _line("zoo at the host scale", [(r["predicted_now_s"] - r["measured_s"]) / r["measured_s"] for r in rows if r.get("predicted_now_s")]),
     ]
+    read = [r for r in rows if r.get("predicted_read_s")]
+    if read:  # as `roofline advise` prices on the profiled GPU's machine: the host read before the capture
+        lines.append(_line("zoo with the host read before predicting", [(r["predicted_read_s"] - r["measured_s"]) / r["measured_s"] for r in read]))
     tabled = [r for r in rows if r.get("predicted_table_s")]
     if tabled:
         lines.append(_line("zoo with the kernel table", [(r["predicted_table_s"] - r["measured_s"]) / r["measured_s"] for r in tabled]))
@@ -142,6 +145,7 @@ def _build(case, device):
 def run_live(args) -> int:
     from benchmarks.zoo.registry import cases as zoo_cases
     from roofline.measure.device import device_for
+    from roofline.measure.host_speed import read_host_speed
     from roofline.measure.run import add_per_op, measure
 
     profile, kind = resolve_profile(args.profile, args.device)
@@ -158,14 +162,17 @@ def run_live(args) -> int:
     if args.shard:
         k, n = (int(x) for x in args.shard.split("/"))
         todo = todo[k - 1::n]
-    options = Options(device=kind, capture_device=device.split(":")[0], batch_sweep=False)
+    # priced at the profile's host level; the host read before each case gives the prediction
+    # `roofline advise --host now` makes on this machine, recorded beside it
+    options = Options(device=kind, capture_device=device.split(":")[0], batch_sweep=False, host="profile")
     modes = options.modes()
     overheads = profile.part(kind).measurements.overheads
     print(f"zoo on {profile.device} ({kind}), profile '{profile.name}', torch {torch.__version__}, {time.strftime('%Y-%m-%d')}, {len(todo)} cases", flush=True)
     done = []
     for case in todo:
-        t0 = time.perf_counter()
         try:
+            read_scale = read_host_speed(device, overheads).scale if kind == "cuda" else None
+            t0 = time.perf_counter()
             with torch.device("meta"):
                 model, a, k = case.model.build(case.batch, case.dtype)
             analysis = Analysis.of(model, a, k, profile, options, name=case.label, materialize=lambda c=case: _build(c, "cpu"))
@@ -184,11 +191,14 @@ def run_live(args) -> int:
         row = dict(
             label=case.label, model=case.model.name, library=case.model.library, family=case.model.family, batch=case.batch,
             dtype=str(case.dtype).removeprefix("torch."), predicted_s=predicted, measured_s=m.total.median_s, spread_s=m.total.iqr_s,
-            host_scale=scale, predicted_now_s=now, capture_s=capture_s, n_ops=len(analysis.graph.ops), notes=list(m.notes),
+            host_scale=scale, predicted_now_s=now, capture_s=capture_s,
+            host_read_scale=read_scale, predicted_read_s=analysis.at_host_scale(read_scale).total_s if read_scale else None, n_ops=len(analysis.graph.ops), notes=list(m.notes),
         )
         done.append((case, analysis, row))
         err = (predicted - row["measured_s"]) / row["measured_s"]
         now_txt = f" | x{scale:.2f} {100 * (now - row['measured_s']) / row['measured_s']:+6.1f}%" if scale else ""
+        if read_scale:
+            now_txt += f" | read x{read_scale:.2f} {100 * (row['predicted_read_s'] - row['measured_s']) / row['measured_s']:+6.1f}%"
         print(f"  {case.label:<36} predicted {predicted * 1e3:9.3f} ms  measured {row['measured_s'] * 1e3:9.3f} ms  {100 * err:+6.1f}%{now_txt}  ({len(analysis.graph.ops)} ops, capture {capture_s:.1f} s)", flush=True)
         gc.collect()
         if kind == "cuda":
@@ -300,6 +310,7 @@ def _replayed(old: dict, graphs: dict, profile, kind: str, options: Options, dev
     measured_by_op = dict(old["ops"])  # [op index, measured seconds] pairs
     row = dict(old, predicted_s=analysis.total_s)
     row["predicted_now_s"] = analysis.at_host_scale(old["host_scale"]).total_s if old.get("host_scale") else None
+    row["predicted_read_s"] = analysis.at_host_scale(old["host_read_scale"]).total_s if old.get("host_read_scale") else None
     measured = [measured_by_op.get(i) for i in range(len(analysis.graph.ops))]
     row["ops"] = priced_ops(analysis, measured)
     return row, analysis, measured

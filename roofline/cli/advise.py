@@ -4,6 +4,7 @@ device (``--measure``), and write the report, its charts and its design-review p
 from __future__ import annotations
 
 import argparse
+from dataclasses import replace
 from pathlib import Path
 
 from roofline.cli.paths import check_json_path, check_output_args
@@ -19,6 +20,11 @@ def add_parsers(sub) -> None:
     adv.add_argument("model_file", help="a .py file defining `model` + `example_inputs`, or `get_model()` + `get_example_inputs()`")
     adv.add_argument("--profile", help="profile name or path (`roofline profiles` lists them); default: the newest saved one")
     adv.add_argument("--device", choices=["cuda", "cpu"], help="which part of the profile to predict for (default: its GPU if it has one)")
+    adv.add_argument(
+        "--host", choices=["profile", "now"], default="profile",
+        help="host speed of the host costs: profile (calibration's) or now (the host-speed index read here first; needs the "
+        "profile's device; on a host whose speed flips within seconds it helps little, docs/design.md)",
+    )
     adv.add_argument("--json", metavar="PATH", help="write the report as JSON")
     adv.add_argument("--top", type=_positive_int, default=15, help="rows in the top-ops table")
     adv.add_argument("--tf32", action="store_true", help="price float32 matmuls on TF32 tensor cores (torch.backends.cuda.matmul.allow_tf32=True)")
@@ -80,15 +86,21 @@ def _cmd_advise(args) -> int:
         from roofline.measure.device import device_for
 
         measure_device = device_for(profile, kind, "--measure" if args.measure else "--bench-kernels")  # refuses a profile of another machine
+    if args.host == "now" and measure_device is None:
+        from roofline.measure.device import device_for
+
+        device_for(profile, kind, "--host now")  # refuses a profile of another machine before any work
     if args.train and args.decode:
         raise RooflineError("--train and --decode analyze different programs (a training step, a decode loop); run them separately")
     loaded = load_model_file(args.model_file, materialize=False)
     options = Options(
         device=kind, allow_tf32=args.tf32 or None, calls=args.calls, host_memory="pinned" if args.pinned else "pageable",
         copies_per_call=args.copies == "per-call", batch_sweep=args.batch_sweep, user_files=(str(loaded.path),),
-        train=_train_step(args, loaded),
+        train=_train_step(args, loaded), host=args.host,
     )
     analysis = Analysis.of(loaded.model, loaded.args, loaded.kwargs, profile, options, name=loaded.name, materialize=loaded.materializer())
+    # the host read once: what follows prices at the analysis's host level
+    profile, options = analysis.profile, replace(options, host="profile")
     if args.bench_kernels:
         analysis = _with_benched_kernels(analysis, profile, measure_device, loaded.name)
     report = analysis.report()
@@ -192,7 +204,7 @@ def _with_benched_kernels(analysis, profile, device: str, name: str):
     table = profile.gpu.measurements.kernels
     table.extend(time_graph_kernels(analysis.graph, device, {e.key for e in table}, model=name))
     return Analysis(analysis.graph, profile, analysis.kind, analysis.options, name=analysis.name, is_module=analysis.is_module,
-                    capture_at=analysis._capture_at, batch=analysis._batch)
+                    capture_at=analysis._capture_at, batch=analysis._batch, host_read=analysis.host_read)
 
 
 def _measure_decode(report, decode, args, device: str) -> None:

@@ -29,6 +29,9 @@ INDEX_CALLS = 10  # passes of the mix per index sample, as calibration timed the
 MODEL_BLOCK_S = 2e-3  # model calls timed per round: about as long as one index sample
 PAIRED_BUDGET_S = 1.0
 MIN_ROUNDS = 7
+READ_BUDGET_S = 0.25  # the index alone, read before a prediction: a few host phases of ~50 ms
+# A scale outside this band is another machine's profile or a stalled run, not drift.
+PLAUSIBLE_HOST_SCALE = (0.2, 5.0)
 
 
 @dataclass
@@ -85,6 +88,27 @@ def host_speed_beside(call, device: str, overheads: Overheads, *, budget_s: floa
     index_s = np.concatenate(got["index"])
     speed = HostSpeed(index_now_s=statistics.median(index_s.tolist()), index_calibrated_s=calibrated_index_s(overheads), blocks=len(got["model"]))
     return summarize(np.concatenate(got["model"]), label), speed
+
+
+def host_scale_plausible(scale: float) -> bool:
+    low, high = PLAUSIBLE_HOST_SCALE
+    return low <= scale <= high
+
+
+def read_host_speed(device: str, overheads: Overheads, *, budget_s: float = READ_BUDGET_S) -> HostSpeed:
+    """The index alone for ``budget_s`` (at least ``MIN_ROUNDS`` samples): the host's speed now,
+    read before a prediction on the machine the profile describes, so that the prediction's host
+    costs stand for this moment's host rather than calibration's. Runs none of the model."""
+    import torch
+
+    mix = index_call(device, overheads.dispatch_by_op_s)
+    with torch.no_grad():
+        for _ in range(3 * INDEX_CALLS):
+            mix()
+        sync(device)
+        got = time_rounds({"index": index_slot(mix)}, rounds=MIN_ROUNDS, budget_s=budget_s, device=device)
+    index_s = np.concatenate(got["index"])
+    return HostSpeed(index_now_s=statistics.median(index_s.tolist()), index_calibrated_s=calibrated_index_s(overheads), blocks=0)
 
 
 def warm_up(call, seconds: float = 0.25, at_least: int = 3) -> None:

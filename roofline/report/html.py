@@ -182,6 +182,8 @@ def _profile_section(report: Report, profile: DeviceProfile) -> str:
         dram = b.dram_bytes_per_s(cache)
         rows.append([f"DRAM bandwidth, {_e(b.kind)}", _n(dram, "B/s"), _n(theo, "B/s") if theo else "–", _pct(dram / theo) if theo else "–"])
     ov = m.overheads
+    if report.profile.host_scale_read is not None:
+        rows.append(["host costs: the host's speed read before pricing", f"x{report.profile.host_scale_read:.2f} of calibration's", "–", "–"])
     rows.append(["host dispatch per op (eager)", _s(ov.dispatch_s.median_s), "–", "–"])
     rows.append(["nn.Module call", _s(ov.module_call_s.median_s), "–", "–"])
     if ov.kernel_min_s:

@@ -43,6 +43,10 @@ def _err(pred: float, meas: float | None) -> str:
     return f"{100 * (pred - meas) / meas:+.0f}%"
 
 
+def _host_read(scale: float | None) -> str:
+    return "" if scale is None else f"; host costs x{scale:.2f} of calibration's, the host's speed read here now"
+
+
 def render(report: Report, console: Console | None = None, top: int = 15) -> None:
     console = console or make_console()
     t = report.total
@@ -50,7 +54,8 @@ def render(report: Report, console: Console | None = None, top: int = 15) -> Non
     console.print(
         f"[bold]{escape(report.model)}[/bold] on [bold]{escape(report.profile.device)}[/bold] "
         f"(profile '{escape(report.profile.name)}', {report.profile.kind}; capture: {report.capture_mode}"
-        f"{'; float32 matmuls as TF32' if report.allow_tf32 else ''})"
+        f"{'; float32 matmuls as TF32' if report.allow_tf32 else ''}"
+        f"{_host_read(report.profile.host_scale_read)})"
     )
     line = f"predicted {fmt_s(t.predicted_s)} eager"
     if measured:

@@ -25,6 +25,11 @@ class ProfileRef(_Model):
     device: str = Field(description="The device predicted for (GPU name, or CPU model).")
     kind: Literal["cuda", "cpu"] = Field(description="Which part of the profile the prediction used.")
     source: str | None = Field(default=None, description="File the profile was read from.")
+    host_scale_read: float | None = Field(
+        default=None,
+        description="The host-speed index read on this machine before pricing, over calibration's: every host cost of the "
+        "prediction is the profile's times this. None: host costs at the profile's level (off the profiled machine, or --host profile).",
+    )
 
 
 class TensorInfo(_Model):
