@@ -1,6 +1,6 @@
 """Kernels whose time the GEMM curve cannot tell, timed over the shapes real models use.
 
-    python benchmarks/mechanism_sweep.py [--device cuda] [--budget 0.02] --json OUT.json
+    python benchmarks/mechanism_sweep.py [--device cuda] [--budget 0.02] [--only convs|gemms] --json OUT.json
 
 Each family is a mechanism of how the kernel runs, not a model: depthwise convolutions (groups =
 channels: a few FLOPs per byte), grouped convolutions (ResNeXt, RegNet), the other convolutions
@@ -76,6 +76,11 @@ GEMM_KN = [(768, 50257), (768, 50304), (768, 50256), (1024, 1000), (1280, 1000),
 GEMM_M = [1, 64, 512, 2048]
 # addmm against mm: (m, k, n)
 ADDMM = [(1, 768, 768), (32, 768, 3072), (128, 768, 768), (1024, 768, 3072), (1024, 3072, 768), (64, 1024, 1024), (256, 1024, 1024), (4096, 4096, 4096), (8192, 768, 768), (197 * 32, 384, 1536)]
+# addmm against mm over a grid: rows (m) by reduction length (k) by width (n), where cuBLASLt's
+# bias epilogue and cuBLAS's own mm heuristics part ways (split-K at few rows and long k)
+ADDMM_GRID_M = [1, 8, 32, 64, 128, 256, 1024]
+ADDMM_GRID_K = [256, 384, 512, 768, 1024, 1536, 3072, 4096]
+ADDMM_GRID_N = [768, 1000, 3072]
 # batched GEMMs (batch, m, k, n) of attention
 BMM = [
     (768, 77, 64, 77), (768, 77, 77, 64), (96, 197, 64, 197), (96, 197, 197, 64), (12, 128, 64, 128), (12, 128, 128, 64),
@@ -153,6 +158,15 @@ def sweep_gemms(device: str, budget: float, out: list) -> None:
                 for variant, fn in (("mm", lambda: torch.mm(x, wt)), ("addmm", lambda: torch.addmm(bias, x, wt))):
                     t = _time(fn, device, budget)
                     out.append(dict(family="addmm", variant=variant, dtype=dtype, m=m, k=k, n=n, **t))
+            for m in ADDMM_GRID_M:
+                for k in ADDMM_GRID_K:
+                    for n in ADDMM_GRID_N:
+                        x = torch.randn(m, k, device=device, dtype=dt, generator=gen)
+                        wt = torch.randn(n, k, device=device, dtype=dt, generator=gen).t()
+                        bias = torch.randn(n, device=device, dtype=dt, generator=gen)
+                        for variant, fn in (("mm", lambda: torch.mm(x, wt)), ("addmm", lambda: torch.addmm(bias, x, wt))):
+                            t = _time(fn, device, budget)
+                            out.append(dict(family="addmm_grid", variant=variant, dtype=dtype, m=m, k=k, n=n, **t))
             if dtype == "tf32":
                 continue
             for b, m, k, n in BMM:
@@ -174,12 +188,15 @@ def main() -> int:
     ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     ap.add_argument("--budget", type=float, default=0.02)
     ap.add_argument("--json", required=True)
+    ap.add_argument("--only", choices=["convs", "gemms"], help="one of the two sweeps")
     args = ap.parse_args()
     t0 = time.perf_counter()
     points: list[dict] = []
-    sweep_convs(args.device, args.budget, points)
-    print(f"convolutions: {len(points)} points, {time.perf_counter() - t0:.0f} s", flush=True)
-    sweep_gemms(args.device, args.budget, points)
+    if args.only != "gemms":
+        sweep_convs(args.device, args.budget, points)
+        print(f"convolutions: {len(points)} points, {time.perf_counter() - t0:.0f} s", flush=True)
+    if args.only != "convs":
+        sweep_gemms(args.device, args.budget, points)
     name = torch.cuda.get_device_name() if args.device.startswith("cuda") else "cpu"
     Path(args.json).write_text(json.dumps(dict(device=name, torch=torch.__version__, date=time.strftime("%Y-%m-%d"), cudnn_tf32=torch.backends.cudnn.allow_tf32, points=points), indent=0))
     print(f"{len(points)} points in {time.perf_counter() - t0:.0f} s -> {args.json}")
