@@ -27,7 +27,7 @@ import sys
 from pathlib import Path
 
 from roofline.model.host import calibrated_index_s, scaled_overheads, scaled_stat
-from roofline.profiles import load_profile_file
+from roofline.profiles import load_profile_file, save_profile
 from roofline.schema.profile import DeviceProfile, HostLevel, Overheads
 
 
@@ -79,9 +79,7 @@ def main(argv: list[str] | None = None) -> int:
     new, level, factor = at_host_level(profile, args.records)
     print(f"{level.readings} host-speed readings from {len(args.records)} records: median index x{factor:.3f} of the profile's")
     if args.write:
-        lines = args.profile.read_text().splitlines()
-        indent = len(lines[1]) - len(lines[1].lstrip()) if len(lines) > 1 else 1  # keep the file's own layout: a readable diff
-        args.profile.write_text(json.dumps(new.model_dump(mode="json"), indent=indent or 1) + "\n")
+        save_profile(new, args.profile, keep_layout=True)
         print(f"wrote {args.profile}: host costs x{factor:.3f} (x{level.factor:.3f} of calibration's)")
     return 0
 

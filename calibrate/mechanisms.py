@@ -48,7 +48,16 @@ GROUPED_DTYPES = ["float32", "float16"]
 # misaligned GEMMs: m values; K = 1024; N = 4096 - d for alignment bytes by dtype
 MISALIGNED_M = [1, 64, 512, 2048]
 MISALIGNED_N = {"float16": {2: 4095, 4: 4094, 8: 4092}, "tf32": {4: 4095, 8: 4094}}
-# addmm against mm: (m, k, n) as F.linear runs them
+# addmm against mm, as F.linear runs them (x @ W.T). float32 and TF32 on a grid of rows m x reduction
+# k x width n: their ratio moves with all three (benchmarks/results/h100_gemm_sweep.json: float32 ~1
+# at k <= 384, ~2 at 64-128 rows from k = 512-1024 on, back toward 1 at thousands of rows); rows
+# between 1 and 32 run as the mm curve says (mm's own heuristics wander there, and the ratio to
+# them would carry that into addmm); beyond 1024 rows the 1024 row holds (a 4096 row reads ~1.0, yet
+# the zoo's float32 addmm at 1500-25000 rows runs 1.03-1.5x the mm curve, which the held row covers:
+# the H100 zoo's matmul median 9.2% with it, 10.0% with a 4096 row). Half precision runs addmm as mm
+# does: a few shapes (m, k, n).
+ADDMM_GRID = dict(m=[1, 32, 64, 128, 256, 1024], k=[256, 512, 1024, 4096], n=[768, 3072])
+ADDMM_GRID_DTYPES = ["float32", "tf32"]
 ADDMM_SHAPES = [(1, 768, 768), (32, 768, 3072), (128, 768, 768), (64, 1024, 1024), (256, 1024, 1024), (1024, 3072, 768), (1024, 768, 3072), (8192, 768, 768)]
 ADDMM_DTYPES = ["float32", "tf32", "float16"]
 # eval batch norm: plane sides (7x7 ... 112x112), each at a launch-bound count of planes and at
@@ -138,7 +147,7 @@ def measure_gemm_ratios(device: str, *, budget_s: float, warnings: list, progres
         for dtype_name in (ADDMM_DTYPES[:1] if quick else ADDMM_DTYPES):
             dtype, points = DTYPES[dtype_name], []
             with _tf32(dtype_name == "tf32"):
-                for m, k, n in (ADDMM_SHAPES[1:3] if quick else ADDMM_SHAPES):
+                for m, k, n in (ADDMM_SHAPES[1:3] if quick else addmm_shapes(dtype_name)):
                     x = torch.randn(m, k, device=device, dtype=dtype, generator=gen)
                     wt = torch.randn(n, k, device=device, dtype=dtype, generator=gen).t()
                     bias = torch.randn(n, device=device, dtype=dtype, generator=gen)
@@ -149,6 +158,13 @@ def measure_gemm_ratios(device: str, *, budget_s: float, warnings: list, progres
                         progress()
             curves.append(GemmRatioCurve(kind="addmm", dtype=dtype_name, points=points))
     return curves
+
+
+def addmm_shapes(dtype_name: str) -> list[tuple[int, int, int]]:
+    """The (m, k, n) addmm is timed at against mm for one dtype: the grid, or the few shapes."""
+    if dtype_name in ADDMM_GRID_DTYPES:
+        return [(m, k, n) for m in ADDMM_GRID["m"] for k in ADDMM_GRID["k"] for n in ADDMM_GRID["n"]]
+    return ADDMM_SHAPES
 
 
 def _batch_norm_points(dtype: torch.dtype, device: str, gen, budget_s: float, label: str, warnings: list, progress, sides) -> list[NormFamilyPoint]:
@@ -213,4 +229,4 @@ def steps(quick: bool) -> int:
     dw = len(DEPTHWISE_KINDS) * len(DEPTHWISE_FILTERS) * len(DEPTHWISE_SIZES)
     grouped = len(GROUPED_DTYPES) * (len(GROUPED_WIDTHS) + len(GROUPED_STRIDE2)) * len(GROUPED_BATCHES)
     misaligned = sum(len(v) for v in MISALIGNED_N.values()) * len(MISALIGNED_M)
-    return dw + grouped + misaligned + len(ADDMM_DTYPES) * len(ADDMM_SHAPES)
+    return dw + grouped + misaligned + sum(len(addmm_shapes(d)) for d in ADDMM_DTYPES)

@@ -107,3 +107,61 @@ def test_float32_addmm_epilogue(recorded):
     x, w, b = torch.empty(32, 768), torch.empty(3072, 768), torch.empty(3072)
     with_bias, without = kernel_s(F.linear, (x, w, b), prof), kernel_s(F.linear, (x, w), prof)
     assert with_bias / without == pytest.approx(measured[(32, 3072, "addmm")] / measured[(32, 3072, "mm")], rel=0.15)
+
+
+# ---- addmm's epilogue over rows, reduction length and width (tests/fixtures/h100_addmm_grid.json) ----
+
+
+def _grid_curve(points, dtype: str, keep):
+    """An addmm ratio curve from the recorded points whose (m, k, n) ``keep`` accepts."""
+    from roofline.schema.profile import GemmRatioPoint, Stat
+
+    by = {(p["m"], p["k"], p["n"], p["variant"]): p for p in points if p["dtype"] == dtype}
+    stat = lambda p: Stat(median_s=p["median_s"], iqr_s=p["iqr_s"], samples=p["samples"])  # noqa: E731
+    shapes = sorted({(m, k, n) for m, k, n, _ in by if keep(m, k, n)})
+    return GemmRatioCurve(kind="addmm", dtype=dtype, points=[
+        GemmRatioPoint(m=m, n=n, k=k, time=stat(by[(m, k, n, "addmm")]), reference=stat(by[(m, k, n, "mm")])) for m, k, n in shapes
+    ]), by
+
+
+def test_float32_addmm_ratio_on_its_grid_predicts_held_out_shapes():
+    from calibrate.mechanisms import ADDMM_GRID
+    from roofline.model.families import GemmRatioModel
+
+    points = json.loads((FIXTURES / "h100_addmm_grid.json").read_text())["points"]
+    on_grid = lambda m, k, n: m in ADDMM_GRID["m"] and k in ADDMM_GRID["k"] and n in ADDMM_GRID["n"]  # noqa: E731
+    curve, by = _grid_curve(points, "float32", on_grid)
+    assert len(curve.points) >= 40
+    grid = GemmRatioModel([curve])
+    assert "float32" in grid.addmm_grid
+    # the eight scattered shapes calibration timed before (tests/fixtures/h100_mechanisms.json)
+    recorded = json.loads((FIXTURES / "h100_mechanisms.json").read_text())
+    few = GemmRatioModel([GemmRatioCurve(**c) for c in recorded["gemm_ratios"] if c["kind"] == "addmm" and c["dtype"] == "float32"])
+    assert not few.addmm_grid
+    held = [(m, k, n) for m, k, n, v in by if v == "mm" and not on_grid(m, k, n) and m != 8]
+    errors = {}
+    for name, model in (("grid", grid), ("few", few)):
+        errors[name] = statistics.median(
+            abs(model.addmm_ratio("float32", m, n, k) / (by[(m, k, n, "addmm")]["median_s"] / by[(m, k, n, "mm")]["median_s"]) - 1)
+            for m, k, n in held
+        )
+    assert errors["grid"] < 0.10 and errors["grid"] < 0.6 * errors["few"], errors
+    # the mechanism: at 64-128 rows the epilogue kernel runs ~2x mm from k = 1024 on, not at k = 256
+    assert grid.addmm_ratio("float32", 128, 1000, 4096) > 1.7 and grid.addmm_ratio("float32", 128, 1000, 256) < 1.2
+
+
+def test_grid_interpolation_is_multilinear_in_logs_and_held_at_the_edges():
+    import math
+
+    from roofline.model.families import _as_grid, _grid_value
+
+    import numpy as np
+
+    rows = np.array([(math.log(m), math.log(n), math.log(k), float(v)) for m, n, k, v in [
+        (1, 1, 1, 0.0), (1, 1, 4, 1.0), (1, 4, 1, 0.0), (1, 4, 4, 1.0), (4, 1, 1, 2.0), (4, 1, 4, 3.0), (4, 4, 1, 2.0), (4, 4, 4, 3.0),
+    ]])
+    axes, values = _as_grid(rows)
+    assert _grid_value(axes, values, np.log([2, 2, 2])) == pytest.approx(1.5)  # halfway in log on every axis
+    assert _grid_value(axes, values, np.log([4, 1, 1])) == pytest.approx(2.0)
+    assert _grid_value(axes, values, np.log([100, 1, 100])) == pytest.approx(3.0)  # held at the edge
+    assert _as_grid(rows[:-1]) is None  # a missing corner is not a grid

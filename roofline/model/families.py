@@ -125,11 +125,15 @@ class GemmRatioModel:
     def __init__(self, curves: list[GemmRatioCurve]):
         self.misaligned: dict[tuple[str, int], list[tuple[float, float]]] = {}
         self.addmm: dict[str, np.ndarray] = {}
+        self.addmm_grid: dict[str, tuple[list[np.ndarray], np.ndarray]] = {}
         for c in curves:
             if c.kind == "addmm":
                 self.addmm[c.dtype] = np.array([
                     (math.log(p.m), math.log(p.n), math.log(p.k), math.log(p.time.median_s / p.reference.median_s)) for p in c.points
                 ])
+                grid = _as_grid(self.addmm[c.dtype])
+                if grid is not None:
+                    self.addmm_grid[c.dtype] = grid
             else:
                 align = int(c.kind.rsplit("_", 1)[1])
                 self.misaligned[(c.dtype, align)] = sorted((2.0 * p.m * p.n * p.k, p.time.median_s / p.reference.median_s) for p in c.points)
@@ -150,7 +154,13 @@ class GemmRatioModel:
         return 1.0
 
     def addmm_ratio(self, dtype: str, m: int, n: int, k: int) -> float:
-        """addmm (bias in the epilogue) over mm at the nearest calibrated shapes; 1 without a curve."""
+        """addmm (bias in the epilogue) over mm: interpolated in log(m, n, k) over the calibrated
+        grid, held at its edges (float32 on the H100: ~1 at k <= 384, ~2 at 64-128 rows and k >=
+        1024, where mm splits k and the epilogue kernel does not); an older profile's scattered
+        shapes give the two nearest; 1 without a curve."""
+        grid = self.addmm_grid.get(dtype) or self.addmm_grid.get(TWIN.get(dtype, ""))
+        if grid is not None:
+            return math.exp(_grid_value(*grid, np.log([m, n, k])))
         rows = self.addmm.get(dtype)
         if rows is None:
             rows = self.addmm.get(TWIN.get(dtype, ""))
@@ -160,6 +170,29 @@ class GemmRatioModel:
         pick = np.argsort(d2)[:2]
         w = 1.0 / (d2[pick] + 1e-3)
         return float(np.exp((w * rows[pick, 3]).sum() / w.sum()))
+
+
+def _as_grid(rows: np.ndarray) -> tuple[list[np.ndarray], np.ndarray] | None:
+    """(axes, values) when ``rows`` (x0, x1, x2, value) hold one value for every combination of
+    their distinct coordinates, each axis with at least two; else None."""
+    axes = [np.unique(rows[:, i]) for i in range(3)]
+    if any(len(a) < 2 for a in axes) or len(rows) != math.prod(len(a) for a in axes):
+        return None
+    values = np.full([len(a) for a in axes], np.nan)
+    for row in rows:
+        values[tuple(int(np.searchsorted(a, row[i])) for i, a in enumerate(axes))] = row[3]
+    return (axes, values) if not np.isnan(values).any() else None
+
+
+def _grid_value(axes: list[np.ndarray], values: np.ndarray, point: np.ndarray) -> float:
+    """Multilinear interpolation on a regular grid, ``point`` held inside its bounds."""
+    out = values
+    for a, x in zip(axes, point):
+        x = min(max(float(x), float(a[0])), float(a[-1]))
+        i = min(int(np.searchsorted(a, x, side="right")) - 1, len(a) - 2)
+        f = (x - a[i]) / (a[i + 1] - a[i])
+        out = (1 - f) * out[i] + f * out[i + 1]
+    return float(out)
 
 
 def _log_between(x: float, lo: float, hi: float, t_lo: float, t_hi: float) -> float:

@@ -702,6 +702,9 @@ class CalibrationInfo(_Strict):
         default_factory=list, description="Sanity checks the profile still failed when it was saved (only with --force).",
     )
     forced: bool = Field(default=False, description="Saved with --force despite failing its sanity checks.")
+    refreshed: list[str] = Field(
+        default_factory=list, description="Stages measured again later on the same machine (python -m calibrate.refresh): stage, when, versions.",
+    )
 
 
 class DeviceProfile(_Strict):

@@ -1,0 +1,79 @@
+"""Measure one GPU calibration stage again on the profiled machine and put it into the profile.
+
+    python -m calibrate.refresh PROFILE --stage gemm_ratios [--output PATH]
+
+A stage's design can change after a profile is shipped (the addmm ratio grew from eight shapes to a
+grid over rows, reduction length and width). Calibrating the whole machine again moves every other
+figure with the host's speed of that session; this re-measures only the stage, exactly as
+``roofline calibrate`` measures it (same code, same point budget), on a GPU of the profile's name,
+and records when in ``calibration.refreshed`` and the stage's seconds in ``calibration.stage_seconds``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+import torch
+
+from calibrate import mechanisms
+from calibrate.runner import gpu_plan
+from roofline import __version__
+from roofline.profiles import load_profile_file, save_profile
+
+# stage -> (the measurements field it fills, the function measuring it, its stage_seconds key)
+STAGES = {
+    "gemm_ratios": ("gemm_ratios", mechanisms.measure_gemm_ratios, "gpu gemm ratios"),
+    "conv_families": ("conv_families", mechanisms.measure_conv_families, "gpu conv families"),
+    "norm_families": ("norm_families", mechanisms.measure_norm_families, "gpu norm families"),
+}
+
+
+def gpu_of(profile) -> str:
+    """'cuda:N' of a GPU named as the profile's; one clear error otherwise."""
+    if profile.gpu is None:
+        raise SystemExit(f"profile '{profile.name}' has no GPU part: the refreshed stages are a GPU's")
+    want = profile.gpu.identity.name
+    for index in range(torch.cuda.device_count() if torch.cuda.is_available() else 0):
+        if torch.cuda.get_device_name(index) == want:
+            return f"cuda:{index}"
+    raise SystemExit(f"profile '{profile.name}' describes a {want}, which this machine does not have: refresh it on that machine")
+
+
+def refresh(profile, stage: str, device: str):
+    """The profile with ``stage`` measured again on ``device``, and the warnings of the measurement."""
+    field, measure, key = STAGES[stage]
+    plan = gpu_plan(False, torch.cuda.get_device_properties(device).total_memory)
+    warnings: list[str] = []
+    start = time.perf_counter()
+    measured = measure(device, budget_s=plan.point_budget_s / 2, warnings=warnings)
+    seconds = round(time.perf_counter() - start, 3)
+    gpu = profile.gpu.model_copy(update=dict(measurements=profile.gpu.measurements.model_copy(update={field: measured})))
+    now = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    calibration = profile.calibration.model_copy(update=dict(
+        stage_seconds={**profile.calibration.stage_seconds, key: seconds},
+        refreshed=[*profile.calibration.refreshed, f"{stage} {now}, roofline {__version__}, torch {torch.__version__}"],
+        warnings=[*profile.calibration.warnings, *warnings],
+    ))
+    return profile.model_copy(update=dict(gpu=gpu, calibration=calibration)), warnings
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("profile", type=Path)
+    ap.add_argument("--stage", required=True, choices=sorted(STAGES))
+    ap.add_argument("--output", type=Path, help="where to write the profile (default: over PROFILE)")
+    args = ap.parse_args(argv)
+    profile = load_profile_file(args.profile)
+    new, warnings = refresh(profile, args.stage, gpu_of(profile))
+    out = save_profile(new, args.output or args.profile, keep_layout=True)
+    print(f"{args.stage} measured again on {profile.gpu.identity.name} in {new.calibration.stage_seconds[STAGES[args.stage][2]]:.1f} s"
+          f"{f' ({len(warnings)} warnings)' if warnings else ''}: wrote {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
