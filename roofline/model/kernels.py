@@ -40,15 +40,18 @@ def matmul_dtype_name(dtype: torch.dtype | None, allow_tf32: bool) -> str:
     return "tf32" if name == "float32" and allow_tf32 else name
 
 
-def _bandwidth_kind(cost: OpCost) -> str:
-    """The calibrated access pattern an op's bytes move at: a fill's, a full reduction's (the read
-    curve is torch.sum to one value: blocks that meet in a final pass, ~8 us at 0.5-8 MB on the
-    H100), or a stream's. A GEMV or a GEMM with a small output reads more than it writes but
-    streams its operands through independent blocks, as a copy does."""
+def _bandwidth_kind(cost: OpCost, dev: DeviceModel) -> str:
+    """The calibrated access pattern an op's bytes move at: a fill's, a read's or a copy's. The read
+    curve is torch.sum to one value: within the cache its time is the reduction's own passes (~8 us
+    flat at 0.5-8 MB on the H100), beyond it DRAM's read rate. An op that reads far more than it
+    writes without reducing to few values (a GEMV, a GEMM with a small output) shares the latter,
+    not the former: within the cache it streams as a copy does."""
     if cost.bytes_read == 0:
         return "write"
-    if cost.bytes_written * 8 < cost.bytes_read and cost.category == "reduction":
-        return "read"
+    if cost.bytes_written * 8 < cost.bytes_read:
+        cache = dev.cache_bytes
+        if cost.category == "reduction" or cache is None or cost.bytes_read + cost.bytes_written > cache:
+            return "read"
     return "copy"
 
 
@@ -114,7 +117,7 @@ def _memory_s(op: CapturedOp, cost: OpCost, dev: DeviceModel) -> float:
     rate = dev.family_bytes_per_s(family, nbytes, dtype)
     if rate and family in ROW_FAMILIES and ("layer_norm" in op.packet or "softmax" in op.packet):
         rate = _row_rate(op, family, rate, nbytes, dtype, dev)
-    return nbytes / (rate or dev.bandwidth.bytes_per_s(max(nbytes, 1), _bandwidth_kind(cost)))
+    return nbytes / (rate or dev.bandwidth.bytes_per_s(max(nbytes, 1), _bandwidth_kind(cost, dev)))
 
 
 def _float32_scale(op: CapturedOp) -> float:
