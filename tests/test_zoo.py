@@ -142,3 +142,27 @@ def test_recapture_prices_the_cases_captured_again_here(tmp_path, capsys):
     again, out = einsum_error("--recapture")
     assert again < recorded - 5  # the twelve ops of each call pay one entry, not twelve
     assert "not_a_model b1 fp32: left out (not in the registry)" in out
+
+
+def test_a_replay_with_another_profile_reads_the_host_scales_against_it(tmp_path, capsys):
+    from calibrate.host_level import moved
+    from roofline.profiles import load_profile_file, save_profile
+
+    record = tmp_path / "rec.json"
+    run.main(["--zoo", "--merge", str(_shard(tmp_path)), "--json", str(record), "--profile-file", str(PROFILE)])
+    profile = load_profile_file(PROFILE)
+    halved = profile.model_copy(update=dict(gpu=profile.gpu.model_copy(update=dict(
+        measurements=profile.gpu.measurements.model_copy(update=dict(overheads=moved(profile.gpu.measurements.overheads, 0.5)))))))
+    rows = json.loads(record.read_text())["rows"]
+    rebased = run.rebased_host_scales(rows, profile, halved, "cuda")
+    assert [r["host_scale"] for r in rebased] == pytest.approx([2 * r["host_scale"] for r in rows])
+    assert [r["host_read_scale"] for r in rebased] == pytest.approx([2 * r["host_read_scale"] for r in rows])
+    # the same host speed: the prediction at the host scale does not move with the profile's host level
+    save_profile(halved, tmp_path / "halved.json")
+    lines = {}
+    for name, path in (("recorded", PROFILE), ("halved", tmp_path / "halved.json")):
+        capsys.readouterr()
+        run.main(["--zoo", "--replay", str(record), "--profile", str(path)])
+        lines[name] = capsys.readouterr().out.splitlines()
+    assert lines["recorded"][2] == lines["halved"][2] and lines["recorded"][2].startswith("zoo at the host scale")
+    assert lines["recorded"][1] != lines["halved"][1]  # as calibrated, the host level moves the tiny models' figures

@@ -363,12 +363,24 @@ def without_stages(profile, kind: str, stages: list[str]):
     return stripped
 
 
+def rebased_host_scales(rows: list[dict], recorded, profile, kind: str) -> list[dict]:
+    """The rows with their host scales (the index's time over the recorded profile's calibrated
+    index) over ``profile``'s index instead: the same host speed, read against another profile of the
+    machine (one whose host costs were moved, say)."""
+    from roofline.model.host import calibrated_index_s
+
+    factor = calibrated_index_s(recorded.part(kind).measurements.overheads) / calibrated_index_s(profile.part(kind).measurements.overheads)
+    return [dict(r, **{k: r[k] * factor for k in ("host_scale", "host_read_scale") if r.get(k)}) for r in rows]
+
+
 def replay(args) -> int:
     """Every graph of a record priced again by this code, against the record's measurements."""
     path = Path(args.replay)
     record = json.loads(path.read_text())
     if args.profile:
         profile, kind = resolve_profile(args.profile, record["kind"])
+        if record.get("profile_file"):  # the recorded host scales are to the record's profile: to this one's
+            record = dict(record, rows=rebased_host_scales(record["rows"], load_profile_file(path.parent / record["profile_file"]), profile, kind))
     elif record.get("profile_file"):
         profile, kind = load_profile_file(path.parent / record["profile_file"]), record["kind"]
     else:
