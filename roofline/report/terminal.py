@@ -60,13 +60,14 @@ def render(report: Report, console: Console | None = None, top: int = 15) -> Non
     line = f"predicted {fmt_s(t.predicted_s)} eager"
     if measured:
         line += f", measured {fmt_s(t.measured_s)} ({_err(t.predicted_s, t.measured_s)})"
+        against = "the host read before pricing" if report.profile.host_scale_read is not None else "calibration"
         if t.predicted_at_host_now_s is not None:
             line += (
-                f"; at the host's speed during the measurement (host x{t.host_scale:.2f} against calibration): "
+                f"; at the host's speed during the measurement (host x{t.host_scale:.2f} against {against}): "
                 f"predicted {fmt_s(t.predicted_at_host_now_s)} ({_err(t.predicted_at_host_now_s, t.measured_s)})"
             )
         elif t.host_scale is not None:  # roofline.checks gives no prediction at an implausible host speed
-            line += f"; [yellow]host x{t.host_scale:.2f} against calibration: implausible, no prediction at that speed (see the warning)[/]"
+            line += f"; [yellow]host x{t.host_scale:.2f} against {against}: implausible, no prediction at that speed (see the warning)[/]"
     console.print(
         f"{line} | {fmt_n(t.flops, 'FLOP')}, {fmt_n(t.bytes, 'B')}, {t.kernels} kernels, {t.ops} ops | "
         f"achieved {fmt_n(t.achieved_flop_per_s, 'FLOP/s')}, {fmt_n(t.achieved_bytes_per_s, 'B/s')} | "

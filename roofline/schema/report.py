@@ -96,7 +96,8 @@ class Totals(_Model):
     host_scale: float | None = Field(
         default=None, gt=0,
         description="Measured with --measure: the host-speed index (calibration's mix of representative ops, timed in blocks alternating "
-        "with the model) now, over its time at calibration. Above 1: the host ran slower than when the profile was made.",
+        "with the model) now, over its time at calibration (with --host now: over the reading before pricing, profile.host_scale_read). "
+        "Above 1: the host ran slower than when the profile was made.",
     )
     predicted_at_host_now_s: float | None = Field(
         default=None, ge=0,
