@@ -7,6 +7,7 @@ grid over rows, reduction length and width). Calibrating the whole machine again
 figure with the host's speed of that session; this re-measures only the stage, exactly as
 ``roofline calibrate`` measures it (same code, same point budget), on a GPU of the profile's name,
 and records when in ``calibration.refreshed`` and the stage's seconds in ``calibration.stage_seconds``.
+A profile of a quick calibration is refreshed with the quick plan.
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ import torch
 from calibrate import mechanisms
 from calibrate.runner import gpu_plan
 from roofline import __version__
+from roofline.errors import ProfileError, RooflineError
+from roofline.measure.device import device_for
 from roofline.profiles import load_profile_file, save_profile
 
 # stage -> (the measurements field it fills, the function measuring it, its stage_seconds key)
@@ -32,24 +35,16 @@ STAGES = {
 }
 
 
-def gpu_of(profile) -> str:
-    """'cuda:N' of a GPU named as the profile's; one clear error otherwise."""
-    if profile.gpu is None:
-        raise SystemExit(f"profile '{profile.name}' has no GPU part: the refreshed stages are a GPU's")
-    want = profile.gpu.identity.name
-    for index in range(torch.cuda.device_count() if torch.cuda.is_available() else 0):
-        if torch.cuda.get_device_name(index) == want:
-            return f"cuda:{index}"
-    raise SystemExit(f"profile '{profile.name}' describes a {want}, which this machine does not have: refresh it on that machine")
-
-
 def refresh(profile, stage: str, device: str):
     """The profile with ``stage`` measured again on ``device``, and the warnings of the measurement."""
     field, measure, key = STAGES[stage]
-    plan = gpu_plan(False, torch.cuda.get_device_properties(device).total_memory)
+    quick = profile.calibration.quick
+    plan = gpu_plan(quick, torch.cuda.get_device_properties(device).total_memory)
     warnings: list[str] = []
     start = time.perf_counter()
-    measured = measure(device, budget_s=plan.point_budget_s / 2, warnings=warnings)
+    torch.cuda.set_device(device)  # the timing protocol's events and sleeps go to the current device, as in calibration
+    with torch.no_grad():  # calibration's grad mode
+        measured = measure(device, budget_s=plan.point_budget_s / 2, warnings=warnings, quick=quick)
     seconds = round(time.perf_counter() - start, 3)
     gpu = profile.gpu.model_copy(update=dict(measurements=profile.gpu.measurements.model_copy(update={field: measured})))
     now = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
@@ -67,11 +62,20 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--stage", required=True, choices=sorted(STAGES))
     ap.add_argument("--output", type=Path, help="where to write the profile (default: over PROFILE)")
     args = ap.parse_args(argv)
-    profile = load_profile_file(args.profile)
-    new, warnings = refresh(profile, args.stage, gpu_of(profile))
-    out = save_profile(new, args.output or args.profile, keep_layout=True)
+    try:
+        profile = load_profile_file(args.profile)
+        if profile.gpu is None:
+            raise ProfileError(f"profile '{profile.name}' has no GPU part: the stages refresh measures are a GPU's")
+        device = device_for(profile, "cuda", "python -m calibrate.refresh")
+        new, warnings = refresh(profile, args.stage, device)
+        out = save_profile(new, args.output or args.profile, keep_layout=True, layout_of=args.profile)
+    except RooflineError as e:
+        print(f"calibrate.refresh: {e}", file=sys.stderr)
+        return 2
     print(f"{args.stage} measured again on {profile.gpu.identity.name} in {new.calibration.stage_seconds[STAGES[args.stage][2]]:.1f} s"
           f"{f' ({len(warnings)} warnings)' if warnings else ''}: wrote {out}")
+    for w in warnings:
+        print(f"  {w}")
     return 0
 
 

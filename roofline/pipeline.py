@@ -47,7 +47,7 @@ from roofline.graph.structure import tensors_in
 from roofline.graph.training import ParameterSet, TrainStep
 from roofline.model.coverage import uncertain_reason
 from roofline.model.device import DeviceModel, MathModes
-from roofline.model.host import scaled_overheads, with_host_scale
+from roofline.model.host import scaled_overheads, with_host_scales
 from roofline.model.kernels import kernel_source
 from roofline.model.timeline import KernelTerms, Timeline, predict_timeline, price_kernels
 from roofline.profile_checks import profile_caveats
@@ -138,9 +138,9 @@ class HostRead:
 
 
 def read_host_level(profile: DeviceProfile, kind: str, options: Options) -> tuple[DeviceProfile, HostRead | None]:
-    """With ``options.host == 'now'``: the profile with its ``kind`` part's host costs at the host's
-    speed read here now (a quarter-second of the calibrated op mix, none of the model), and the
-    reading; otherwise the profile as it is and None.
+    """With ``options.host == 'now'``: the profile with its host costs at the host's speed read here
+    now on its ``kind`` part (a quarter-second of the calibrated op mix, none of the model), its
+    other part's too (the same host), and the reading; otherwise the profile as it is and None.
 
     Opt-in: on the lent H100 the host's speed flips between levels within seconds, and a reading
     before the capture misses the level the model then runs at about as often as it finds it
@@ -156,7 +156,9 @@ def read_host_level(profile: DeviceProfile, kind: str, options: Options) -> tupl
         return profile, HostRead(scale, applied=False, warning=(
             f"the host-speed index read before pricing ran x{scale:.2f} against profile '{profile.name}': not drift but "
             "another machine's profile or a stalled host; host costs are priced at the profile's (--host profile)"))
-    return with_host_scale(profile, kind, scale), HostRead(scale, applied=True)
+    # every part's host costs: the CPU part (placement's other side) runs on the same host
+    parts = {"cuda": scale, "cpu": scale} if profile.gpu is not None else {"cpu": scale}
+    return with_host_scales(profile, parts), HostRead(scale, applied=True)
 
 
 # A module this small (parameters and buffers, and inputs) runs on real CPU tensors in

@@ -182,17 +182,19 @@ def default_profile(device: str) -> DeviceProfile | None:
     return best
 
 
-def save_profile(profile: DeviceProfile, path: Path, *, keep_layout: bool = False) -> Path:
+def save_profile(profile: DeviceProfile, path: Path, *, keep_layout: bool = False, layout_of: Path | None = None) -> Path:
     """Write the profile as JSON; an unwritable path is a ProfileError, not a traceback.
-    ``keep_layout``: over an existing file, with that file's indent (a readable diff)."""
+    ``keep_layout``: with the indent of ``layout_of`` (default: the file written over), so that a
+    rewritten profile's diff shows only what moved."""
     path = Path(path).expanduser()
-    indent = 1
-    if keep_layout and path.exists():
-        lines = path.read_text().splitlines()
-        indent = (len(lines[1]) - len(lines[1].lstrip()) if len(lines) > 1 else 1) or 1
     try:
+        indent = 1
+        source = Path(layout_of).expanduser() if layout_of is not None else path
+        if keep_layout and source.is_file():
+            lines = source.read_text().splitlines()
+            indent = (len(lines[1]) - len(lines[1].lstrip()) if len(lines) > 1 else 1) or 1
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(profile.model_dump(mode="json"), indent=indent) + "\n")
+        path.write_text(profile.model_dump_json(indent=indent) + "\n")
     except OSError as e:
         raise ProfileError(f"cannot write profile to {path}: {e.strerror or e}; choose another --output path")
     return path

@@ -83,12 +83,15 @@ def test_measure_refuses_a_profile_of_another_machine():
     _one_line_error(run_cli("advise", str(REPO / "examples" / "mlp_tiny.py"), "--profile", "nvidia-h100-80gb-hbm3", "--measure"), "no CUDA device")
 
 
-def test_host_now_refuses_a_profile_of_another_machine_before_any_work():
+def test_host_now_refuses_a_profile_of_another_machine_before_any_work(tmp_path):
     import torch
 
     if torch.cuda.is_available():
         pytest.skip("this machine has a GPU")
-    _one_line_error(run_cli("advise", str(REPO / "examples" / "mlp_tiny.py"), "--profile", "nvidia-h100-80gb-hbm3", "--host", "now"), "--host now")
+    # a model file that fails when loaded: the refusal comes first, before the file runs
+    f = tmp_path / "loud.py"
+    f.write_text("raise RuntimeError('the model file ran')\n")
+    _one_line_error(run_cli("advise", str(f), "--profile", "nvidia-h100-80gb-hbm3", "--host", "now"), "--host now")
 
 
 def test_host_now_on_the_profiled_machine_says_so(tmp_path, cpu_quick_profile_path):

@@ -165,3 +165,56 @@ def test_grid_interpolation_is_multilinear_in_logs_and_held_at_the_edges():
     assert _grid_value(axes, values, np.log([4, 1, 1])) == pytest.approx(2.0)
     assert _grid_value(axes, values, np.log([100, 1, 100])) == pytest.approx(3.0)  # held at the edge
     assert _as_grid(rows[:-1]) is None  # a missing corner is not a grid
+
+
+def test_an_implausible_addmm_pair_is_measured_again():
+    from calibrate.mechanisms import ADDMM_RETRIES, addmm_pair
+    from roofline.schema.profile import Stat
+
+    def timings(*seconds):
+        it = iter(seconds)
+        return lambda fn, device, budget_s, label, warnings: Stat(median_s=next(it), iqr_s=0.0, samples=5)
+
+    warnings: list[str] = []
+    # a stalled addmm sample (51x mm), then a plausible pair: the second is kept, without a warning
+    mm, addmm = addmm_pair(None, None, "cuda", 0.01, "float32 1x3072x1024", warnings, stat=timings(5e-6, 255e-6, 5e-6, 6e-6))
+    assert (mm.median_s, addmm.median_s) == (5e-6, 6e-6) and warnings == []
+    # never plausible: the pair nearest 1 is kept, and said
+    tries = [5e-6, 255e-6, 5e-6, 40e-6, 5e-6, 90e-6][: 2 * (1 + ADDMM_RETRIES)]
+    mm, addmm = addmm_pair(None, None, "cuda", 0.01, "float32 1x3072x1024", warnings, stat=timings(*tries))
+    assert addmm.median_s == 40e-6 and len(warnings) == 1 and "outside" in warnings[0]
+
+
+def test_a_gemv_streams_within_the_cache_and_reads_beyond_it():
+    """The read curve is torch.sum to one value (its own passes within the cache); a GEMV's bytes move
+    as a copy's within the cache and at the read curve's DRAM rate beyond it; a reduction always reads."""
+    from roofline.model.device import DeviceModel
+    from roofline.model.kernels import _memory_s
+
+    prof = load_profile_file(FIXTURES / "h100_profile.json")
+    dev = DeviceModel(prof.gpu, "cuda")
+    cache = dev.cache_bytes
+
+    def gemv(k: int, n: int):
+        with torch.device("meta"):
+            x, w = torch.empty(1, k), torch.empty(n, k)
+        a = Analysis.of(F.linear, (x, w), None, prof, Options(device="cuda", batch_sweep=False, capture_device="cpu"))
+        (i,) = [j for j, c in enumerate(a.costs) if c.kernels]
+        return a.graph.ops[i], a.costs[i]
+
+    op, cost = gemv(768, 1000)  # a 3 MB weight, inside the 50 MB L2
+    nbytes = cost.bytes_read + cost.bytes_written
+    assert nbytes < cache
+    assert _memory_s(op, cost, dev) == pytest.approx(nbytes / dev.bandwidth.bytes_per_s(nbytes, "copy"))
+    assert _memory_s(op, cost, dev) < 0.5 * nbytes / dev.bandwidth.bytes_per_s(nbytes, "read")
+    op, cost = gemv(4096, 4096)  # 64 MiB, beyond it
+    nbytes = cost.bytes_read + cost.bytes_written
+    assert nbytes > cache and _memory_s(op, cost, dev) == pytest.approx(nbytes / dev.bandwidth.bytes_per_s(nbytes, "read"))
+    with torch.device("meta"):
+        x = torch.empty(1 << 20)
+    a = Analysis.of(torch.sum, (x,), None, prof, Options(device="cuda", batch_sweep=False, capture_device="cpu"))
+    (i,) = [j for j, c in enumerate(a.costs) if c.kernels]
+    op, cost = a.graph.ops[i], a.costs[i]
+    nbytes = cost.bytes_read + cost.bytes_written
+    assert cost.category == "reduction" and nbytes < cache
+    assert _memory_s(op, cost, dev) == pytest.approx(nbytes / dev.bandwidth.bytes_per_s(nbytes, "read"))

@@ -1,5 +1,7 @@
 """``python -m calibrate.refresh``: one GPU stage measured again and put into a profile, the rest as it was."""
 
+import json
+
 import pytest
 import torch
 
@@ -11,35 +13,66 @@ from tests.conftest import REPO
 H100 = REPO / "tests" / "fixtures" / "h100_profile.json"
 
 
-def test_refresh_replaces_only_its_stage_and_says_when(monkeypatch, tmp_path):
+@pytest.fixture
+def fake_stage(monkeypatch):
+    """The gemm_ratios stage replaced by one that records how it was called and returns one curve."""
     stat = Stat(median_s=2e-5, iqr_s=1e-7, samples=9)
     curve = GemmRatioCurve(kind="addmm", dtype="float32", points=[GemmRatioPoint(m=64, n=768, k=1024, time=stat, reference=stat)])
     seen = {}
 
-    def fake(device, *, budget_s, warnings):
-        seen.update(device=device, budget_s=budget_s)
+    def fake(device, *, budget_s, warnings, quick):
+        seen.update(device=device, budget_s=budget_s, quick=quick, grad=torch.is_grad_enabled())
         warnings.append("one noisy point")
         return [curve]
 
     monkeypatch.setitem(refresh_mod.STAGES, "gemm_ratios", ("gemm_ratios", fake, "gpu gemm ratios"))
     monkeypatch.setattr(torch.cuda, "get_device_properties", lambda device: type("P", (), {"total_memory": 80 << 30})())
+    monkeypatch.setattr(torch.cuda, "set_device", lambda device: seen.update(current=device))
+    return curve, seen
+
+
+def test_refresh_replaces_only_its_stage_and_says_when(fake_stage):
+    curve, seen = fake_stage
     before = load_profile_file(H100)
-    after, warnings = refresh_mod.refresh(before, "gemm_ratios", "cuda:0")
-    assert seen["device"] == "cuda:0" and seen["budget_s"] == pytest.approx(refresh_mod.gpu_plan(False, 80 << 30).point_budget_s / 2)
+    after, warnings = refresh_mod.refresh(before, "gemm_ratios", "cuda:1")
+    # calibration's setting: the device made current, no autograd, the full plan's point budget
+    assert seen["device"] == seen["current"] == "cuda:1" and not seen["grad"] and not seen["quick"]
+    assert seen["budget_s"] == pytest.approx(refresh_mod.gpu_plan(False, 80 << 30).point_budget_s / 2)
     assert after.gpu.measurements.gemm_ratios == [curve] and warnings == ["one noisy point"]
     assert after.gpu.measurements.matmul == before.gpu.measurements.matmul
     assert after.gpu.measurements.overheads == before.gpu.measurements.overheads
     assert after.calibration.refreshed[-1].startswith("gemm_ratios ") and "gpu gemm ratios" in after.calibration.stage_seconds
     assert before.gpu.measurements.gemm_ratios != [curve]  # the profile given is left as it was
-    # written over the file in its own layout, and read back
-    path = tmp_path / "p.json"
-    path.write_text(H100.read_text())
-    save_profile(after, path, keep_layout=True)
-    assert path.read_text().splitlines()[1].startswith(H100.read_text().splitlines()[1][:2])
-    assert load_profile_file(path).calibration.refreshed == after.calibration.refreshed
+
+
+def test_a_quick_profile_is_refreshed_with_the_quick_plan(fake_stage):
+    _, seen = fake_stage
+    quick = load_profile_file(H100)
+    quick = quick.model_copy(update=dict(calibration=quick.calibration.model_copy(update=dict(quick=True))))
+    refresh_mod.refresh(quick, "gemm_ratios", "cuda:0")
+    assert seen["quick"] and seen["budget_s"] == pytest.approx(refresh_mod.gpu_plan(True, 80 << 30).point_budget_s / 2)
+    assert refresh_mod.gpu_plan(True, 80 << 30).point_budget_s != refresh_mod.gpu_plan(False, 80 << 30).point_budget_s
+
+
+def test_a_rewritten_profile_keeps_its_files_indent(tmp_path):
+    profile = load_profile_file(H100)
+    source = tmp_path / "indent2.json"
+    source.write_text(json.dumps(json.loads(H100.read_text()), indent=2) + "\n")
+    save_profile(profile, source, keep_layout=True)
+    assert source.read_text().splitlines()[1].startswith('  "') and not source.read_text().splitlines()[1].startswith('   ')
+    out = tmp_path / "new.json"
+    save_profile(profile, out, keep_layout=True, layout_of=source)  # a new file in the source's layout
+    assert out.read_text().splitlines()[1].startswith('  "')
+    save_profile(profile, out)  # the default layout
+    assert out.read_text().splitlines()[1].startswith(' "') and not out.read_text().splitlines()[1].startswith('  ')
+    assert load_profile_file(out).model_dump() == profile.model_dump()
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="the profile's GPU is absent only on a CPU-only machine")
-def test_refresh_refuses_a_machine_without_the_profiles_gpu():
-    with pytest.raises(SystemExit, match="refresh it on that machine"):
-        refresh_mod.gpu_of(load_profile_file(H100))
+def test_refresh_refuses_in_one_line(tmp_path, capsys):
+    assert refresh_mod.main([str(H100), "--stage", "gemm_ratios", "--output", str(tmp_path / "o.json")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "calibrate.refresh" in err[0] and "CUDA" in err[0]
+    assert refresh_mod.main([str(tmp_path / "missing.json"), "--stage", "gemm_ratios"]) == 2
+    assert len(capsys.readouterr().err.strip().splitlines()) == 1
+    assert not (tmp_path / "o.json").exists()

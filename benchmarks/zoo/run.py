@@ -145,7 +145,7 @@ def _build(case, device):
 def run_live(args) -> int:
     from benchmarks.zoo.registry import cases as zoo_cases
     from roofline.measure.device import device_for
-    from roofline.measure.host_speed import read_host_speed
+    from roofline.measure.host_speed import host_scale_plausible, read_host_speed
     from roofline.measure.run import add_per_op, measure
 
     profile, kind = resolve_profile(args.profile, args.device)
@@ -171,7 +171,9 @@ def run_live(args) -> int:
     done = []
     for case in todo:
         try:
+            # read on the GPU only, and dropped where `roofline advise --host now` drops it
             read_scale = read_host_speed(device, overheads).scale if kind == "cuda" else None
+            read_scale = read_scale if read_scale and host_scale_plausible(read_scale) else None
             t0 = time.perf_counter()
             with torch.device("meta"):
                 model, a, k = case.model.build(case.batch, case.dtype)
