@@ -23,8 +23,7 @@ import torch
 from calibrate import mechanisms
 from calibrate.runner import gpu_plan
 from roofline import __version__
-from roofline.errors import ProfileError, RooflineError
-from roofline.measure.device import device_for
+from roofline.errors import DeviceNotAvailable, ProfileError, RooflineError
 from roofline.profiles import load_profile_file, save_profile
 
 # stage -> (the measurements field it fills, the function measuring it, its stage_seconds key)
@@ -33,6 +32,20 @@ STAGES = {
     "conv_families": ("conv_families", mechanisms.measure_conv_families, "gpu conv families"),
     "norm_families": ("norm_families", mechanisms.measure_norm_families, "gpu norm families"),
 }
+
+
+def gpu_of(profile) -> str:
+    """'cuda:N' of a GPU named as the profile's (``measure.device.device_for`` words its refusals for
+    advise's flags); one clear error otherwise."""
+    if profile.gpu is None:
+        raise ProfileError(f"profile '{profile.name}' has no GPU part: the stages refresh measures are a GPU's")
+    want = profile.gpu.identity.name
+    if not torch.cuda.is_available():
+        raise DeviceNotAvailable(f"profile '{profile.name}' describes a {want} but torch sees no CUDA device here: refresh it on that machine")
+    for index in range(torch.cuda.device_count()):
+        if torch.cuda.get_device_name(index) == want:
+            return f"cuda:{index}"
+    raise ProfileError(f"profile '{profile.name}' describes a {want} but this machine has a {torch.cuda.get_device_name(0)}: refresh it on that machine")
 
 
 def refresh(profile, stage: str, device: str):
@@ -64,10 +77,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     try:
         profile = load_profile_file(args.profile)
-        if profile.gpu is None:
-            raise ProfileError(f"profile '{profile.name}' has no GPU part: the stages refresh measures are a GPU's")
-        device = device_for(profile, "cuda", "python -m calibrate.refresh")
-        new, warnings = refresh(profile, args.stage, device)
+        new, warnings = refresh(profile, args.stage, gpu_of(profile))
         out = save_profile(new, args.output or args.profile, keep_layout=True, layout_of=args.profile)
     except RooflineError as e:
         print(f"calibrate.refresh: {e}", file=sys.stderr)
