@@ -194,7 +194,8 @@ def save_profile(profile: DeviceProfile, path: Path, *, keep_layout: bool = Fals
             lines = source.read_text().splitlines()
             indent = (len(lines[1]) - len(lines[1].lstrip()) if len(lines) > 1 else 1) or 1
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(profile.model_dump_json(indent=indent) + "\n")
+        # through pydantic's JSON (non-finite numbers as null), laid out as Python's json writes floats
+        path.write_text(json.dumps(json.loads(profile.model_dump_json()), indent=indent) + "\n")
     except OSError as e:
         raise ProfileError(f"cannot write profile to {path}: {e.strerror or e}; choose another --output path")
     return path
