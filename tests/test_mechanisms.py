@@ -218,3 +218,21 @@ def test_a_gemv_streams_within_the_cache_and_reads_beyond_it():
     nbytes = cost.bytes_read + cost.bytes_written
     assert cost.category == "reduction" and nbytes < cache
     assert _memory_s(op, cost, dev) == pytest.approx(nbytes / dev.bandwidth.bytes_per_s(nbytes, "read"))
+
+
+def test_addmm_ratio_reads_its_grid_multilinearly():
+    import math
+
+    from roofline.model.families import GemmRatioModel
+    from roofline.schema.profile import GemmRatioPoint, Stat
+
+    ref = Stat(median_s=1e-5, iqr_s=0.0, samples=5)
+    ratios = {(m, n, k): 1.0 + (m == 256) + 0.5 * (k == 4096) for m in (16, 256) for n in (768, 3072) for k in (256, 4096)}
+    curve = GemmRatioCurve(kind="addmm", dtype="float32", points=[
+        GemmRatioPoint(m=m, n=n, k=k, time=Stat(median_s=r * 1e-5, iqr_s=0.0, samples=5), reference=ref) for (m, n, k), r in ratios.items()
+    ])
+    model = GemmRatioModel([curve])
+    # at the centre in logs: the geometric mean of the eight corners (the two nearest would be two of them)
+    centre = model.addmm_ratio("float32", 64, 1536, 1024)
+    assert centre == pytest.approx(math.exp(sum(math.log(r) for r in ratios.values()) / 8))
+    assert model.addmm_ratio("float32", 100000, 768, 256) == pytest.approx(2.0)  # held at the edge
