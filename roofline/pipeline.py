@@ -145,11 +145,11 @@ def read_host_level(profile: DeviceProfile, kind: str, options: Options) -> tupl
     Opt-in: on the lent H100 the host's speed flips between levels within seconds, and a reading
     before the capture misses the level the model then runs at about as often as it finds it
     (docs/design.md, "Host speed"); a host steadier over seconds than across sessions gains more."""
+    if options.host != "now":
+        return profile, None
     from roofline.measure.device import device_for
     from roofline.measure.host_speed import host_scale_plausible, read_host_speed
 
-    if options.host != "now":
-        return profile, None
     device = device_for(profile, kind, "--host now")
     scale = read_host_speed(device, profile.part(kind).measurements.overheads).scale
     if not host_scale_plausible(scale):
