@@ -26,9 +26,9 @@ import statistics
 import sys
 from pathlib import Path
 
-from roofline.model.host import calibrated_index_s, scaled_overheads, scaled_stat
+from roofline.model.host import calibrated_index_s, moved_host_costs
 from roofline.profiles import load_profile_file, save_profile
-from roofline.schema.profile import DeviceProfile, HostLevel, Overheads
+from roofline.schema.profile import DeviceProfile, HostLevel
 
 
 def index_readings_s(record_path: Path) -> list[float]:
@@ -37,19 +37,6 @@ def index_readings_s(record_path: Path) -> list[float]:
     profile = load_profile_file(record_path.parent / record["profile_file"])
     index_s = calibrated_index_s(profile.part(record["kind"]).measurements.overheads)
     return [row["host_scale"] * index_s for row in record["rows"] if row.get("host_scale")]
-
-
-def moved(overheads: Overheads, factor: float) -> Overheads:
-    """Every host cost times ``factor``; training's too."""
-    out = scaled_overheads(overheads, factor)
-    training = overheads.training
-    if training is not None:
-        training = training.model_copy(update=dict(
-            grad_record_s=scaled_stat(training.grad_record_s, factor),
-            autograd_node_s=scaled_stat(training.autograd_node_s, factor),
-            optimizers={k: v.model_copy(update=dict(call_s=v.call_s * factor, per_parameter_s=v.per_parameter_s * factor)) for k, v in training.optimizers.items()},
-        ))
-    return out.model_copy(update=dict(training=training))
 
 
 def at_host_level(profile: DeviceProfile, records: list[Path]) -> tuple[DeviceProfile, HostLevel, float]:
@@ -64,7 +51,7 @@ def at_host_level(profile: DeviceProfile, records: list[Path]) -> tuple[DevicePr
     previous = overheads.host_level.factor if overheads.host_level else 1.0
     factor = statistics.median(readings) / calibrated_index_s(overheads)
     level = HostLevel(factor=previous * factor, readings=len(readings), records=sorted(p.name for p in records))
-    new = moved(overheads, factor).model_copy(update=dict(host_level=level))
+    new = moved_host_costs(overheads, factor).model_copy(update=dict(host_level=level))
     gpu = profile.gpu.model_copy(update=dict(measurements=profile.gpu.measurements.model_copy(update=dict(overheads=new))))
     return profile.model_copy(update=dict(gpu=gpu)), level, factor
 

@@ -133,8 +133,11 @@ class HostRead:
     profile's host costs, unless ``warning`` says why it did not."""
 
     scale: float
-    applied: bool
     warning: str | None = None
+
+    @property
+    def applied(self) -> bool:
+        return self.warning is None
 
 
 def read_host_level(profile: DeviceProfile, kind: str, options: Options) -> tuple[DeviceProfile, HostRead | None]:
@@ -153,12 +156,12 @@ def read_host_level(profile: DeviceProfile, kind: str, options: Options) -> tupl
     device = device_for(profile, kind, "--host now")
     scale = read_host_speed(device, profile.part(kind).measurements.overheads).scale
     if not host_scale_plausible(scale):
-        return profile, HostRead(scale, applied=False, warning=(
+        return profile, HostRead(scale, warning=(
             f"the host-speed index read before pricing ran x{scale:.2f} against profile '{profile.name}': not drift but "
             "another machine's profile or a stalled host; host costs are priced at the profile's (--host profile)"))
     # every part's host costs: the CPU part (placement's other side) runs on the same host
     parts = {"cuda": scale, "cpu": scale} if profile.gpu is not None else {"cpu": scale}
-    return with_host_scales(profile, parts), HostRead(scale, applied=True)
+    return with_host_scales(profile, parts), HostRead(scale)
 
 
 # A module this small (parameters and buffers, and inputs) runs on real CPU tensors in

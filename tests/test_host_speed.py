@@ -55,6 +55,26 @@ def test_with_host_scale_copies_and_leaves_the_profile_alone():
     assert slow.gpu.measurements.matmul == profile.gpu.measurements.matmul
 
 
+def test_a_profile_moved_to_another_host_speed_moves_its_training_costs_too():
+    """A profile rewritten at another host speed (--host now, calibrate.host_level) moves the training
+    step's host costs with the eager ones; a prediction at another speed (at_host_scale) leaves them to
+    the dispatch's ratio (roofline.advice.training)."""
+    from roofline.model.host import moved_host_costs
+    from roofline.schema.profile import OptimizerHost, TrainingOverheads
+
+    ov = load_profile_file(H100).gpu.measurements.overheads
+    stat = ov.dispatch_s
+    ov = ov.model_copy(update=dict(training=TrainingOverheads(
+        grad_record_s=stat, autograd_node_s=stat, optimizers={"adamw:foreach": OptimizerHost(call_s=1e-4, per_parameter_s=1e-6)})))
+    moved = moved_host_costs(ov, 2.0)
+    assert moved.dispatch_s.median_s == pytest.approx(2 * ov.dispatch_s.median_s)
+    assert moved.training.grad_record_s.median_s == pytest.approx(2 * stat.median_s)
+    assert moved.training.autograd_node_s.median_s == pytest.approx(2 * stat.median_s)
+    assert moved.training.optimizers["adamw:foreach"].call_s == pytest.approx(2e-4)
+    assert moved.training.optimizers["adamw:foreach"].per_parameter_s == pytest.approx(2e-6)
+    assert scaled_overheads(ov, 2.0).training == ov.training
+
+
 def test_host_speed_scale_is_now_over_calibrated():
     assert HostSpeed(index_now_s=3e-4, index_calibrated_s=2e-4, blocks=9).scale == pytest.approx(1.5)
 

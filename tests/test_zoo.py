@@ -145,14 +145,14 @@ def test_recapture_prices_the_cases_captured_again_here(tmp_path, capsys):
 
 
 def test_a_replay_with_another_profile_reads_the_host_scales_against_it(tmp_path, capsys):
-    from calibrate.host_level import moved
+    from roofline.model.host import moved_host_costs
     from roofline.profiles import load_profile_file, save_profile
 
     record = tmp_path / "rec.json"
     run.main(["--zoo", "--merge", str(_shard(tmp_path)), "--json", str(record), "--profile-file", str(PROFILE)])
     profile = load_profile_file(PROFILE)
     halved = profile.model_copy(update=dict(gpu=profile.gpu.model_copy(update=dict(
-        measurements=profile.gpu.measurements.model_copy(update=dict(overheads=moved(profile.gpu.measurements.overheads, 0.5)))))))
+        measurements=profile.gpu.measurements.model_copy(update=dict(overheads=moved_host_costs(profile.gpu.measurements.overheads, 0.5)))))))
     rows = json.loads(record.read_text())["rows"]
     rebased = run.rebased_host_scales(rows, profile, halved, "cuda")
     assert [r["host_scale"] for r in rebased] == pytest.approx([2 * r["host_scale"] for r in rows])

@@ -27,13 +27,14 @@ import math
 import statistics
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import torch
 
 from roofline.graph.ops import CapturedGraph
 from roofline.graph.serialize import graph_from_dict, graph_to_dict
-from roofline.pipeline import Analysis, Options, resolve_profile
+from roofline.pipeline import Analysis, Options, read_host_level, resolve_profile
 from roofline.profiles import load_profile_file
 
 PER_OP_MIN_S = 20e-6  # ops measured shorter than this are left out of the per-op figures
@@ -145,7 +146,6 @@ def _build(case, device):
 def run_live(args) -> int:
     from benchmarks.zoo.registry import cases as zoo_cases
     from roofline.measure.device import device_for
-    from roofline.measure.host_speed import host_scale_plausible, read_host_speed
     from roofline.measure.run import add_per_op, measure
 
     profile, kind = resolve_profile(args.profile, args.device)
@@ -171,9 +171,9 @@ def run_live(args) -> int:
     done = []
     for case in todo:
         try:
-            # read on the GPU only, and dropped where `roofline advise --host now` drops it
-            read_scale = read_host_speed(device, overheads).scale if kind == "cuda" else None
-            read_scale = read_scale if read_scale and host_scale_plausible(read_scale) else None
+            # the reading `roofline advise --host now` makes (on the GPU only), kept where it applies it
+            read = read_host_level(profile, kind, replace(options, host="now"))[1] if kind == "cuda" else None
+            read_scale = read.scale if read is not None and read.applied else None
             t0 = time.perf_counter()
             with torch.device("meta"):
                 model, a, k = case.model.build(case.batch, case.dtype)

@@ -82,14 +82,12 @@ def _cmd_advise(args) -> int:
     if args.trace:
         check_json_path(args.trace, "--trace", "the trace")
     measure_device = None
-    if args.measure or args.bench_kernels:
+    if args.measure or args.bench_kernels or args.host == "now":
         from roofline.measure.device import device_for
 
-        measure_device = device_for(profile, kind, "--measure" if args.measure else "--bench-kernels")  # refuses a profile of another machine
-    if args.host == "now" and measure_device is None:
-        from roofline.measure.device import device_for
-
-        device_for(profile, kind, "--host now")  # refuses a profile of another machine before any work
+        # refuses a profile of another machine before any work
+        device = device_for(profile, kind, "--measure" if args.measure else "--bench-kernels" if args.bench_kernels else "--host now")
+        measure_device = device if args.measure or args.bench_kernels else None
     if args.train and args.decode:
         raise RooflineError("--train and --decode analyze different programs (a training step, a decode loop); run them separately")
     loaded = load_model_file(args.model_file, materialize=False)

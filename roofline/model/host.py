@@ -106,11 +106,28 @@ def scaled_overheads(overheads: Overheads, scale: float) -> Overheads:
     return overheads.model_copy(update=update)
 
 
+def moved_host_costs(overheads: Overheads, factor: float) -> Overheads:
+    """Every host cost of a profile part times ``factor``, the training step's too: the part as if
+    calibrated on a host ``factor`` times slower. (A prediction at another host speed scales the
+    eager costs alone, ``scaled_overheads``: the training costs follow the dispatch's ratio to the
+    part's, ``roofline.advice.training``.)"""
+    out = scaled_overheads(overheads, factor)
+    training = overheads.training
+    if training is not None:
+        training = training.model_copy(update=dict(
+            grad_record_s=scaled_stat(training.grad_record_s, factor),
+            autograd_node_s=scaled_stat(training.autograd_node_s, factor),
+            optimizers={k: v.model_copy(update=dict(call_s=v.call_s * factor, per_parameter_s=v.per_parameter_s * factor)) for k, v in training.optimizers.items()},
+        ))
+    return out.model_copy(update=dict(training=training))
+
+
 def with_host_scale(profile: DeviceProfile, kind: str, scale: float) -> DeviceProfile:
-    """A shallow copy of ``profile`` whose ``kind`` part ('cuda' or 'cpu') has its host costs times ``scale``."""
+    """A shallow copy of ``profile`` whose ``kind`` part ('cuda' or 'cpu') has every host cost times
+    ``scale`` (``moved_host_costs``)."""
     key = "host" if kind == "cpu" else "gpu"
     part = profile.part(kind)
-    measurements = part.measurements.model_copy(update=dict(overheads=scaled_overheads(part.measurements.overheads, scale)))
+    measurements = part.measurements.model_copy(update=dict(overheads=moved_host_costs(part.measurements.overheads, scale)))
     return profile.model_copy(update={key: part.model_copy(update=dict(measurements=measurements))})
 
 
