@@ -1,6 +1,6 @@
 """Kernels whose time the GEMM curve cannot tell, timed over the shapes real models use.
 
-    python benchmarks/mechanism_sweep.py [--device cuda] [--budget 0.02] [--only convs|gemms] --json OUT.json
+    python benchmarks/mechanism_sweep.py [--device cuda] [--budget 0.02] [--only convs|gemms|conv_channels] --json OUT.json
 
 Each family is a mechanism of how the kernel runs, not a model: depthwise convolutions (groups =
 channels: a few FLOPs per byte), grouped convolutions (ResNeXt, RegNet), the other convolutions
@@ -26,6 +26,7 @@ import torch.nn.functional as F
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from calibrate.conv import channel_shapes  # noqa: E402
 from roofline.timing import time_fn  # noqa: E402
 
 DT = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16, "tf32": torch.float32}
@@ -71,6 +72,21 @@ OTHER = [
     ("convT2d", dict(cin=128, cout=64, size=32, kernel=2, stride=2, padding=0)),
     ("convT2d", dict(cin=64, cout=32, size=64, kernel=4, stride=2, padding=1)),
 ]
+# dense NCHW convolutions over the channel counts networks use (calibrate.conv.CHANNELS): a sample
+# of the grid drawn with another seed than calibration's, so that it checks the calibrated points
+CONV_SAMPLE, CONV_SEED = 240, 7
+
+
+def kernel_names(fn, device: str) -> list[str]:
+    """The device kernels one call of ``fn`` runs (torch.profiler)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        fn()
+        torch.cuda.synchronize()
+    return [e.name[:100] for e in prof.events() if e.device_type.name == "CUDA"]
+
+
 # GEMMs (m, k, n) as F.linear runs them (x @ W.T): aligned and not
 GEMM_KN = [(768, 50257), (768, 50304), (768, 50256), (1024, 1000), (1280, 1000), (768, 1001), (1024, 4095), (1024, 4096), (1023, 4096), (4095, 1024), (768, 2304), (768, 2306)]
 GEMM_M = [1, 64, 512, 2048]
@@ -137,6 +153,22 @@ def sweep_convs(device: str, budget: float, out: list) -> None:
             torch.cuda.empty_cache() if device.startswith("cuda") else None
 
 
+def sweep_conv_channels(device: str, budget: float, out: list) -> None:
+    """Dense NCHW convolutions over channel counts (``calibrate.conv.channel_shapes``), fp32 (TF32 as cuDNN
+    runs it by default) and fp16, each with the kernels it ran."""
+    gen = torch.Generator(device=device).manual_seed(2)
+    for dtype in ("float32", "float16"):
+        dt = DT[dtype]
+        for shape in channel_shapes(CONV_SAMPLE, CONV_SEED):
+            p = dict(batch=shape.batch, cin=shape.in_channels, cout=shape.out_channels, size=shape.size, kernel=shape.kernel, stride=shape.stride, padding=shape.padding)
+            x = torch.randn(p["batch"], p["cin"], p["size"], p["size"], device=device, dtype=dt, generator=gen)
+            w = torch.randn(p["cout"], p["cin"], p["kernel"], p["kernel"], device=device, dtype=dt, generator=gen)
+            fn = lambda: F.conv2d(x, w, None, p["stride"], p["padding"])  # noqa: E731
+            t = _time(fn, device, budget)
+            names = kernel_names(fn, device) if device.startswith("cuda") else []
+            out.append(dict(family="conv_channels", dtype=dtype, layout="nchw", groups=1, kernels=names, **p, **t))
+
+
 def sweep_gemms(device: str, budget: float, out: list) -> None:
     gen = torch.Generator(device=device).manual_seed(1)
     prev = torch.backends.cuda.matmul.allow_tf32
@@ -188,14 +220,16 @@ def main() -> int:
     ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     ap.add_argument("--budget", type=float, default=0.02)
     ap.add_argument("--json", required=True)
-    ap.add_argument("--only", choices=["convs", "gemms"], help="one of the two sweeps")
+    ap.add_argument("--only", choices=["convs", "gemms", "conv_channels"], help="one sweep")
     args = ap.parse_args()
     t0 = time.perf_counter()
     points: list[dict] = []
-    if args.only != "gemms":
+    if args.only == "conv_channels":
+        sweep_conv_channels(args.device, args.budget, points)
+    if args.only in (None, "convs"):
         sweep_convs(args.device, args.budget, points)
         print(f"convolutions: {len(points)} points, {time.perf_counter() - t0:.0f} s", flush=True)
-    if args.only != "convs":
+    if args.only in (None, "gemms"):
         sweep_gemms(args.device, args.budget, points)
     name = torch.cuda.get_device_name() if args.device.startswith("cuda") else "cpu"
     Path(args.json).write_text(json.dumps(dict(device=name, torch=torch.__version__, date=time.strftime("%Y-%m-%d"), cudnn_tf32=torch.backends.cudnn.allow_tf32, points=points), indent=0))

@@ -65,6 +65,33 @@ GPU_SHAPES = [
     _S(32, 128, 64, 56, 2, 2, 0, transposed=True), _S(32, 512, 256, 14, 2, 2, 0, transposed=True),
     _S(4, 32, 64, 28, 3, 1, 1, dims=3), _S(4, 3, 32, 56, 3, 1, 1, dims=3),
 ]
+# Dense convolutions over the channel counts networks use: multiples of 64 and the 8- and
+# 16-multiples of width multipliers (24, 40, 72, 112, 120, 144, 240, 480, 672, ...). cuDNN picks
+# among its kernels (cuBLAS for an aligned 1x1, its own GEMMs, NHWC kernels behind layout
+# transforms, a slow legacy kernel) by them, beyond what the GEMM's size says; a seeded sample of
+# this grid lets the nearest calibrated points share a convolution's kernel more often.
+CHANNELS = [16, 24, 32, 40, 48, 64, 72, 96, 112, 120, 128, 144, 160, 192, 240, 256, 320, 384, 480, 512, 576, 672, 720, 960, 1024, 1280, 2048]
+SIZES = [7, 14, 28, 56, 112]
+CHANNEL_SAMPLE = 60
+CHANNEL_SEED = 11  # benchmarks/mechanism_sweep.py draws its held-out sample with another seed
+
+
+def channel_shapes(n: int = CHANNEL_SAMPLE, seed: int = CHANNEL_SEED) -> list[ConvShape]:
+    """``n`` 2-d convolutions (1x1 or 3x3, stride 1 or 2, batch 1 or 32) drawn from the grid of
+    ``CHANNELS`` and ``SIZES``, each of 2 MFLOP to 2 GFLOP."""
+    import random
+
+    rng = random.Random(seed)
+    out: list[ConvShape] = []
+    while len(out) < n:
+        cin, cout, size = rng.choice(CHANNELS), rng.choice(CHANNELS), rng.choice(SIZES)
+        kernel, stride, batch = rng.choice((1, 1, 3)), rng.choice((1, 1, 1, 2)), rng.choice((1, 32, 32))
+        flops = 2 * batch * (size // stride) ** 2 * cout * cin * kernel * kernel
+        if 2e6 <= flops <= 2e9:
+            out.append(ConvShape(batch, cin, cout, size, kernel, stride, kernel // 2))
+    return out
+
+
 GPU_SHAPES_QUICK = [
     _S(8, 64, 64, 56, 3, 1, 1), _S(8, 256, 64, 56, 1, 1, 0), _S(32, 128, 512, 14, 1, 1, 0), _S(8, 3, 64, 224, 7, 2, 3),
     _S(32, 3, 256, 224, 16, 16, 0),

@@ -1,6 +1,6 @@
 """Measure one GPU calibration stage again on the profiled machine and put it into the profile.
 
-    python -m calibrate.refresh PROFILE --stage gemm_ratios [--output PATH]
+    python -m calibrate.refresh PROFILE --stage conv|gemm_ratios|conv_families|norm_families [--output PATH]
 
 A stage's design can change after a profile is shipped (the addmm ratio grew from eight shapes to a
 grid over rows, reduction length and width). Calibrating the whole machine again moves every other
@@ -20,14 +20,22 @@ from pathlib import Path
 
 import torch
 
-from calibrate import mechanisms
+from calibrate import conv, mechanisms
 from calibrate.runner import gpu_plan
 from roofline import __version__
 from roofline.errors import DeviceNotAvailable, ProfileError, RooflineError
 from roofline.profiles import load_profile_file, save_profile
 
+def measure_convs(device: str, *, budget_s: float, warnings: list, quick: bool):
+    """The dense convolutions of calibration's plan, every dtype of it (``calibrate.conv``)."""
+    plan = gpu_plan(quick, torch.cuda.get_device_properties(device).total_memory)
+    return [conv.measure_conv(dtype, plan.conv_shapes, device, budget_s=2 * budget_s, warnings=warnings, keyed=plan.conv_keyed)
+            for dtype in plan.conv_dtypes]
+
+
 # stage -> (the measurements field it fills, the function measuring it, its stage_seconds key)
 STAGES = {
+    "conv": ("conv", measure_convs, "gpu conv"),
     "gemm_ratios": ("gemm_ratios", mechanisms.measure_gemm_ratios, "gpu gemm ratios"),
     "conv_families": ("conv_families", mechanisms.measure_conv_families, "gpu conv families"),
     "norm_families": ("norm_families", mechanisms.measure_norm_families, "gpu norm families"),

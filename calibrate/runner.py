@@ -189,7 +189,7 @@ def gpu_plan(quick: bool, memory_bytes: int) -> Plan:
         attention_seqs=[128, 1024, 8192],
         attention_tokens=[262144],
         conv_dtypes=["float32", "bfloat16", "float16"],
-        conv_shapes=conv.GPU_SHAPES,
+        conv_shapes=conv.GPU_SHAPES + conv.channel_shapes(),
         conv_keyed=True,
         pointwise_dtypes=["float32", "bfloat16"],
         rnn_dtypes=["float32", "bfloat16"],

@@ -9,7 +9,7 @@ from pydantic import ValidationError
 from calibrate.conv import ConvShape, measure_conv
 from roofline.pipeline import analyze
 from roofline.costs.conv import conv_flops, conv_gemm
-from roofline.model.curves import ConvKey, ConvModel, conv_aligned, conv_kind
+from roofline.model.curves import ConvKey, ConvModel, conv_aligned, conv_kind, conv_plane_aligned
 from roofline.model.device import DeviceModel
 from roofline.schema.profile import ConvCurve, ConvPoint, Stat
 from roofline.profiles import load_profile_file
@@ -160,6 +160,28 @@ def test_keyed_ratio_picks_kind_alignment_taps_and_stride():
     assert model.ratio(6272, 768, 768, 256, patch) == pytest.approx(4.0, rel=1e-6)
     # a 3-d convolution without 3-d points takes the 2-d ones of its taps (27: nearest 9), stride 1
     assert model.ratio(200_000, 64, 864, 27, ConvKey("3d", 27, False, True)) == pytest.approx(1.0, rel=1e-6)
+
+
+def test_half_precision_1x1_convolutions_key_on_their_output_planes_alignment():
+    """An NCHW 1x1 convolution of stride 1 is a batched GEMM over the output plane; in half precision
+    cuDNN gives one with a 16-byte plane (28x28 = 784 positions) to cuBLAS and runs a 14x14 or 7x7
+    plane on its own kernels (benchmarks/results/h100_conv_channels.json: 58 of 58 aligned planes
+    ran nvjet, none of the others did). Each prices from the points of its kind."""
+    assert conv_plane_aligned("2d", 1, False, 28 * 28, 2) and not conv_plane_aligned("2d", 1, False, 14 * 14, 2)
+    assert conv_plane_aligned("2d", 1, False, 7 * 7, 4), "float32 runs its own GEMMs either way: no key"
+    assert conv_plane_aligned("2d", 9, False, 7 * 7, 2) and conv_plane_aligned("2d", 1, True, 7 * 7, 2), "3x3 and strided: no key"
+    dev = DeviceModel(load_profile_file(FIXTURE).gpu, "cuda")
+    aligned, unaligned = ConvShape(32, 128, 256, 28, 1, 1, 0), ConvShape(32, 128, 256, 14, 1, 1, 0)
+    curve = ConvCurve(dtype="bfloat16", tf32=False, keyed=True, points=[
+        _keyed_point(aligned, 1.0 * _roofline_s(dev, "bfloat16", aligned)[0]),
+        _keyed_point(unaligned, 3.0 * _roofline_s(dev, "bfloat16", unaligned)[0]),
+    ])
+    model = ConvModel(curve, dev.matmul_model("bfloat16"))
+    # shapes nearer the other point in (m, n, k) still take their own kind's ratio
+    near_unaligned = ConvKey("2d", 1, False, True, conv_plane_aligned("2d", 1, False, 16 * 16, 2))
+    near_aligned = ConvKey("2d", 1, False, True, conv_plane_aligned("2d", 1, False, 7 * 7, 2))
+    assert model.ratio(32 * 256, 256, 128, 1, near_unaligned) == pytest.approx(1.0, rel=1e-6)
+    assert model.ratio(32 * 49 * 16, 256, 128, 1, near_aligned) == pytest.approx(3.0, rel=1e-6)
 
 
 def test_keyed_curve_prices_conv1d_and_an_older_curve_leaves_it_on_the_gemm_curve():

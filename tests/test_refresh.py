@@ -76,3 +76,23 @@ def test_refresh_refuses_in_one_line(tmp_path, capsys):
     assert refresh_mod.main([str(tmp_path / "missing.json"), "--stage", "gemm_ratios"]) == 2
     assert len(capsys.readouterr().err.strip().splitlines()) == 1
     assert not (tmp_path / "o.json").exists()
+
+
+def test_the_conv_stage_measures_calibrations_shapes_in_every_conv_dtype(monkeypatch):
+    """The dense convolutions as calibration measures them: the full plan's shapes (the channel
+    sample included), each dtype, keyed, at the conv stage's point budget."""
+    calls = []
+
+    def fake_measure(dtype, shapes, device, *, budget_s, warnings, keyed, progress=None):
+        calls.append((dtype, list(shapes), device, budget_s, keyed))
+        return dtype
+
+    monkeypatch.setattr(refresh_mod.conv, "measure_conv", fake_measure)
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda device: type("P", (), {"total_memory": 80 << 30})())
+    plan = refresh_mod.gpu_plan(False, 80 << 30)
+    # refresh hands every stage half the point budget (the mechanism families' share); conv takes calibration's whole one
+    got = refresh_mod.measure_convs("cuda:0", budget_s=plan.point_budget_s / 2, warnings=[], quick=False)
+    assert got == plan.conv_dtypes == ["float32", "bfloat16", "float16"]
+    assert all(shapes == plan.conv_shapes and budget == pytest.approx(plan.point_budget_s) and keyed for _, shapes, _, budget, keyed in calls)
+    assert set(refresh_mod.conv.channel_shapes()) <= set(plan.conv_shapes)
+    assert refresh_mod.STAGES["conv"][2] == "gpu conv"  # calibration's stage_seconds key for the stage

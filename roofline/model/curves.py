@@ -241,17 +241,29 @@ class ConvKey:
     """What picks a dense convolution's cuDNN kernel besides its GEMM size: the kind of
     convolution (``1d``, ``2d``, ``3d``, ``transposed``), the filter taps, whether it is strided, and
     whether a pixel's input channels fill whole 16-byte vectors (``in_channels x itemsize % 16``:
-    3-channel images and odd widths do not, and run on slower kernels, as misaligned GEMMs do)."""
+    3-channel images and odd widths do not, and run on slower kernels, as misaligned GEMMs do), and
+    for a half-precision 1x1 of stride 1 whether its output plane does (``conv_plane_aligned``)."""
 
     kind: str
     taps: int
     strided: bool
     aligned: bool
+    plane_aligned: bool = True
 
 
 def conv_aligned(in_channels: int, itemsize: int) -> bool:
     """A pixel's input channels fill whole 16-byte vectors."""
     return in_channels * itemsize % 16 == 0
+
+
+def conv_plane_aligned(kind: str, taps: int, strided: bool, out_positions: int, itemsize: int) -> bool:
+    """An NCHW 1x1 convolution of stride 1 is a batched GEMM whose leading dimension is the output
+    plane (H x W positions); in half precision cuDNN hands one whose plane fills whole 16-byte
+    vectors to cuBLAS and runs the others (a 14x14 or 7x7 plane) on its own kernels (float32 runs
+    its own GEMM kernels either way). True for every other convolution."""
+    if kind != "2d" or taps != 1 or strided or itemsize != 2:
+        return True
+    return out_positions * itemsize % 16 == 0
 
 
 def conv_kind(dims: int, transposed: bool) -> str:
@@ -261,13 +273,14 @@ def conv_kind(dims: int, transposed: bool) -> str:
 def _keyed_rows(rows: list, key: ConvKey) -> list:
     """The calibrated rows (``(ConvKey, values)``) that share the convolution's keys, most important
     first, each narrowing only when some rows match: its kind (else the 2-d points), its input
-    alignment, the filter taps nearest in log, its stride (strided or not)."""
+    alignment, the filter taps nearest in log, its stride (strided or not), its plane's alignment."""
     same = [r for r in rows if r[0].kind == key.kind] or [r for r in rows if r[0].kind == "2d"] or rows
     same = [r for r in same if r[0].aligned == key.aligned] or same
     gap = {r[0].taps: abs(math.log(r[0].taps / key.taps)) for r in same}
     nearest = min(gap.values())
     same = [r for r in same if gap[r[0].taps] == nearest]
-    return [r for r in same if r[0].strided == key.strided] or same
+    same = [r for r in same if r[0].strided == key.strided] or same
+    return [r for r in same if r[0].plane_aligned == key.plane_aligned] or same
 
 
 class ConvModel:
@@ -298,7 +311,9 @@ class ConvModel:
             taps = p.kernel**p.dims
             values = (math.log(m), math.log(n), math.log(k), math.log(ratio))
             if self.keyed:
-                keyed_rows.append((ConvKey(conv_kind(p.dims, p.transposed), taps, p.stride > 1, conv_aligned(p.in_channels, itemsize)), values))
+                kind = conv_kind(p.dims, p.transposed)
+                plane = conv_plane_aligned(kind, taps, p.stride > 1, p.out_size**p.dims, itemsize)
+                keyed_rows.append((ConvKey(kind, taps, p.stride > 1, conv_aligned(p.in_channels, itemsize), plane), values))
             else:
                 rows.append((taps, *values))
         self._rows = np.array(rows, dtype=np.float64)

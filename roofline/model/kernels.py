@@ -23,7 +23,7 @@ from roofline.costs import OpCost
 from roofline.costs.conv import is_transposed
 from roofline.costs.registry import arguments
 from roofline.graph.ops import CapturedOp, TensorMeta
-from roofline.model.curves import ConvKey, conv_aligned, conv_kind
+from roofline.model.curves import ConvKey, conv_aligned, conv_kind, conv_plane_aligned
 from roofline.model.device import DeviceModel
 from roofline.model.kernel_table import kernel_key
 
@@ -300,7 +300,10 @@ def _conv_ratio(op: CapturedOp, cost: OpCost, dev: DeviceModel, tf32: bool) -> f
         return 1.0
     stride = arguments(op).get("stride", [1])
     strided = any(int(s) > 1 for s in stride) if isinstance(stride, (list, tuple)) else int(stride) > 1
-    key = ConvKey(conv_kind(x.ndim - 2, is_transposed(op)), taps, strided, conv_aligned(x.shape[1], x.itemsize))
+    kind = conv_kind(x.ndim - 2, is_transposed(op))
+    out = op.outputs[0] if op.outputs else None
+    positions = math.prod(out.shape[2:]) if out is not None and out.ndim == x.ndim else 0
+    key = ConvKey(kind, taps, strided, conv_aligned(x.shape[1], x.itemsize), conv_plane_aligned(kind, taps, strided, positions, x.itemsize))
     return model.ratio(m, n, k, taps, key)
 
 
