@@ -136,6 +136,9 @@ def measured_regime_shares(report) -> dict[str, float]:
     return {k: v / s for k, v in shares.items()}
 
 
+OVERHEAD_SHARE_CLOSE = 0.12  # predicted and measured overhead shares this close count as agreeing
+
+
 def dominant(shares: dict[str, float]) -> str:
     return max(("compute", "memory", "overhead"), key=lambda k: shares.get(k, 0.0))
 
@@ -212,7 +215,7 @@ def replay(path: str, profile, kind: str) -> int:
     recorded = {r["label"]: r for r in json.loads(Path(path).read_text())["rows"]}
     cases = [c for c in (CASES_GPU if kind == "cuda" else CASES_CPU) if c[0] in recorded]
     print(f"replay of {path}: predicted by this code with profile '{profile.name}', measured as recorded")
-    errs, errs_now = [], []
+    errs, errs_now, agree, regimes, overhead_gaps = [], [], 0, 0, []
     for label, file, dtype, sweep_label, _ in cases:
         use_example_dtype(dtype)
         model, args, kwargs = load_meta(file, sweep_label)
@@ -228,10 +231,22 @@ def replay(path: str, profile, kind: str) -> int:
             now = analysis.at_host_scale(row["host_scale"]).total_s
             errs_now.append(abs((now - measured) / measured))
             line += f" | x{row['host_scale']:.2f} {now * 1e3:9.3f} ms {100 * (now - measured) / measured:+6.1f}% (recorded: {_fmt_err(row.get('error_now'))})"
+        if row.get("measured_regime"):  # the dominant regime this code predicts against the recorded run's
+            shares = {k: v for k, v in analysis.timeline().regime_s().items() if k != "none"}
+            regimes += 1
+            agree += dominant(shares) == row["measured_regime"]
+            overhead = shares.get("overhead", 0.0) / (sum(shares.values()) or 1.0)
+            measured_overhead = row["measured_shares"]["overhead"]
+            overhead_gaps.append(abs(overhead - measured_overhead))
+            line += f" | regime {dominant(shares)}/{row['measured_regime']}, overhead {overhead:.2f}/{measured_overhead:.2f}"
         print(line)
     print(f"end-to-end |error|: median {100 * statistics.median(errs):.1f}%, max {100 * max(errs):.1f}% over {len(errs)} models")
     if errs_now:
         print(f"at the recorded host scale: median {100 * statistics.median(errs_now):.1f}%, max {100 * max(errs_now):.1f}% over {len(errs_now)} models")
+    if regimes:
+        close = sum(g <= OVERHEAD_SHARE_CLOSE for g in overhead_gaps)
+        print(f"dominant regime agrees: {agree}/{regimes}; overhead share within {OVERHEAD_SHARE_CLOSE} of the measured on "
+              f"{close}/{regimes}, median difference {statistics.median(overhead_gaps):.2f}")
     return 0
 
 

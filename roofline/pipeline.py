@@ -548,7 +548,7 @@ class Analysis:
                     flops=cost.flops, bytes_read=cost.bytes_read, bytes_written=cost.bytes_written, kernels=cost.kernels,
                     kernel_s=t.kernel_s, host_s=t.host_s, python_calls=op.python_calls, python_s=op.python_calls * python_s * switch.get(op.phase, 1.0),
                     compute_s=t.compute_s, memory_s=t.memory_s,
-                    predicted_s=t.predicted_s, start_s=t.start_s, issue_s=t.issue_s, regime=t.regime, bound_by=t.bound_by, supported=ok,
+                    predicted_s=t.predicted_s, start_s=t.start_s, issue_s=t.issue_s, regime=t.regime, bound_by=t.bound_by, waited_s=t.waited_s, work_regime=t.work_regime or None, supported=ok,
                     kernel_source=kernel_source(op, cost, self.dev), uncertain=why, phase=op.phase,
                 )
             )
@@ -635,7 +635,7 @@ def module_rollups(ops: list[OpReport]) -> list[ModuleRollup]:
         a["predicted_s"] += op.predicted_s
         a["flops"] += op.flops
         a["bytes"] += op.bytes_read + op.bytes_written
-        a["regime_s"][op.regime] += op.predicted_s
+        a["regime_s"].update(op.regime_parts())
         if op.measured_s is not None:
             a["measured"] = (a["measured"] or 0.0) + op.measured_s
         if not a["type"] and op.module_type and op.module.count(".") <= key.count("."):

@@ -99,6 +99,21 @@ def test_lone_big_kernel_is_compute_not_overhead():
     assert tl.total_s == pytest.approx(10 * US + 20e-3 + 5 * US)
 
 
+def test_time_by_regime_counts_the_devices_wait_for_the_host_as_overhead():
+    # kernels 8 MB / 1 TB/s = 8 us, host 10 us: the first op waits 10 us (longer than its kernel:
+    # an overhead-bound op), the next two 2 us each, less than their kernels (memory-bound ops); the
+    # device idles 14 us of the 38 us the ops add and works 24 us, and time by regime says so
+    tl = predict_timeline(_graph(3), [_cost(nbytes=8_000_000)] * 3, StubDevice(), is_module=False)
+    assert [o.regime for o in tl.ops] == ["overhead", "memory", "memory"]
+    assert [round(o.waited_s / US, 6) for o in tl.ops] == [10, 2, 2]
+    regimes = tl.regime_s()
+    assert regimes["overhead"] == pytest.approx(14 * US) and regimes["memory"] == pytest.approx(24 * US)
+    assert sum(o.predicted_s for o in tl.ops) == pytest.approx(regimes["overhead"] + regimes["memory"])
+    # a device-bound chain waits only for the first issue
+    tl = predict_timeline(_graph(3), [_cost(nbytes=100_000_000)] * 3, StubDevice(), is_module=False)
+    assert tl.regime_s()["overhead"] == pytest.approx(10 * US)
+
+
 def test_floor_makes_tiny_kernels_overhead():
     # 1 kB at 1 TB/s = 1 ns, below the 1 us floor: kernel time is the floor
     dev = StubDevice(dispatch_us=0.1)

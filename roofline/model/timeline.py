@@ -8,6 +8,12 @@ receive, is still compute-bound); otherwise it is compute- or memory-bound by th
 its kernel time (``roofline.model.kernels``); a kernel at the floor is overhead-bound too: its time
 is the fixed cost of a launch, not work.
 
+Time by regime (``Timeline.regime_s``) splits what each op adds to the run: the device idle before
+it (waiting for the host to issue it, or for a synchronize) is overhead, the rest goes to its
+kernel's own regime (the larger term; overhead for a kernel at the floor). It is the split a measured run gets (the device-idle share of its time is overhead): a
+host-critical program whose every op waits a little, less than its kernel, is still largely
+overhead-bound, as the device's idle time says.
+
 An op after which the host reads a device value (``.item()``, ``nonzero``, a boolean mask:
 ``graph.ops.reads_to_host``) makes the host wait: both queues resume at ``max(h_i, e_i)`` plus one
 synchronize.
@@ -29,6 +35,7 @@ from roofline.costs import OpCost
 from roofline.graph.ops import CapturedGraph, CapturedOp, reads_to_host
 from roofline.model.device import DeviceModel
 from roofline.model.kernels import kernel_s
+from roofline.schema.report import regime_parts
 
 REGIMES = ("compute", "memory", "overhead", "none")
 
@@ -50,6 +57,12 @@ class OpTiming:
     predicted_s: float
     regime: str
     bound_by: str  # "compute", "memory", "floor", "host" or "none": which term set the time
+    waited_s: float = 0.0  # of predicted_s, the device idle before the op's work: waiting for the host
+    work_regime: str = ""  # the kernel's own regime: its larger term, overhead at the floor ("" = regime)
+
+    def regime_parts(self) -> dict[str, float]:
+        """What the op adds to the run, by regime: the device's wait is overhead, the rest its kernel's."""
+        return regime_parts(self.predicted_s, self.waited_s, self.work_regime or self.regime)
 
 
 @dataclass
@@ -62,10 +75,12 @@ class Timeline:
     device: str
 
     def regime_s(self, every: bool = True) -> dict[str, float]:
-        """Predicted time by regime: every regime (``every``), or those of some op."""
+        """Predicted time by regime (``OpTiming.regime_parts``): every regime (``every``), or those
+        of some op."""
         out = dict.fromkeys(REGIMES, 0.0) if every else {}
         for t in self.ops:
-            out[t.regime] = out.get(t.regime, 0.0) + t.predicted_s
+            for regime, s in t.regime_parts().items():
+                out[regime] = out.get(regime, 0.0) + s
         return out
 
 
@@ -276,22 +291,26 @@ def predict_timeline(
         if gpu:
             pieces = part_pieces(cost, kernel, dev, distinct_kinds) if cost.parts and host_cost is None else None
             if pieces:  # a fused native op: its parts on the two queues (``part_pieces``)
-                issue, end, start = h + host - sum(ph for ph, _ in pieces), e, None
+                issue, end, start, idle = h + host - sum(ph for ph, _ in pieces), e, None, 0.0
                 for ph, pk in pieces:
                     issue += ph
                     part_start = max(issue, end)
+                    idle += part_start - end  # the device waits for the host to issue this part
                     start = part_start if start is None else start
                     end = part_start + pk
             else:
                 issue = h + host
                 start = max(issue, e)
                 end = start + kernel
+                idle = start - e
             gap = start - e  # device idle, waiting for the host to issue this op
             predicted = end - e if end > e else 0.0
+            waited = max(idle, 0.0)
             h, e = issue, max(end, e)
             if reads_to_host(op):  # the host waits for the device to drain, then for the copy back
                 resume = max(h, e) + sync_s
                 predicted += resume - e
+                waited += resume - e
                 h = e = resume
             if kernel == 0.0:
                 regime, bound = ("overhead", "host") if gap > 0 else ("none", "none")
@@ -305,6 +324,7 @@ def predict_timeline(
             start = issue
             end = start + kernel
             predicted = host + kernel
+            waited = 0.0  # one queue: the host's time is the op's own (its regime says which dominates)
             h = e = end
             if kernel == 0.0:
                 regime, bound = ("overhead", "host") if host > 0 else ("none", "none")
@@ -313,12 +333,14 @@ def predict_timeline(
             else:
                 regime, bound = term, term
         busy += kernel
-        out.append(OpTiming(kernel, host, compute, memory, issue, start, end, predicted, regime, bound))
+        work = "none" if kernel == 0.0 else {"floor": "overhead"}.get(term, term)
+        out.append(OpTiming(kernel, host, compute, memory, issue, start, end, predicted, regime, bound, waited, work if gpu else regime))
     sync = ov.synchronize_s.median_s if (gpu and ov.synchronize_s) else 0.0
     end_of_run = max(h, e) + sync
     # The tail where the host is still issuing after the device finished is overhead of the last op.
     if gpu and out and h > e:
         out[-1].predicted_s += h - e
+        out[-1].waited_s += h - e
     return Timeline(ops=out, total_s=end_of_run, host_s=h, device_busy_s=busy, sync_s=sync, device=dev.kind)
 
 

@@ -16,6 +16,17 @@ REPORT_SCHEMA_VERSION = 2
 Regime = Literal["compute", "memory", "overhead", "none"]
 
 
+def regime_parts(predicted_s: float, waited_s: float, work_regime: str) -> dict[str, float]:
+    """What one op adds to the run (``predicted_s``), by regime: ``waited_s`` of it, the device idle
+    waiting for the host, is overhead; the rest goes to ``work_regime``, its kernel's own. Summed
+    over a run it is the split a measured run gets: the device's idle share is overhead."""
+    waited = min(waited_s, predicted_s)
+    parts = {"overhead": waited} if waited > 0 else {}
+    if predicted_s > waited:
+        parts[work_regime] = parts.get(work_regime, 0.0) + predicted_s - waited
+    return parts
+
+
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -61,6 +72,12 @@ class OpReport(_Model):
     issue_s: float = Field(default=0.0, ge=0, description="When the host has issued it (the end of its host_s), seconds from the first issue.")
     regime: Regime = Field(description="compute, memory or overhead bound; none for ops that take no time.")
     bound_by: str = Field(description="The term that set the time: compute, memory, floor, host or none.")
+    waited_s: float = Field(default=0.0, ge=0, description="Of predicted_s, the device idle before the op's work (waiting for the host): overhead in time by regime.")
+    work_regime: Regime | None = Field(default=None, description="The kernel's own regime (its larger term; overhead at the launch floor), where the rest of predicted_s goes in time by regime; None: regime.")
+
+    def regime_parts(self) -> dict[str, float]:
+        """What the op adds to the run, by regime (``regime_parts``)."""
+        return regime_parts(self.predicted_s, self.waited_s, self.work_regime or self.regime)
     phase: Literal["forward", "backward", "optimizer"] = Field(
         default="forward", description="Of a training step (--train): forward (the loss included), backward or optimizer; forward otherwise. A backward op's module is the module of the forward op it differentiates.",
     )

@@ -172,7 +172,8 @@ def _points(report: Report) -> tuple[list[_Point], dict[str, int]]:
         mrate = flops / float(np.median(meas)) if meas else None
         regime_s: dict[str, float] = defaultdict(float)
         for o in ops:
-            regime_s[o.regime] += o.predicted_s
+            for regime, s in o.regime_parts().items():
+                regime_s[regime] += s
         points.append(_Point(ops, flops / nbytes, flops / t, mrate, dict(regime_s)))
     return points, dict(left_out)
 
