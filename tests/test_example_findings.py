@@ -543,7 +543,7 @@ def test_hf_llama(advise):
     pytest.importorskip("transformers")
     a = advise("hf_llama.py")
     r = a.report
-    assert share(r.total.regime_s, "overhead") > 0.8 and 1100 < r.total.ops < 1500
+    assert share(r.total.regime_s, "overhead") > 0.75 and 1100 < r.total.ops < 1500
     assert graph_speedup(a.analysis) > 3
     # the largest op's own work (the model's Python before an op is host time of the program, not of the op)
     assert max(r.ops, key=lambda op: op.predicted_s - op.python_s).module.endswith("lm_head")

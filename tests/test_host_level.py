@@ -30,17 +30,26 @@ def test_readings_pool_across_records_and_move_every_host_cost(tmp_path):
     b = _record(tmp_path, "b", [0.6, 1.3])
     assert index_readings_s(a) == pytest.approx([0.7 * index_s, 0.8 * index_s, 0.9 * index_s])
     moved, level, factor = at_host_level(profile, [a, b])
-    assert level.factor == factor == pytest.approx(0.8) and level.readings == 5 and level.records == ["a.json", "b.json"]
+    # the typical session: the median of the records' medians (0.8 and 0.95), not of the five readings (0.8)
+    assert level.factor == factor == pytest.approx(0.875) and level.readings == 5 and level.records == ["a.json", "b.json"]
     new = moved.gpu.measurements.overheads
     assert new.host_level == level
-    assert new.dispatch_s.median_s == pytest.approx(0.8 * ov.dispatch_s.median_s)
-    assert new.dispatch_by_op_s["addmm"].median_s == pytest.approx(0.8 * ov.dispatch_by_op_s["addmm"].median_s)
-    assert new.module_call_s.median_s == pytest.approx(0.8 * ov.module_call_s.median_s)
-    assert calibrated_index_s(new) == pytest.approx(0.8 * index_s)  # later runs read about 1.0 against it
+    assert new.dispatch_s.median_s == pytest.approx(0.875 * ov.dispatch_s.median_s)
+    assert new.dispatch_by_op_s["addmm"].median_s == pytest.approx(0.875 * ov.dispatch_by_op_s["addmm"].median_s)
+    assert new.module_call_s.median_s == pytest.approx(0.875 * ov.module_call_s.median_s)
+    assert calibrated_index_s(new) == pytest.approx(0.875 * index_s)  # later runs read about 1.0 against it
     assert new.kernel_min_s == ov.kernel_min_s and new.interleave_factor == ov.interleave_factor  # device time, a ratio
     assert moved.gpu.measurements.matmul == profile.gpu.measurements.matmul
     if ov.training is not None:
-        assert new.training.autograd_node_s.median_s == pytest.approx(0.8 * ov.training.autograd_node_s.median_s)
+        assert new.training.autograd_node_s.median_s == pytest.approx(0.875 * ov.training.autograd_node_s.median_s)
+
+
+def test_a_session_of_many_runs_does_not_outweigh_the_others(tmp_path):
+    # three sessions: one of 100 runs at x0.6, two of 3 runs at x1.0 and x1.2; pooled, the readings'
+    # median would be x0.6, the typical session is x1.0
+    records = [_record(tmp_path, "long", [0.6] * 100), _record(tmp_path, "b", [0.9, 1.0, 1.1]), _record(tmp_path, "c", [1.2] * 3)]
+    _, level, factor = at_host_level(load_profile_file(PROFILE), records)
+    assert factor == pytest.approx(1.0) and level.readings == 106
 
 
 def test_moving_again_with_the_same_readings_changes_nothing(tmp_path):

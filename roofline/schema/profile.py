@@ -458,8 +458,9 @@ class TrainingOverheads(_Strict):
 
 
 class HostLevel(_Strict):
-    """Where a profile's host costs were moved after calibration (``calibrate.host_level``): the median of
-    the host-speed index timed beside recorded runs, over the index the calibration implied."""
+    """Where a profile's host costs were moved after calibration (``calibrate.host_level``): the
+    host-speed index of a typical session (the median over recorded runs of each one's median
+    reading beside its models), over the index the calibration implied."""
 
     factor: float = Field(gt=0, le=10.0, description="Every host cost was multiplied by this.")
     readings: int = Field(ge=1, description="Index readings pooled (one beside each recorded run).")
