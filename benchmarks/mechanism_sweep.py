@@ -1,6 +1,6 @@
 """Kernels whose time the GEMM curve cannot tell, timed over the shapes real models use.
 
-    python benchmarks/mechanism_sweep.py [--device cuda] [--budget 0.02] [--only convs|gemms|conv_channels] --json OUT.json
+    python benchmarks/mechanism_sweep.py [--device cuda] [--budget 0.02] [--only convs|gemms|conv_channels|conv_backward] --json OUT.json
 
 Each family is a mechanism of how the kernel runs, not a model: depthwise convolutions (groups =
 channels: a few FLOPs per byte), grouped convolutions (ResNeXt, RegNet), the other convolutions
@@ -75,6 +75,7 @@ OTHER = [
 # dense NCHW convolutions over the channel counts networks use (calibrate.conv.CHANNELS): a sample
 # of the grid drawn with another seed than calibration's, so that it checks the calibrated points
 CONV_SAMPLE, CONV_SEED = 240, 7
+CONV_BACKWARD_SAMPLE, CONV_BACKWARD_SEED = 80, 5  # the backward kernels, over a sample of the same grid
 
 
 def kernel_names(fn, device: str) -> list[str]:
@@ -169,6 +170,41 @@ def sweep_conv_channels(device: str, budget: float, out: list) -> None:
             out.append(dict(family="conv_channels", dtype=dtype, layout="nchw", groups=1, kernels=names, **p, **t))
 
 
+def sweep_conv_backward(device: str, budget: float, out: list) -> None:
+    """A convolution's two backward kernels timed apart (``aten.convolution_backward`` with one
+    gradient asked for: the input's, then the weight's), beside its forward, over a sample of
+    ``calibrate.conv``'s channel grid and the depthwise shapes above at batch 32, fp32 (TF32,
+    cuDNN's default) and fp16, with their kernels."""
+    gen = torch.Generator(device=device).manual_seed(3)
+    for dtype in ("float32", "float16"):
+        dt = DT[dtype]
+        for shape in channel_shapes(CONV_BACKWARD_SAMPLE, CONV_BACKWARD_SEED):
+            p = dict(batch=shape.batch, cin=shape.in_channels, cout=shape.out_channels, size=shape.size, kernel=shape.kernel, stride=shape.stride, padding=shape.padding)
+            x = torch.randn(p["batch"], p["cin"], p["size"], p["size"], device=device, dtype=dt, generator=gen)
+            w = torch.randn(p["cout"], p["cin"], p["kernel"], p["kernel"], device=device, dtype=dt, generator=gen)
+            g = torch.randn_like(F.conv2d(x, w, None, p["stride"], p["padding"]))
+            _time_gradients(x, w, g, p, 1, dtype, device, budget, out)
+        for c, size, k, s in DEPTHWISE:  # depthwise (groups = channels), at a training batch
+            p = dict(batch=32, cin=c, cout=c, size=size, kernel=k, stride=s, padding=k // 2)
+            x = torch.randn(32, c, size, size, device=device, dtype=dt, generator=gen)
+            w = torch.randn(c, 1, k, k, device=device, dtype=dt, generator=gen)
+            g = torch.randn_like(F.conv2d(x, w, None, s, k // 2, 1, c))
+            _time_gradients(x, w, g, p, c, dtype, device, budget, out)
+
+
+def _time_gradients(x, w, g, p: dict, groups: int, dtype: str, device: str, budget: float, out: list) -> None:
+    """One convolution's forward and each gradient alone, with the kernels each ran."""
+    args = ([p["stride"]] * 2, [p["padding"]] * 2, [1, 1], False, [0, 0], groups)
+    for variant, fn in (
+        ("forward", lambda: F.conv2d(x, w, None, p["stride"], p["padding"], 1, groups)),
+        ("input_grad", lambda: torch.ops.aten.convolution_backward(g, x, w, None, *args, [True, False, False])),
+        ("weight_grad", lambda: torch.ops.aten.convolution_backward(g, x, w, None, *args, [False, True, False])),
+    ):
+        t = _time(fn, device, budget)
+        names = kernel_names(fn, device) if device.startswith("cuda") else []
+        out.append(dict(family="conv_backward", variant=variant, dtype=dtype, layout="nchw", groups=groups, kernels=names, **p, **t))
+
+
 def sweep_gemms(device: str, budget: float, out: list) -> None:
     gen = torch.Generator(device=device).manual_seed(1)
     prev = torch.backends.cuda.matmul.allow_tf32
@@ -220,12 +256,14 @@ def main() -> int:
     ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     ap.add_argument("--budget", type=float, default=0.02)
     ap.add_argument("--json", required=True)
-    ap.add_argument("--only", choices=["convs", "gemms", "conv_channels"], help="one sweep")
+    ap.add_argument("--only", choices=["convs", "gemms", "conv_channels", "conv_backward"], help="one sweep")
     args = ap.parse_args()
     t0 = time.perf_counter()
     points: list[dict] = []
     if args.only == "conv_channels":
         sweep_conv_channels(args.device, args.budget, points)
+    if args.only == "conv_backward":
+        sweep_conv_backward(args.device, args.budget, points)
     if args.only in (None, "convs"):
         sweep_convs(args.device, args.budget, points)
         print(f"convolutions: {len(points)} points, {time.perf_counter() - t0:.0f} s", flush=True)

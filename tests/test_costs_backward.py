@@ -192,6 +192,38 @@ def test_convolution_backward_weight_only_grouped():
     assert len(c.parts) == 1 and c.flops == 2 * 2 * 2 * 72 * 18
 
 
+def test_each_convolution_gradient_is_priced_as_the_layers_forward():
+    """cuDNN's input- and weight-gradient kernels each take about their layer's forward time (H100:
+    0.9-1.6x in the median, benchmarks/results/h100_conv_backward.json), so each part is the
+    forward convolution itself, with the gradient's own bytes."""
+    from roofline.model.device import DeviceModel
+    from roofline.model.kernels import kernel_s
+    from roofline.profiles import load_profile_file
+    from tests.conftest import REPO
+
+    conv = nn.Conv2d(16, 32, 3, stride=2, padding=1, bias=False)
+    x = torch.randn(2, 16, 12, 12, requires_grad=True)
+    op = only(capture_with_grad(lambda: conv(x).sum().backward()), "aten.convolution_backward")
+    forward = only(capture_with_grad(lambda: conv(x)), "aten.convolution")
+    c, _ = cost_of(op)
+    (dx_op, dx), (dw_op, dw) = c.parts
+    for stand_in in (dx_op, dw_op):  # the layer's own convolution: input, weight, stride 2, not transposed
+        assert stand_in.packet == "aten.convolution" and [list(t.shape) for t in stand_in.tensor_inputs()] == [[2, 16, 12, 12], [32, 16, 3, 3]]
+        assert list(stand_in.args[3]) == [2, 2] and stand_in.args[6] is False
+    g, w = 2 * 32 * 6 * 6 * F32, 32 * 16 * 9 * F32
+    assert (dx.bytes_read, dx.bytes_written) == (g + w, 2 * 16 * 12 * 12 * F32)
+    assert (dw.bytes_read, dw.bytes_written) == (g + 2 * 16 * 12 * 12 * F32, w)
+    assert c.flops == 2 * cost_of(forward)[0].flops
+    dev = DeviceModel(load_profile_file(REPO / "tests" / "fixtures" / "h100_profile.json").gpu, "cuda")
+    big = nn.Conv2d(256, 256, 3, padding=1, bias=False)
+    xb = torch.randn(8, 256, 28, 28, requires_grad=True)
+    bop = only(capture_with_grad(lambda: big(xb).sum().backward()), "aten.convolution_backward")
+    fop = only(capture_with_grad(lambda: big(xb)), "aten.convolution")
+    bc, _ = cost_of(bop)
+    forward_s = kernel_s(fop, cost_of(fop)[0], dev)[0]
+    assert kernel_s(bop, bc, dev)[0] == pytest.approx(2 * forward_s, rel=0.05), "compute-bound: each gradient its forward's time"
+
+
 def test_attention_backward():
     q = torch.randn(2, 3, 16, 8, requires_grad=True)
     k = torch.randn(2, 3, 16, 8, requires_grad=True)

@@ -1043,15 +1043,16 @@ case("embedding_dense_backward", lambda: run(aten.embedding_dense_backward.defau
 case("select_backward", lambda: run(aten.select_backward.default, r(), [4, 8], 0, 1), 0, RB, XB + RB, kernels=2)
 case("slice_backward", lambda: run(aten.slice_backward.default, x(2, 8), [4, 8], 0, 0, 2, 1), 0, 2 * RB, XB + 2 * RB, kernels=2)
 case("diagonal_backward", lambda: run(aten.diagonal_backward.default, x(4), [4, 8], 0, 0, 1), 0, 4 * F32, XB + 4 * F32, kernels=2)
-# convolution backward of the (1, 2, 5, 5) * (4, 2, 3, 3) forward: input's gradient (a transposed
-# convolution, the forward's FLOPs), weight's (a (4, 9) @ (9, 18) product, the forward's FLOPs),
-# bias's (a sum over 36 elements, priced but not counted)
+# convolution backward of the (1, 2, 5, 5) * (4, 2, 3, 3) forward: input's gradient (the forward's
+# FLOPs; reads the output's gradient, 36, and the weight, 72; writes the input's, 50), weight's (the
+# forward's FLOPs; reads the output's gradient and the input; writes the weight's), bias's (a sum
+# over 36 elements, priced but not counted)
 case("convolution_backward", lambda: run(aten.convolution_backward.default, x(1, 4, 3, 3), CX(), CW(), [4], S1, P0, D1, False, P0, 1,
                                          [True, True, True]),
-     2 * C_FLOPS, (36 + 72) * F32 + (4 * 9 + 9 * 18) * F32 + 36 * F32, 50 * F32 + 72 * F32 + 4 * F32, kernels=3)
+     2 * C_FLOPS, (36 + 72) * F32 + (36 + 50) * F32 + 36 * F32, 50 * F32 + 72 * F32 + 4 * F32, kernels=3)
 case("convolution_backward", lambda: run(aten.convolution_backward.default, x(1, 4, 3, 3), x(1, 4, 5, 5), CW(), None, S1, P0, D1, False, P0, 2,
                                          [False, True, False]),
-     2 * 2 * 2 * 18 * 9, 2 * (2 * 9 + 9 * 18) * F32, 2 * 2 * 18 * F32, variant="grouped, the weight's gradient only: 2 groups of (2, 9) @ (9, 18)",
+     2 * 2 * 2 * 18 * 9, (36 + 100) * F32, 72 * F32, variant="grouped, the weight's gradient only: 2 groups of (2, 9) @ (9, 18)",
      flop_counter_differs="flop_counter counts a grouped weight gradient groups times (roofline.costs.backward)")
 # attention backward: five GEMMs, 2 * B*H * Sq * Sk * (3 Dqk + 2 Dv)
 ATT_BACK_FLOPS = 2 * 2 * 4 * 4 * (3 * 8 + 2 * 8)
