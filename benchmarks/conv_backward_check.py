@@ -4,7 +4,7 @@
 
 The sweep (``mechanism_sweep.py --only conv_backward``) times the input's and the weight's gradient
 of 80 convolutions of ``calibrate.conv``'s channel grid and 17 depthwise ones apart, beside their
-forward, in float32 (TF32, cuDNN's default) and float16. This prices each the way a training step's
+forward, in float32 (TF32, cuDNN's default), float16 and bfloat16. This prices each the way a training step's
 ``convolution_backward`` is priced (its parts: ``roofline.costs.backward``) and prints the |error|
 (median, p90) by gradient, dtype and filter, and the forward's for reference.
 """
@@ -29,7 +29,7 @@ from roofline.model.device import DeviceModel  # noqa: E402
 from roofline.model.kernels import kernel_s  # noqa: E402
 from roofline.profiles import load_profile_file  # noqa: E402
 
-DTYPES = {"float32": torch.float32, "float16": torch.float16}
+DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
 MASKS = {"input_grad": [True, False, False], "weight_grad": [False, True, False]}
 
 

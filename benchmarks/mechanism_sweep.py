@@ -174,9 +174,9 @@ def sweep_conv_backward(device: str, budget: float, out: list) -> None:
     """A convolution's two backward kernels timed apart (``aten.convolution_backward`` with one
     gradient asked for: the input's, then the weight's), beside its forward, over a sample of
     ``calibrate.conv``'s channel grid and the depthwise shapes above at batch 32, fp32 (TF32,
-    cuDNN's default) and fp16, with their kernels."""
+    cuDNN's default), fp16 and bf16, with their kernels."""
     gen = torch.Generator(device=device).manual_seed(3)
-    for dtype in ("float32", "float16"):
+    for dtype in ("float32", "float16", "bfloat16"):
         dt = DT[dtype]
         for shape in channel_shapes(CONV_BACKWARD_SAMPLE, CONV_BACKWARD_SEED):
             p = dict(batch=shape.batch, cin=shape.in_channels, cout=shape.out_channels, size=shape.size, kernel=shape.kernel, stride=shape.stride, padding=shape.padding)

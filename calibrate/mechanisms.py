@@ -47,6 +47,13 @@ GROUPED_WIDTHS = {4: (128, 56), 8: (256, 28), 16: (512, 28), 32: (1024, 14)}
 GROUPED_BATCHES = [1, 32]
 GROUPED_STRIDE2 = {8: (256, 56)}
 GROUPED_DTYPES = ["float32", "float16"]
+# depthwise gradients, each timed alone (aten.convolution_backward asked for one): (dtype, layout)
+# measured, over the forward's filters and sizes; cuDNN's gradient kernels run 1.5-5x the forward
+# (benchmarks/results/h100_conv_backward.json), strided input gradients the slowest
+# (half precisions apart: cuDNN's bfloat16 depthwise gradients ran 1.3x its float16 ones in the median
+# and up to 5.7x, benchmarks/results/h100_conv_backward.json)
+DEPTHWISE_GRADIENT_KINDS = [("float32", "nchw"), ("float16", "nchw"), ("bfloat16", "nchw")]
+GRADIENT_MASKS = {"input": [True, False, False], "weight": [False, True, False]}
 # misaligned GEMMs: m values; K = 1024; N = 4096 - d for alignment bytes by dtype
 MISALIGNED_M = [1, 64, 512, 2048]
 MISALIGNED_N = {"float16": {2: 4095, 4: 4094, 8: 4092}, "tf32": {4: 4095, 8: 4094}}
@@ -89,7 +96,8 @@ def _stat(fn, device: str, budget_s: float, label: str, warnings: list) -> Stat:
 
 
 def measure_conv_families(device: str, *, budget_s: float, warnings: list, progress=None, quick: bool = False) -> list[ConvFamilyCurve]:
-    """Depthwise convolutions per (dtype, layout) and grouped ones per dtype (NCHW)."""
+    """Depthwise convolutions per (dtype, layout), their two gradients per dtype (NCHW), and grouped
+    convolutions per dtype (NCHW)."""
     gen = torch.Generator(device=device).manual_seed(0)
     tf32 = bool(torch.backends.cudnn.allow_tf32)
     curves = []
@@ -109,6 +117,22 @@ def measure_conv_families(device: str, *, budget_s: float, warnings: list, progr
                     if progress:
                         progress()
             curves.append(ConvFamilyCurve(kind="depthwise", dtype=dtype_name, layout=layout, tf32=tf32 and dtype_name == "float32", points=points))
+        for dtype_name, layout in (DEPTHWISE_GRADIENT_KINDS[:1] if quick else DEPTHWISE_GRADIENT_KINDS):
+            for gradient, mask in GRADIENT_MASKS.items():
+                dtype, points = DTYPES[dtype_name], []
+                for kernel, stride in filters:
+                    for batch, channels, size in DEPTHWISE_SIZES:
+                        x = torch.randn(batch, channels, size, size, device=device, dtype=dtype, generator=gen)
+                        w = torch.randn(channels, 1, kernel, kernel, device=device, dtype=dtype, generator=gen)
+                        g = torch.randn_like(F.conv2d(x, w, None, stride, kernel // 2, 1, channels))
+                        args = ([stride] * 2, [kernel // 2] * 2, [1, 1], False, [0, 0], channels)
+                        stat = _stat(lambda: torch.ops.aten.convolution_backward(g, x, w, None, *args, mask), device, budget_s,
+                                     f"depthwise {gradient} gradient {dtype_name} {batch}x{channels}x{size}^2 k{kernel} s{stride}", warnings)
+                        points.append(ConvFamilyPoint(batch=batch, channels=channels, groups=channels, size=size, kernel=kernel, stride=stride, time=stat))
+                        if progress:
+                            progress()
+                curves.append(ConvFamilyCurve(kind="depthwise", dtype=dtype_name, layout=layout, tf32=tf32 and dtype_name == "float32",
+                                              gradient=gradient, points=points))
         for dtype_name in (GROUPED_DTYPES[:1] if quick else GROUPED_DTYPES):
             dtype, points = DTYPES[dtype_name], []
             shapes = [(width, channels, size, 1) for width, (channels, size) in GROUPED_WIDTHS.items()]

@@ -211,6 +211,7 @@ def test_each_convolution_gradient_is_priced_as_the_layers_forward():
         assert stand_in.packet == "aten.convolution" and [list(t.shape) for t in stand_in.tensor_inputs()] == [[2, 16, 12, 12], [32, 16, 3, 3]]
         assert list(stand_in.args[3]) == [2, 2] and stand_in.args[6] is False
     g, w = 2 * 32 * 6 * 6 * F32, 32 * 16 * 9 * F32
+    assert (dx.conv_gradient, dw.conv_gradient) == ("input", "weight"), "a family with gradient curves prices each on its own"
     assert (dx.bytes_read, dx.bytes_written) == (g + w, 2 * 16 * 12 * 12 * F32)
     assert (dw.bytes_read, dw.bytes_written) == (g + 2 * 16 * 12 * 12 * F32, w)
     assert c.flops == 2 * cost_of(forward)[0].flops

@@ -236,3 +236,71 @@ def test_addmm_ratio_reads_its_grid_multilinearly():
     centre = model.addmm_ratio("float32", 64, 1536, 1024)
     assert centre == pytest.approx(math.exp(sum(math.log(r) for r in ratios.values()) / 8))
     assert model.addmm_ratio("float32", 100000, 768, 256) == pytest.approx(2.0)  # held at the edge
+
+
+# ---- depthwise gradients: their own families ---------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def gradients():
+    return json.loads((FIXTURES / "h100_depthwise_gradients.json").read_text())
+
+
+def gradient_errors(gradients, variant: str, with_gradient_curves: bool) -> list[float]:
+    """Relative errors of depthwise ``variant`` points (forward, input_grad, weight_grad) of the
+    sweep, priced through ``convolution_backward``'s cost with the fixture's families (their
+    gradient curves dropped when ``with_gradient_curves`` is False: the forward's stand in)."""
+    from roofline.costs import cost_of
+    from roofline.graph.ops import CapturedOp, TensorMeta
+    from roofline.model.device import DeviceModel
+    from roofline.model.kernels import kernel_s as op_kernel_s
+
+    p = load_profile_file(FIXTURES / "h100_profile.json")
+    p.gpu.measurements.conv_families = [ConvFamilyCurve(**c) for c in gradients["conv_families"]
+                                        if with_gradient_curves or c.get("gradient", "none") == "none"]
+    dev = DeviceModel(p.gpu, "cuda")
+    masks = {"input_grad": [True, False, False], "weight_grad": [False, True, False]}
+    errs = []
+    for q in gradients["checks"]:
+        if q["variant"] != variant:
+            continue
+        dt, c, k, s = DT[q["dtype"]], q["cin"], q["kernel"], q["stride"]
+        out = (q["size"] + 2 * q["padding"] - k) // s + 1
+        x = TensorMeta.contiguous((q["batch"], c, q["size"], q["size"]), dt, "cuda")
+        w = TensorMeta.contiguous((c, 1, k, k), dt, "cuda")
+        y = TensorMeta.contiguous((q["batch"], c, out, out), dt, "cuda")
+        conv = ([s, s], [q["padding"]] * 2, [1, 1], False, [0, 0], c)
+        outputs = (x,) if variant == "input_grad" else (w,)
+        op = CapturedOp(index=0, target=torch.ops.aten.convolution_backward.default, args=(y, x, w, None, *conv, masks[variant]),
+                        kwargs={}, outputs=outputs)
+        cost, _ = cost_of(op)
+        errs.append(op_kernel_s(op, cost, dev)[0] / q["median_s"] - 1)
+    return errs
+
+
+@pytest.mark.parametrize("variant", ["input_grad", "weight_grad"])
+def test_depthwise_gradients_are_priced_on_their_own_families(gradients, variant):
+    """cuDNN's depthwise gradient kernels run slower than the forward (strided input gradients
+    several times): priced as the forward they are under; on their calibrated families, at sweep
+    shapes the calibration did not time, within the forward family's error of the forward."""
+    own = gradient_errors(gradients, variant, with_gradient_curves=True)
+    as_forward = gradient_errors(gradients, variant, with_gradient_curves=False)
+    assert len(own) >= 40
+    assert statistics.median(as_forward) < -0.25, "the forward's family prices the gradient low"
+    assert statistics.median(map(abs, own)) < 0.5 * statistics.median(map(abs, as_forward))
+
+
+def test_a_gradient_without_its_own_curve_takes_the_forwards():
+    from roofline.model.families import ConvFamilyModel
+    from roofline.schema.profile import ConvFamilyPoint, Stat
+
+    def curve(gradient, t):
+        pts = [ConvFamilyPoint(batch=b, channels=64, groups=64, size=28, kernel=3, stride=1, time=Stat(median_s=t * b, iqr_s=0.0, samples=5))
+               for b in (1, 8)]
+        return ConvFamilyCurve(kind="depthwise", dtype="float32", layout="nchw", gradient=gradient, points=pts)
+
+    model = ConvFamilyModel([curve("none", 1e-5), curve("weight", 3e-5)])
+    macs = 8 * 64 * 28 * 28 * 9
+    forward = model.time_s("depthwise", "float32", "nchw", 3, 1, 1, macs)
+    assert model.time_s("depthwise", "float32", "nchw", 3, 1, 1, macs, gradient="weight") == pytest.approx(3 * forward)
+    assert model.time_s("depthwise", "float32", "nchw", 3, 1, 1, macs, gradient="input") == pytest.approx(forward)

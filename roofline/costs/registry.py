@@ -80,6 +80,9 @@ class OpCost:
     # copies it into the result first and the GEMM accumulates onto it. Which backend makes the
     # pass is the device model's knowledge (``roofline.model.kernels.bias_pass_s``).
     bias_pass_bytes: int = 0
+    # A convolution that stands for one gradient of a backward (``convolution_backward``'s parts):
+    # "input" or "weight"; a device with that gradient's own calibrated family prices it there.
+    conv_gradient: str | None = None
     # A fused native op that runs several kernels one after another (a transformer layer's inference
     # fast path): each kernel as an op of its own and its cost, in order. The op's FLOPs, bytes and
     # kernels are their sums, and its kernel time is the sum of theirs.

@@ -58,17 +58,20 @@ class ConvFamilyModel:
     """Depthwise and grouped convolution times from calibrated points."""
 
     def __init__(self, curves: list[ConvFamilyCurve]):
-        self.curves = {(c.kind, c.dtype, c.layout): c for c in curves}
+        self.curves = {(c.kind, c.dtype, c.layout, c.gradient): c for c in curves}
 
     def __bool__(self) -> bool:
         return bool(self.curves)
 
-    def _curve(self, kind: str, dtype: str, layout: str) -> ConvFamilyCurve | None:
-        for d in (dtype, TWIN.get(dtype), "float32"):
-            for lay in (layout, "nchw"):
-                curve = self.curves.get((kind, d, lay))
-                if curve is not None:
-                    return curve
+    def _curve(self, kind: str, dtype: str, layout: str, gradient: str = "none") -> ConvFamilyCurve | None:
+        """The curve of this kind: its gradient's own if calibrated (a gradient's kernels are not the
+        forward's), else the forward's; its dtype, its twin, then float32; its layout, then NCHW."""
+        for grad in dict.fromkeys((gradient, "none")):
+            for d in (dtype, TWIN.get(dtype), "float32"):
+                for lay in (layout, "nchw"):
+                    curve = self.curves.get((kind, d, lay, grad))
+                    if curve is not None:
+                        return curve
         return None
 
     @staticmethod
@@ -104,9 +107,11 @@ class ConvFamilyModel:
         xs = [math.log(m) for m, _ in ratios]
         return float(np.interp(math.log(max(macs, 1.0)), xs, [r for _, r in ratios]))
 
-    def time_s(self, kind: str, dtype: str, layout: str, kernel: float, stride: int, width: int, macs: int) -> float | None:
-        """Seconds for one convolution of ``macs`` multiply-accumulates; None without a curve."""
-        curve = self._curve(kind, dtype, layout)
+    def time_s(self, kind: str, dtype: str, layout: str, kernel: float, stride: int, width: int, macs: int,
+               gradient: str = "none") -> float | None:
+        """Seconds for one convolution of ``macs`` multiply-accumulates (or one ``gradient`` of its
+        backward, "input" or "weight"); None without a curve."""
+        curve = self._curve(kind, dtype, layout, gradient)
         if curve is None or macs <= 0:
             return None
         k_best = _nearest({p.kernel for p in curve.points}, kernel)

@@ -325,7 +325,8 @@ def _conv_family_s(op: CapturedOp, cost: OpCost, dev: DeviceModel) -> float | No
     stride = int(stride[0]) if isinstance(stride, (list, tuple)) and stride else 1
     kernel = w.shape[2] if w.ndim == 4 else math.sqrt(taps)
     macs = groups * m * n * k  # = batch x out positions x Cout x Cin/groups x taps
-    return dev.conv_families.time_s(kind, DTYPE_NAMES.get(cost.compute_dtype, "float32"), layout, kernel, stride, c_in_g, macs)
+    return dev.conv_families.time_s(kind, DTYPE_NAMES.get(cost.compute_dtype, "float32"), layout, kernel, stride, c_in_g, macs,
+                                    gradient=cost.conv_gradient or "none")
 
 
 def _leading_bytes(t) -> int | None:

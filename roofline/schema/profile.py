@@ -312,6 +312,11 @@ class ConvFamilyCurve(_Strict):
     dtype: Literal["float32", "bfloat16", "float16"]
     layout: Literal["nchw", "channels_last"]
     tf32: bool = Field(default=False, description="float32: cuDNN was allowed TF32 when measured.")
+    gradient: Literal["none", "input", "weight"] = Field(
+        default="none",
+        description="What the points time: the forward convolution, or one gradient of its backward alone "
+        "(aten.convolution_backward asked for the input's or the weight's).",
+    )
     points: list[ConvFamilyPoint] = Field(min_length=1)
 
 
