@@ -1,6 +1,6 @@
 """Kernels whose time the GEMM curve cannot tell, timed over the shapes real models use.
 
-    python benchmarks/mechanism_sweep.py [--device cuda] [--budget 0.02] [--only convs|gemms|conv_channels|conv_backward] --json OUT.json
+    python benchmarks/mechanism_sweep.py [--device cuda] [--budget 0.02] [--only convs|gemms|conv_channels|conv_backward|attention_lengths] --json OUT.json
 
 Each family is a mechanism of how the kernel runs, not a model: depthwise convolutions (groups =
 channels: a few FLOPs per byte), grouped convolutions (ResNeXt, RegNet), the other convolutions
@@ -205,6 +205,25 @@ def _time_gradients(x, w, g, p: dict, groups: int, dtype: str, device: str, budg
         out.append(dict(family="conv_backward", variant=variant, dtype=dtype, layout="nchw", groups=groups, kernels=names, **p, **t))
 
 
+ATTENTION_LENGTHS = [128, 136, 160, 192, 197, 224, 256, 320, 384, 448, 512]
+ATTENTION_BATCH_HEADS = [96, 384]
+
+
+def sweep_attention_lengths(device: str, budget: float, out: list) -> None:
+    """Fused attention (SDPA, no mask, head size 64) over sequence lengths between and off the
+    calibrated ones (197: a ViT's 196 patches and its class token), at two batch x heads, float32
+    and bfloat16: how time follows the length between multiples of the kernels' tiles."""
+    gen = torch.Generator(device=device).manual_seed(4)
+    for dtype in ("float32", "bfloat16"):
+        for bh in ATTENTION_BATCH_HEADS:
+            for seq in ATTENTION_LENGTHS:
+                q, k, v = (torch.randn(1, bh, seq, 64, device=device, dtype=DT[dtype], generator=gen) for _ in range(3))
+                fn = lambda: F.scaled_dot_product_attention(q, k, v)  # noqa: E731
+                t = _time(fn, device, budget)
+                names = kernel_names(fn, device) if device.startswith("cuda") else []
+                out.append(dict(family="attention_lengths", dtype=dtype, batch_heads=bh, seq=seq, head_dim=64, kernels=names, **t))
+
+
 def sweep_gemms(device: str, budget: float, out: list) -> None:
     gen = torch.Generator(device=device).manual_seed(1)
     prev = torch.backends.cuda.matmul.allow_tf32
@@ -256,7 +275,7 @@ def main() -> int:
     ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     ap.add_argument("--budget", type=float, default=0.02)
     ap.add_argument("--json", required=True)
-    ap.add_argument("--only", choices=["convs", "gemms", "conv_channels", "conv_backward"], help="one sweep")
+    ap.add_argument("--only", choices=["convs", "gemms", "conv_channels", "conv_backward", "attention_lengths"], help="one sweep")
     args = ap.parse_args()
     t0 = time.perf_counter()
     points: list[dict] = []
@@ -264,6 +283,8 @@ def main() -> int:
         sweep_conv_channels(args.device, args.budget, points)
     if args.only == "conv_backward":
         sweep_conv_backward(args.device, args.budget, points)
+    if args.only == "attention_lengths":
+        sweep_attention_lengths(args.device, args.budget, points)
     if args.only in (None, "convs"):
         sweep_convs(args.device, args.budget, points)
         print(f"convolutions: {len(points)} points, {time.perf_counter() - t0:.0f} s", flush=True)

@@ -272,9 +272,10 @@ def norm_steps(quick: bool) -> int:
 
 def steps(quick: bool) -> int:
     """Progress steps of both stages."""
+    gradients = len(GRADIENT_MASKS) * len(DEPTHWISE_SIZES)  # per (dtype, layout) and filter
     if quick:
-        return len(DEPTHWISE_SIZES) + len(GROUPED_BATCHES) + 2 * 3 + 2
-    dw = len(DEPTHWISE_KINDS) * len(DEPTHWISE_FILTERS) * len(DEPTHWISE_SIZES)
+        return len(DEPTHWISE_SIZES) + gradients + len(GROUPED_BATCHES) + 2 * 3 + 2
+    dw = (len(DEPTHWISE_KINDS) * len(DEPTHWISE_SIZES) + len(DEPTHWISE_GRADIENT_KINDS) * gradients) * len(DEPTHWISE_FILTERS)
     grouped = len(GROUPED_DTYPES) * (len(GROUPED_WIDTHS) + len(GROUPED_STRIDE2)) * len(GROUPED_BATCHES)
     misaligned = sum(len(v) for v in MISALIGNED_N.values()) * len(MISALIGNED_M)
     return dw + grouped + misaligned + sum(len(addmm_shapes(d)) for d in ADDMM_DTYPES)

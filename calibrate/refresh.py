@@ -1,6 +1,6 @@
 """Measure one GPU calibration stage again on the profiled machine and put it into the profile.
 
-    python -m calibrate.refresh PROFILE --stage conv|gemm_ratios|conv_families|norm_families [--output PATH]
+    python -m calibrate.refresh PROFILE --stage attention|conv|gemm_ratios|conv_families|norm_families [--output PATH]
 
 A stage's design can change after a profile is shipped (the addmm ratio grew from eight shapes to a
 grid over rows, reduction length and width). Calibrating the whole machine again moves every other
@@ -20,8 +20,8 @@ from pathlib import Path
 
 import torch
 
-from calibrate import conv, mechanisms
-from calibrate.runner import gpu_plan
+from calibrate import conv, mechanisms, memory
+from calibrate.runner import ATTENTION_CURVES, gpu_plan
 from roofline import __version__
 from roofline.errors import DeviceNotAvailable, ProfileError, RooflineError
 from roofline.profiles import load_profile_file, save_profile
@@ -33,8 +33,17 @@ def measure_convs(device: str, *, budget_s: float, warnings: list, quick: bool):
             for dtype in plan.conv_dtypes]
 
 
+def measure_attentions(device: str, *, budget_s: float, warnings: list, quick: bool):
+    """Fused attention as calibration measures it: every curve of ``calibrate.runner.ATTENTION_CURVES``."""
+    plan = gpu_plan(quick, torch.cuda.get_device_properties(device).total_memory)
+    return [memory.measure_attention(device, dtype, head_dim, causal, seqs=plan.attention_seqs, tokens=plan.attention_tokens,
+                                     budget_s=2 * budget_s, warnings=warnings, single=not plan.quick)
+            for dtype, head_dim, causal in ATTENTION_CURVES]
+
+
 # stage -> (the measurements field it fills, the function measuring it, its stage_seconds key)
 STAGES = {
+    "attention": ("attention", measure_attentions, "gpu attention"),
     "conv": ("conv", measure_convs, "gpu conv"),
     "gemm_ratios": ("gemm_ratios", mechanisms.measure_gemm_ratios, "gpu gemm ratios"),
     "conv_families": ("conv_families", mechanisms.measure_conv_families, "gpu conv families"),

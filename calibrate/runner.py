@@ -187,7 +187,9 @@ def gpu_plan(quick: bool, memory_bytes: int) -> Plan:
         point_budget_s=0.006,
         overhead_budget_s=0.05,
         attention_seqs=[128, 1024, 8192],
-        attention_tokens=[262144],
+        # one sequence alone (``single``) to a full GPU, with two counts between: the kernel's query
+        # tiles fill the multiprocessors and then queue in waves, a time that is not affine in tokens
+        attention_tokens=[16384, 65536, 262144],
         conv_dtypes=["float32", "bfloat16", "float16"],
         conv_shapes=conv.GPU_SHAPES + conv.channel_shapes(),
         conv_keyed=True,

@@ -13,6 +13,7 @@ from roofline.model.curves import ConvKey, ConvModel, conv_aligned, conv_kind, c
 from roofline.model.device import DeviceModel
 from roofline.schema.profile import ConvCurve, ConvPoint, Stat
 from roofline.profiles import load_profile_file
+from roofline.costs import cost_of
 
 FIXTURE = Path(__file__).parent / "fixtures" / "h100_profile.json"
 
@@ -177,11 +178,37 @@ def test_half_precision_1x1_convolutions_key_on_their_output_planes_alignment():
         _keyed_point(unaligned, 3.0 * _roofline_s(dev, "bfloat16", unaligned)[0]),
     ])
     model = ConvModel(curve, dev.matmul_model("bfloat16"))
-    # shapes nearer the other point in (m, n, k) still take their own kind's ratio
-    near_unaligned = ConvKey("2d", 1, False, True, conv_plane_aligned("2d", 1, False, 16 * 16, 2))
-    near_aligned = ConvKey("2d", 1, False, True, conv_plane_aligned("2d", 1, False, 7 * 7, 2))
-    assert model.ratio(32 * 256, 256, 128, 1, near_unaligned) == pytest.approx(1.0, rel=1e-6)
-    assert model.ratio(32 * 49 * 16, 256, 128, 1, near_aligned) == pytest.approx(3.0, rel=1e-6)
+    # shapes nearer the other point in (m, n, k) still take their own kind's ratio: an aligned
+    # 16x16 plane near the unaligned point, an unaligned 7x7 plane near the aligned one
+    aligned_16x16 = ConvKey("2d", 1, False, True, conv_plane_aligned("2d", 1, False, 16 * 16, 2))
+    unaligned_7x7 = ConvKey("2d", 1, False, True, conv_plane_aligned("2d", 1, False, 7 * 7, 2))
+    assert model.ratio(32 * 256, 256, 128, 1, aligned_16x16) == pytest.approx(1.0, rel=1e-6)
+    assert model.ratio(32 * 49 * 16, 256, 128, 1, unaligned_7x7) == pytest.approx(3.0, rel=1e-6)
+
+
+def test_a_channels_last_1x1_convolution_is_not_keyed_on_its_plane():
+    """The plane leads the GEMM of an NCHW 1x1 convolution only: a channels-last one over a 14x14
+    plane prices like an aligned one."""
+    from roofline.graph.ops import CapturedOp, TensorMeta
+    from roofline.model.kernels import _conv_ratio
+
+    dev = DeviceModel(load_profile_file(FIXTURE).gpu, "cuda")
+    aligned, unaligned = ConvShape(32, 128, 256, 28, 1, 1, 0), ConvShape(32, 128, 256, 14, 1, 1, 0)
+    curve = ConvCurve(dtype="bfloat16", tf32=False, keyed=True, points=[
+        _keyed_point(aligned, 1.0 * _roofline_s(dev, "bfloat16", aligned)[0]),
+        _keyed_point(unaligned, 3.0 * _roofline_s(dev, "bfloat16", unaligned)[0]),
+    ])
+    dev.conv[("bfloat16", False)] = ConvModel(curve, dev.matmul_model("bfloat16"))
+    w = TensorMeta.contiguous((256, 128, 1, 1), torch.bfloat16)
+    out = TensorMeta.contiguous((32, 256, 14, 14), torch.bfloat16)
+
+    def ratio(x):
+        op = CapturedOp(index=0, target=torch.ops.aten.convolution.default, args=(x, w, None, [1, 1], [0, 0], [1, 1], False, [0, 0], 1), kwargs={}, outputs=(out,))
+        return _conv_ratio(op, cost_of(op)[0], dev, False)
+
+    nchw = TensorMeta.contiguous((32, 128, 14, 14), torch.bfloat16)
+    channels_last = TensorMeta(shape=(32, 128, 14, 14), dtype=torch.bfloat16, stride=(128 * 196, 1, 14 * 128, 128))
+    assert ratio(nchw) == pytest.approx(3.0, rel=1e-6) and ratio(channels_last) == pytest.approx(1.0, rel=1e-6)
 
 
 def test_keyed_curve_prices_conv1d_and_an_older_curve_leaves_it_on_the_gemm_curve():

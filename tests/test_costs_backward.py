@@ -225,6 +225,30 @@ def test_each_convolution_gradient_is_priced_as_the_layers_forward():
     assert kernel_s(bop, bc, dev)[0] == pytest.approx(2 * forward_s, rel=0.05), "compute-bound: each gradient its forward's time"
 
 
+def test_a_gradients_stand_in_does_not_take_the_forwards_timed_kernel():
+    """The kernel table times the forward convolution at its exact signature; a gradient priced as
+    that forward (same signature) is another kernel and keeps its own price."""
+    from roofline.model.device import DeviceModel
+    from roofline.model.kernel_table import kernel_key
+    from roofline.model.kernels import kernel_s, kernel_source
+    from roofline.profiles import load_profile_file
+    from roofline.schema.profile import KernelEntry, Stat
+    from tests.conftest import REPO
+
+    conv = nn.Conv2d(64, 64, 3, padding=1, bias=False)
+    x = torch.randn(4, 64, 28, 28, requires_grad=True)
+    forward = only(capture_with_grad(lambda: conv(x)), "aten.convolution")
+    backward = only(capture_with_grad(lambda: conv(x).sum().backward()), "aten.convolution_backward")
+    profile = load_profile_file(REPO / "tests" / "fixtures" / "h100_profile.json")
+    profile.gpu.measurements.kernels.append(KernelEntry(key=kernel_key(forward), op=forward.name, time=Stat(median_s=1.0, iqr_s=0.0, samples=5)))
+    dev = DeviceModel(profile.gpu, "cuda")
+    assert kernel_s(forward, cost_of(forward)[0], dev)[0] == 1.0 and kernel_source(forward, cost_of(forward)[0], dev) == "table"
+    cost, _ = cost_of(backward)
+    stand_in, part_cost = cost.parts[0]
+    assert kernel_key(stand_in) == kernel_key(forward)  # the same signature ...
+    assert kernel_s(backward, cost, dev)[0] < 1e-3 and kernel_source(stand_in, part_cost, dev) == "curve"  # ... not the same kernel
+
+
 def test_attention_backward():
     q = torch.randn(2, 3, 16, 8, requires_grad=True)
     k = torch.randn(2, 3, 16, 8, requires_grad=True)

@@ -212,6 +212,31 @@ def test_attention_curve_on_a_partial_grid_predicts_its_points_back():
     assert 1.5e14 < mid < 7e14
 
 
+def test_attention_runs_whole_tiles_of_queries_and_keys():
+    """SDPA's kernels run the last query and key tile whole (float32's memory-efficient kernel in
+    64s, half precision's flash kernels in 128s; H100: benchmarks/results/h100_attention_lengths.json):
+    197 tokens (a ViT's) take as long as 256, 192 less in float32 and the same in bfloat16."""
+    import torch.nn.functional as F
+
+    from roofline.pipeline import Analysis, Options
+    from roofline.profiles import load_profile_file
+    from tests.conftest import REPO
+
+    profile = load_profile_file(REPO / "device_profiles" / "nvidia-h100-80gb-hbm3.json")  # float32 attention too
+
+    def time_s(seq, dtype):
+        with torch.device("meta"):
+            q = torch.empty(1, 96, seq, 64, dtype=dtype)
+        a = Analysis.of(lambda q, k, v: F.scaled_dot_product_attention(q, k, v), (q, q, q), None, profile,
+                        Options(device="cuda", capture_device="cpu", batch_sweep=False))
+        return sum(k[0] for k in a.kernels())
+
+    assert time_s(197, torch.float32) == pytest.approx(time_s(256, torch.float32))
+    assert time_s(192, torch.float32) < 0.9 * time_s(197, torch.float32)
+    assert time_s(136, torch.bfloat16) == pytest.approx(time_s(256, torch.bfloat16))
+    assert time_s(128, torch.bfloat16) < 0.9 * time_s(136, torch.bfloat16)
+
+
 def test_attention_below_one_sequence_takes_one_waves_time():
     """A row whose smallest point is one sequence alone (one wave of query tiles): fewer query
     tokens at that key length take the same time; a row whose smallest point fills the GPU keeps
@@ -256,8 +281,9 @@ def test_cross_attention_is_priced_at_its_key_length():
     op = graph.ops[0]
     cost, = cost_of(op)[:1]
     compute_s = kernel_terms(op, cost, dev)[0]
-    rate = dev.attention_model("bfloat16", 64, False).flop_per_s(1500, 6 * 32)
-    assert compute_s == pytest.approx(cost.flops / rate)
+    # in whole tiles of 128 (bfloat16): 32 queries run as 128, 1500 keys as 1536
+    rate = dev.attention_model("bfloat16", 64, False).flop_per_s(1536, 6 * 128)
+    assert compute_s == pytest.approx(cost.flops * (128 * 1536) / (32 * 1500) / rate)
     # read at the query length instead, the same op would be priced a quarter faster or more
     assert compute_s > 1.25 * cost.flops / dev.attention_model("bfloat16", 64, False).flop_per_s(32, 6 * 32)
 

@@ -65,7 +65,9 @@ class ConvFamilyModel:
 
     def _curve(self, kind: str, dtype: str, layout: str, gradient: str = "none") -> ConvFamilyCurve | None:
         """The curve of this kind: its gradient's own if calibrated (a gradient's kernels are not the
-        forward's), else the forward's; its dtype, its twin, then float32; its layout, then NCHW."""
+        forward's), else the forward's; its dtype, its twin, then float32; its layout, then NCHW. A
+        gradient curve of another dtype comes before the forward's of this one (a quick profile's
+        float32 gradients price a half-precision gradient: its kernel, at float32's bytes)."""
         for grad in dict.fromkeys((gradient, "none")):
             for d in (dtype, TWIN.get(dtype), "float32"):
                 for lay in (layout, "nchw"):

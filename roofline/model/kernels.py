@@ -239,19 +239,27 @@ def contiguous_pass_s(op: CapturedOp, cost: OpCost, dev: DeviceModel) -> float:
     return nbytes / dev.bandwidth.bytes_per_s(nbytes, "copy")
 
 
+def _timed(op: CapturedOp, cost: OpCost, dev: DeviceModel) -> float | None:
+    """The op's kernel from the profile's kernel table, if timed there. A convolution gradient's
+    stand-in (``OpCost.conv_gradient``) has its layer's forward signature but is not that kernel."""
+    if not dev.kernel_table or cost.conv_gradient:
+        return None
+    return dev.kernel_table.get(kernel_key(op))
+
+
 def kernel_s(op: CapturedOp, cost: OpCost, dev: DeviceModel) -> tuple[float, float, float, float]:
     """(kernel_s, compute_s, memory_s, floor_s): the op's predicted device time and its terms; a
     fused native op that runs several kernels (``OpCost.parts``) the sums of theirs; an op of the
     profile's kernel table its timed kernel."""
     if cost.parts:
-        timed = dev.kernel_table.get(kernel_key(op)) if dev.kernel_table else None
+        timed = _timed(op, cost, dev)
         terms = [kernel_s(p_op, p_cost, dev) for p_op, p_cost in cost.parts]
         summed = tuple(sum(t[i] for t in terms) for i in range(4))
         return summed if timed is None else (timed, *summed[1:])
     compute, memory, floor = kernel_terms(op, cost, dev)
     if not cost.kernels:
         return 0.0, compute, memory, floor
-    timed = dev.kernel_table.get(kernel_key(op)) if dev.kernel_table else None
+    timed = _timed(op, cost, dev)
     kernel = timed if timed is not None else max(compute, memory, floor) + bias_pass_s(op, cost, dev) + contiguous_pass_s(op, cost, dev)
     return kernel, compute, memory, floor
 
@@ -261,7 +269,7 @@ def kernel_source(op: CapturedOp, cost: OpCost, dev: DeviceModel) -> str:
     'none' for an op that launches no kernel."""
     if not cost.kernels:
         return "none"
-    if dev.kernel_table and kernel_key(op) in dev.kernel_table:
+    if _timed(op, cost, dev) is not None:
         return "table"
     if cost.parts:
         sources = {kernel_source(p_op, p_cost, dev) for p_op, p_cost in cost.parts} - {"none"}
@@ -303,7 +311,9 @@ def _conv_ratio(op: CapturedOp, cost: OpCost, dev: DeviceModel, tf32: bool) -> f
     kind = conv_kind(x.ndim - 2, is_transposed(op))
     out = op.outputs[0] if op.outputs else None
     positions = math.prod(out.shape[2:]) if out is not None and out.ndim == x.ndim else 0
-    key = ConvKey(kind, taps, strided, conv_aligned(x.shape[1], x.itemsize), conv_plane_aligned(kind, taps, strided, positions, x.itemsize))
+    # the plane leads the GEMM in NCHW only: a channels-last input's rows are its channels
+    plane = conv_plane_aligned(kind, taps, strided, positions, x.itemsize) or (x.shape[1] > 1 and x.stride[1] == 1)
+    key = ConvKey(kind, taps, strided, conv_aligned(x.shape[1], x.itemsize), plane)
     return model.ratio(m, n, k, taps, key)
 
 
@@ -564,10 +574,22 @@ def _family(op: CapturedOp, cost: OpCost, dev: DeviceModel) -> str | None:
     return None
 
 
+# Query and key tiles of the fused attention kernels SDPA runs on the GPU: float32's memory-efficient
+# kernel 64 x 64, the half-precision flash and cuDNN kernels 128 (H100: time steps at each multiple,
+# flat between; benchmarks/results/h100_attention_lengths.json, ``mechanism_sweep.py --only
+# attention_lengths``). A length between multiples runs its last tile whole.
+ATTENTION_TILE = {"float32": 64, "bfloat16": 128, "float16": 128}
+
+
+def _tiled(length: int, tile: int) -> int:
+    return -(-length // tile) * tile
+
+
 def _attention_time(op: CapturedOp, cost: OpCost, dev: DeviceModel) -> float | None:
     """Fused attention priced on the calibrated SDPA curve: dense FLOPs over the rate measured at
     this key length (each query tile walks every key) and number of query tokens in flight (how
-    many tiles fill the GPU); None when the profile has no curve."""
+    many tiles fill the GPU), both lengths padded to whole tiles (``ATTENTION_TILE``: the padding
+    is work the kernel does); None when the profile has no curve."""
     if not dev.attention or not op.tensor_inputs() or cost.gemm is None:
         return None
     q = op.tensor_inputs()[0]
@@ -579,8 +601,11 @@ def _attention_time(op: CapturedOp, cost: OpCost, dev: DeviceModel) -> float | N
         causal = False
     batch_heads, s_q, s_k, _ = cost.gemm
     head_dim = q.shape[-1]
-    seq, tokens = s_k, batch_heads * s_q
-    model = dev.attention_model(DTYPE_NAMES.get(q.dtype, "float32"), head_dim, causal)
+    dtype = DTYPE_NAMES.get(q.dtype, "float32")
+    model = dev.attention_model(dtype, head_dim, causal)
     if model is None:
         return None
-    return cost.flops / model.flop_per_s(seq, tokens)
+    tile = ATTENTION_TILE.get(dtype, 1) if dev.kind == "cuda" else 1
+    q_run, k_run = _tiled(s_q, tile), _tiled(s_k, tile)
+    flops = cost.flops * (q_run * k_run) / (s_q * s_k) if s_q and s_k else cost.flops
+    return flops / model.flop_per_s(k_run, batch_heads * q_run)

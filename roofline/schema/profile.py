@@ -468,7 +468,7 @@ class HostLevel(_Strict):
     reading beside its models), over the index the calibration implied."""
 
     factor: float = Field(gt=0, le=10.0, description="Every host cost was multiplied by this.")
-    readings: int = Field(ge=1, description="Index readings pooled (one beside each recorded run).")
+    readings: int = Field(ge=1, description="Index readings of the records (one beside each recorded run).")
     records: list[str] = Field(description="The records the readings come from (benchmarks/results/ file names).")
 
 
@@ -563,7 +563,7 @@ class Measurements(_Strict):
     attention: list[AttentionCurve] = Field(default_factory=list, description="GPU only: fused attention throughput.")
     conv: list[ConvCurve] = Field(default_factory=list, description="2-D convolution times at representative shapes, one curve per dtype.")
     rnn: list[RnnCurve] = Field(default_factory=list, description="Fused LSTM/GRU layer times at representative shapes, one curve per dtype.")
-    conv_families: list[ConvFamilyCurve] = Field(default_factory=list, description="GPU: depthwise and grouped convolutions per dtype and layout.")
+    conv_families: list[ConvFamilyCurve] = Field(default_factory=list, description="GPU: depthwise and grouped convolutions per dtype and layout; depthwise gradients apart.")
     gemm_ratios: list[GemmRatioCurve] = Field(default_factory=list, description="GPU: misaligned GEMMs and addmm's epilogue against the plain GEMM.")
     norm_families: list[NormFamilyCurve] = Field(default_factory=list, description="GPU: eval batch norm over plane size and group norm over rows in flight.")
     kernels: list[KernelEntry] = Field(

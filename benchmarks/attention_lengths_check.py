@@ -1,0 +1,60 @@
+"""Fused attention priced by a profile against the H100 over sequence lengths between tile multiples.
+
+    python benchmarks/attention_lengths_check.py [--sweep benchmarks/results/h100_attention_lengths.json] [--profile P] [--untiled]
+
+The sweep (``mechanism_sweep.py --only attention_lengths``) times SDPA (no mask, head size 64) at
+lengths 128-512 and 96 or 384 batch x heads, in float32 and bfloat16. This prices each the way
+``roofline advise`` does, lengths padded to the kernels' whole tiles
+(``roofline.model.kernels.ATTENTION_TILE``) or, with ``--untiled``, as they are, and prints every
+point and the median |error|.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+import roofline.model.kernels as kernels  # noqa: E402
+from roofline.pipeline import Analysis, Options  # noqa: E402
+from roofline.profiles import load_profile_file  # noqa: E402
+
+DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+
+
+def predicted_s(profile, p: dict) -> float:
+    with torch.device("meta"):
+        q = torch.empty(1, p["batch_heads"], p["seq"], p["head_dim"], dtype=DTYPES[p["dtype"]])
+    a = Analysis.of(lambda q, k, v: F.scaled_dot_product_attention(q, k, v), (q, q, q), None, profile,
+                    Options(device="cuda", capture_device="cpu", batch_sweep=False))
+    return sum(k[0] for k in a.kernels())
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--sweep", default=str(REPO / "benchmarks" / "results" / "h100_attention_lengths.json"))
+    ap.add_argument("--profile", default=str(REPO / "device_profiles" / "nvidia-h100-80gb-hbm3.json"))
+    ap.add_argument("--untiled", action="store_true", help="price the lengths as they are, not in whole tiles")
+    args = ap.parse_args()
+    if args.untiled:
+        kernels.ATTENTION_TILE = {}
+    profile = load_profile_file(Path(args.profile))
+    errors = []
+    for p in json.loads(Path(args.sweep).read_text())["points"]:
+        t = predicted_s(profile, p)
+        errors.append(t / p["median_s"] - 1)
+        print(f"  {p['dtype']:<9} {p['batch_heads']:4d} x {p['seq']:4d}: predicted {t * 1e6:8.1f} us  measured {p['median_s'] * 1e6:8.1f} us  {100 * errors[-1]:+6.1f}%")
+    print(f"{len(errors)} points: median |error| {100 * statistics.median(abs(e) for e in errors):.1f}%")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
