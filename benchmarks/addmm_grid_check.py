@@ -13,24 +13,18 @@ alone against the measured addmm / mm.
 from __future__ import annotations
 
 import argparse
-import json
-import statistics
 import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from benchmarks.sweep_checks import error_line, sweep_points  # noqa: E402
 from calibrate.mechanisms import ADDMM_GRID  # noqa: E402
 from roofline.model.device import DeviceModel  # noqa: E402
 from roofline.model.families import GemmRatioModel  # noqa: E402
 from roofline.profiles import load_profile_file  # noqa: E402
 from roofline.schema.profile import GemmRatioCurve, GemmRatioPoint, Stat  # noqa: E402
-
-
-def _q(errors: list[float]) -> str:
-    a = sorted(abs(e) for e in errors)
-    return f"median {100 * statistics.median(a):.1f}%, p90 {100 * a[int(0.9 * (len(a) - 1))]:.1f}%"
 
 
 def main() -> int:
@@ -39,7 +33,7 @@ def main() -> int:
     ap.add_argument("--profile", default=str(REPO / "benchmarks" / "results" / "h100_zoo_shipped_profile.json"),
                     help="the mm curves and the scattered addmm ratio to compare with (default: the H100 profile shipped before the grid)")
     args = ap.parse_args()
-    points = [p for p in json.loads(Path(args.sweep).read_text())["points"] if p["family"] == "addmm_grid"]
+    points = sweep_points(args.sweep, "addmm_grid")
     profile = load_profile_file(Path(args.profile))
     dev = DeviceModel(profile.gpu, "cuda")
     on_grid = lambda m, k, n: m in ADDMM_GRID["m"] and k in ADDMM_GRID["k"] and n in ADDMM_GRID["n"]  # noqa: E731
@@ -56,7 +50,7 @@ def main() -> int:
         for name, model in (("grid", grid), ("profile's own", dev.gemm_ratios)):
             priced = [curve.time_s(m, n, k) * model.addmm_ratio(dtype, m, n, k) / by[(m, k, n, "addmm")]["median_s"] - 1 for m, k, n in held]
             ratio = [model.addmm_ratio(dtype, m, n, k) * by[(m, k, n, "mm")]["median_s"] / by[(m, k, n, "addmm")]["median_s"] - 1 for m, k, n in held]
-            print(f"  {name:<14} addmm priced: {_q(priced)}; the ratio alone: {_q(ratio)}")
+            print(f"  {name:<14} addmm priced: {error_line(priced)}; the ratio alone: {error_line(ratio)}")
     return 0
 
 

@@ -12,8 +12,6 @@ point and the median |error|.
 from __future__ import annotations
 
 import argparse
-import json
-import statistics
 import sys
 from pathlib import Path
 
@@ -24,6 +22,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 import roofline.model.kernels as kernels  # noqa: E402
+from benchmarks.sweep_checks import error_line, sweep_points  # noqa: E402
 from roofline.pipeline import Analysis, Options  # noqa: E402
 from roofline.profiles import load_profile_file  # noqa: E402
 
@@ -48,11 +47,11 @@ def main() -> int:
         kernels.ATTENTION_TILE = {}
     profile = load_profile_file(Path(args.profile))
     errors = []
-    for p in json.loads(Path(args.sweep).read_text())["points"]:
+    for p in sweep_points(args.sweep, "attention_lengths"):
         t = predicted_s(profile, p)
         errors.append(t / p["median_s"] - 1)
         print(f"  {p['dtype']:<9} {p['batch_heads']:4d} x {p['seq']:4d}: predicted {t * 1e6:8.1f} us  measured {p['median_s'] * 1e6:8.1f} us  {100 * errors[-1]:+6.1f}%")
-    print(f"{len(errors)} points: median |error| {100 * statistics.median(abs(e) for e in errors):.1f}%")
+    print(error_line(errors))
     return 0
 
 

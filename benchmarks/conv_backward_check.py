@@ -12,8 +12,6 @@ forward, in float32 (TF32, cuDNN's default), float16 and bfloat16. This prices e
 from __future__ import annotations
 
 import argparse
-import json
-import statistics
 import sys
 from collections import defaultdict
 from pathlib import Path
@@ -23,6 +21,7 @@ import torch
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from benchmarks.sweep_checks import error_line, sweep_points  # noqa: E402
 from roofline.costs import cost_of  # noqa: E402
 from roofline.graph.ops import CapturedOp, TensorMeta  # noqa: E402
 from roofline.model.device import DeviceModel  # noqa: E402
@@ -53,17 +52,12 @@ def predicted_s(dev: DeviceModel, p: dict) -> float:
     return kernel_s(op, cost, dev)[0]
 
 
-def _q(errors: list[float]) -> str:
-    a = sorted(abs(e) for e in errors)
-    return f"n={len(a):3d} median {100 * statistics.median(a):5.1f}%, p90 {100 * a[int(0.9 * (len(a) - 1))]:5.1f}%, signed median {100 * statistics.median(errors):+6.1f}%"
-
-
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sweep", default=str(REPO / "benchmarks" / "results" / "h100_conv_backward.json"))
     ap.add_argument("--profile", nargs="+", default=[str(REPO / "device_profiles" / "nvidia-h100-80gb-hbm3.json")])
     args = ap.parse_args()
-    points = [p for p in json.loads(Path(args.sweep).read_text())["points"] if p["family"] == "conv_backward"]
+    points = sweep_points(args.sweep, "conv_backward")
     for path in args.profile:
         dev = DeviceModel(load_profile_file(Path(path)).gpu, "cuda")
         errors: dict[str, list[float]] = defaultdict(list)
@@ -75,7 +69,7 @@ def main() -> int:
             errors[f"{p['variant']} {kind} {p['dtype']} {p['kernel']}x{p['kernel']} s{p['stride']}"].append(e)
         print(f"{Path(path).name}:")
         for key in sorted(errors, key=lambda k: (k.count(" "), k)):
-            print(f"  {key:<34} {_q(errors[key])}")
+            print(f"  {key:<34} {error_line(errors[key])}")
     return 0
 
 

@@ -13,8 +13,6 @@ kernel cuDNN picked: cuBLAS (``nvjet``), CUTLASS GEMMs, NHWC kernels behind layo
 from __future__ import annotations
 
 import argparse
-import json
-import statistics
 import sys
 from collections import defaultdict
 from pathlib import Path
@@ -24,6 +22,7 @@ import torch
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from benchmarks.sweep_checks import error_line, sweep_points  # noqa: E402
 from calibrate.conv import channel_shapes  # noqa: E402
 from roofline.pipeline import analyze  # noqa: E402
 from roofline.profiles import load_profile_file  # noqa: E402
@@ -56,11 +55,6 @@ def predicted_s(profile, p: dict) -> float:
     return op.kernel_s
 
 
-def _q(errors: list[float]) -> str:
-    a = sorted(abs(e) for e in errors)
-    return f"n={len(a):3d} median {100 * statistics.median(a):5.1f}%, p90 {100 * a[int(0.9 * (len(a) - 1))]:5.1f}%"
-
-
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sweep", default=str(REPO / "benchmarks" / "results" / "h100_conv_channels.json"))
@@ -68,8 +62,8 @@ def main() -> int:
     args = ap.parse_args()
     calibrated = {(s.batch, s.in_channels, s.out_channels, s.size, s.kernel, s.stride) for s in channel_shapes()}
     # the two seeds' samples of the grid share a shape or two: those are not held out
-    points = [p for p in json.loads(Path(args.sweep).read_text())["points"] if p["family"] == "conv_channels"
-              and (p["batch"], p["cin"], p["cout"], p["size"], p["kernel"], p["stride"]) not in calibrated]
+    points = [p for p in sweep_points(args.sweep, "conv_channels")
+              if (p["batch"], p["cin"], p["cout"], p["size"], p["kernel"], p["stride"]) not in calibrated]
     for path in args.profile:
         profile = load_profile_file(Path(path))
         errors: dict[str, list[float]] = defaultdict(list)
@@ -77,9 +71,9 @@ def main() -> int:
             e = predicted_s(profile, p) / p["median_s"] - 1
             errors["all"].append(e)
             errors[f"{p['dtype']} {kernel_class(p['kernels'])}"].append(e)
-        print(f"{Path(path).name}: {_q(errors.pop('all'))}")
+        print(f"{Path(path).name}: {error_line(errors.pop('all'))}")
         for key in sorted(errors):
-            print(f"  {key:<28} {_q(errors[key])}")
+            print(f"  {key:<28} {error_line(errors[key])}")
     return 0
 
 

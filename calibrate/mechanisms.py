@@ -47,26 +47,25 @@ GROUPED_WIDTHS = {4: (128, 56), 8: (256, 28), 16: (512, 28), 32: (1024, 14)}
 GROUPED_BATCHES = [1, 32]
 GROUPED_STRIDE2 = {8: (256, 56)}
 GROUPED_DTYPES = ["float32", "float16"]
-# depthwise gradients, each timed alone (aten.convolution_backward asked for one): (dtype, layout)
-# measured, over the forward's filters and sizes; cuDNN's gradient kernels run 1.5-5x the forward
-# (benchmarks/results/h100_conv_backward.json), strided input gradients the slowest
-# (half precisions apart: cuDNN's bfloat16 depthwise gradients ran 1.3x its float16 ones in the median
-# and up to 5.7x, benchmarks/results/h100_conv_backward.json)
+# depthwise gradients, each timed alone (aten.convolution_backward asked for one), over the
+# forward's filters and sizes: cuDNN runs them on kernels of their own, slower than the forward's
+# and slowest for a strided input gradient (docs/design.md, "Prices" of training). Each half
+# precision is timed apart: their depthwise gradient kernels differ, where their forwards agree.
 DEPTHWISE_GRADIENT_KINDS = [("float32", "nchw"), ("float16", "nchw"), ("bfloat16", "nchw")]
 GRADIENT_MASKS = {"input": [True, False, False], "weight": [False, True, False]}
 # misaligned GEMMs: m values; K = 1024; N = 4096 - d for alignment bytes by dtype
 MISALIGNED_M = [1, 64, 512, 2048]
 MISALIGNED_N = {"float16": {2: 4095, 4: 4094, 8: 4092}, "tf32": {4: 4095, 8: 4094}}
 # addmm against mm, as F.linear runs them (x @ W.T). float32 and TF32 on a grid of rows m x reduction
-# k x width n: their ratio moves with all three (benchmarks/results/h100_gemm_sweep.json: float32 ~1
-# at k <= 384, ~2 at 64-128 rows from k = 512-1024 on, back toward 1 at thousands of rows). No row
+# k x width n: their ratio moves with all three (cuBLAS splits mm's reduction at few rows and long
+# k, where the bias epilogue's kernel does not; docs/design.md). No row
 # between 1 and 32: there mm's own kernel choice wanders (at 8 rows mm runs up to 3x addmm's time),
 # and a ratio to it would carry that into addmm, while addmm itself runs close to the mm curve;
 # prediction interpolates between the 1 and 32 rows. Beyond 1024 rows the 1024 row holds: a 4096 row
 # reads ~1.0 to mm, yet the zoo's float32 addmm at thousands of rows runs slower than the mm curve,
 # which the held row covers. Half precision runs addmm as mm does: a few shapes (m, k, n).
 # A point whose ratio falls outside ADDMM_PLAUSIBLE is a stalled sample of one of the two calls: it is
-# measured again (a 51x point at 1 x 3072 x 1024 once shipped).
+# measured again.
 ADDMM_GRID = dict(m=[1, 32, 64, 128, 256, 1024], k=[256, 512, 1024, 4096], n=[768, 3072])
 ADDMM_GRID_DTYPES = ["float32", "tf32"]
 ADDMM_SHAPES = [(1, 768, 768), (32, 768, 3072), (128, 768, 768), (64, 1024, 1024), (256, 1024, 1024), (1024, 3072, 768), (1024, 768, 3072), (8192, 768, 768)]

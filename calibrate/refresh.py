@@ -17,6 +17,7 @@ import sys
 import time
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Callable, NamedTuple
 
 import torch
 
@@ -29,7 +30,7 @@ from roofline.profiles import load_profile_file, save_profile
 def measure_convs(device: str, *, budget_s: float, warnings: list, quick: bool):
     """The dense convolutions of calibration's plan, every dtype of it (``calibrate.conv``)."""
     plan = gpu_plan(quick, torch.cuda.get_device_properties(device).total_memory)
-    return [conv.measure_conv(dtype, plan.conv_shapes, device, budget_s=2 * budget_s, warnings=warnings, keyed=plan.conv_keyed)
+    return [conv.measure_conv(dtype, plan.conv_shapes, device, budget_s=budget_s, warnings=warnings, keyed=plan.conv_keyed)
             for dtype in plan.conv_dtypes]
 
 
@@ -37,17 +38,25 @@ def measure_attentions(device: str, *, budget_s: float, warnings: list, quick: b
     """Fused attention as calibration measures it: every curve of ``calibrate.runner.ATTENTION_CURVES``."""
     plan = gpu_plan(quick, torch.cuda.get_device_properties(device).total_memory)
     return [memory.measure_attention(device, dtype, head_dim, causal, seqs=plan.attention_seqs, tokens=plan.attention_tokens,
-                                     budget_s=2 * budget_s, warnings=warnings, single=not plan.quick)
+                                     budget_s=budget_s, warnings=warnings, single=not plan.quick)
             for dtype, head_dim, causal in ATTENTION_CURVES]
 
 
-# stage -> (the measurements field it fills, the function measuring it, its stage_seconds key)
+class Stage(NamedTuple):
+    """One stage refresh can measure, as calibration does (``calibrate.runner.measure_device``)."""
+
+    field: str  # the measurements field it fills
+    measure: Callable  # (device, *, budget_s, warnings, quick) -> that field's value
+    seconds_key: str  # its calibration.stage_seconds key
+    budget_share: float  # of the plan's point budget per point: the mechanism families take half
+
+
 STAGES = {
-    "attention": ("attention", measure_attentions, "gpu attention"),
-    "conv": ("conv", measure_convs, "gpu conv"),
-    "gemm_ratios": ("gemm_ratios", mechanisms.measure_gemm_ratios, "gpu gemm ratios"),
-    "conv_families": ("conv_families", mechanisms.measure_conv_families, "gpu conv families"),
-    "norm_families": ("norm_families", mechanisms.measure_norm_families, "gpu norm families"),
+    "attention": Stage("attention", measure_attentions, "gpu attention", 1.0),
+    "conv": Stage("conv", measure_convs, "gpu conv", 1.0),
+    "gemm_ratios": Stage("gemm_ratios", mechanisms.measure_gemm_ratios, "gpu gemm ratios", 0.5),
+    "conv_families": Stage("conv_families", mechanisms.measure_conv_families, "gpu conv families", 0.5),
+    "norm_families": Stage("norm_families", mechanisms.measure_norm_families, "gpu norm families", 0.5),
 }
 
 
@@ -67,14 +76,14 @@ def gpu_of(profile) -> str:
 
 def refresh(profile, stage: str, device: str):
     """The profile with ``stage`` measured again on ``device``, and the warnings of the measurement."""
-    field, measure, key = STAGES[stage]
+    field, measure, key, share = STAGES[stage]
     quick = profile.calibration.quick
     plan = gpu_plan(quick, torch.cuda.get_device_properties(device).total_memory)
     warnings: list[str] = []
     start = time.perf_counter()
     torch.cuda.set_device(device)  # the timing protocol's events and sleeps go to the current device, as in calibration
     with torch.no_grad():  # calibration's grad mode
-        measured = measure(device, budget_s=plan.point_budget_s / 2, warnings=warnings, quick=quick)
+        measured = measure(device, budget_s=plan.point_budget_s * share, warnings=warnings, quick=quick)
     seconds = round(time.perf_counter() - start, 3)
     gpu = profile.gpu.model_copy(update=dict(measurements=profile.gpu.measurements.model_copy(update={field: measured})))
     now = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
@@ -99,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
     except RooflineError as e:
         print(f"calibrate.refresh: {e}", file=sys.stderr)
         return 2
-    print(f"{args.stage} measured again on {profile.gpu.identity.name} in {new.calibration.stage_seconds[STAGES[args.stage][2]]:.1f} s"
+    print(f"{args.stage} measured again on {profile.gpu.identity.name} in {new.calibration.stage_seconds[STAGES[args.stage].seconds_key]:.1f} s"
           f"{f' ({len(warnings)} warnings)' if warnings else ''}: wrote {out}")
     for w in warnings:
         print(f"  {w}")

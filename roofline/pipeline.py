@@ -145,9 +145,9 @@ def read_host_level(profile: DeviceProfile, kind: str, options: Options) -> tupl
     now on its ``kind`` part (a quarter-second of the calibrated op mix, none of the model), its
     other part's too (the same host), and the reading; otherwise the profile as it is and None.
 
-    Opt-in: on the lent H100 the host's speed flips between levels within seconds, and a reading
-    before the capture misses the level the model then runs at about as often as it finds it
-    (docs/design.md, "Host speed"); a host steadier over seconds than across sessions gains more."""
+    Opt-in: a shared host's speed can flip between levels within seconds, and then a reading before
+    the capture misses the level the model runs at about as often as it finds it (docs/design.md,
+    "Host speed"); a host steadier over seconds than across sessions gains more."""
     if options.host != "now":
         return profile, None
     from roofline.measure.device import device_for

@@ -247,35 +247,18 @@ def gradients():
 
 
 def gradient_errors(gradients, variant: str, with_gradient_curves: bool) -> list[float]:
-    """Relative errors of depthwise ``variant`` points (forward, input_grad, weight_grad) of the
-    sweep, priced through ``convolution_backward``'s cost with the fixture's families (their
-    gradient curves dropped when ``with_gradient_curves`` is False: the forward's stand in)."""
-    from roofline.costs import cost_of
-    from roofline.graph.ops import CapturedOp, TensorMeta
+    """Relative errors of depthwise ``variant`` points (input_grad, weight_grad) of the sweep, priced
+    through ``convolution_backward``'s cost as the sweep's check prices them, with the fixture's
+    families (their gradient curves dropped when ``with_gradient_curves`` is False: the forward's
+    stand in)."""
+    from benchmarks.conv_backward_check import predicted_s
     from roofline.model.device import DeviceModel
-    from roofline.model.kernels import kernel_s as op_kernel_s
 
     p = load_profile_file(FIXTURES / "h100_profile.json")
     p.gpu.measurements.conv_families = [ConvFamilyCurve(**c) for c in gradients["conv_families"]
                                         if with_gradient_curves or c.get("gradient", "none") == "none"]
     dev = DeviceModel(p.gpu, "cuda")
-    masks = {"input_grad": [True, False, False], "weight_grad": [False, True, False]}
-    errs = []
-    for q in gradients["checks"]:
-        if q["variant"] != variant:
-            continue
-        dt, c, k, s = DT[q["dtype"]], q["cin"], q["kernel"], q["stride"]
-        out = (q["size"] + 2 * q["padding"] - k) // s + 1
-        x = TensorMeta.contiguous((q["batch"], c, q["size"], q["size"]), dt, "cuda")
-        w = TensorMeta.contiguous((c, 1, k, k), dt, "cuda")
-        y = TensorMeta.contiguous((q["batch"], c, out, out), dt, "cuda")
-        conv = ([s, s], [q["padding"]] * 2, [1, 1], False, [0, 0], c)
-        outputs = (x,) if variant == "input_grad" else (w,)
-        op = CapturedOp(index=0, target=torch.ops.aten.convolution_backward.default, args=(y, x, w, None, *conv, masks[variant]),
-                        kwargs={}, outputs=outputs)
-        cost, _ = cost_of(op)
-        errs.append(op_kernel_s(op, cost, dev)[0] / q["median_s"] - 1)
-    return errs
+    return [predicted_s(dev, q) / q["median_s"] - 1 for q in gradients["checks"] if q["variant"] == variant]
 
 
 @pytest.mark.parametrize("variant", ["input_grad", "weight_grad"])

@@ -25,7 +25,7 @@ def fake_stage(monkeypatch):
         warnings.append("one noisy point")
         return [curve]
 
-    monkeypatch.setitem(refresh_mod.STAGES, "gemm_ratios", ("gemm_ratios", fake, "gpu gemm ratios"))
+    monkeypatch.setitem(refresh_mod.STAGES, "gemm_ratios", refresh_mod.STAGES["gemm_ratios"]._replace(measure=fake))
     monkeypatch.setattr(torch.cuda, "get_device_properties", lambda device: type("P", (), {"total_memory": 80 << 30})())
     monkeypatch.setattr(torch.cuda, "set_device", lambda device: seen.update(current=device))
     return curve, seen
@@ -90,9 +90,10 @@ def test_the_conv_stage_measures_calibrations_shapes_in_every_conv_dtype(monkeyp
     monkeypatch.setattr(refresh_mod.conv, "measure_conv", fake_measure)
     monkeypatch.setattr(torch.cuda, "get_device_properties", lambda device: type("P", (), {"total_memory": 80 << 30})())
     plan = refresh_mod.gpu_plan(False, 80 << 30)
-    # refresh hands every stage half the point budget (the mechanism families' share); conv takes calibration's whole one
-    got = refresh_mod.measure_convs("cuda:0", budget_s=plan.point_budget_s / 2, warnings=[], quick=False)
+    # the mechanism families take half the point budget, the convolutions calibration's whole one
+    assert refresh_mod.STAGES["conv"].budget_share == 1.0 and refresh_mod.STAGES["gemm_ratios"].budget_share == 0.5
+    got = refresh_mod.measure_convs("cuda:0", budget_s=plan.point_budget_s, warnings=[], quick=False)
     assert got == plan.conv_dtypes == ["float32", "bfloat16", "float16"]
     assert all(shapes == plan.conv_shapes and budget == pytest.approx(plan.point_budget_s) and keyed for _, shapes, _, budget, keyed in calls)
     assert set(refresh_mod.conv.channel_shapes()) <= set(plan.conv_shapes)
-    assert refresh_mod.STAGES["conv"][2] == "gpu conv"  # calibration's stage_seconds key for the stage
+    assert refresh_mod.STAGES["conv"].seconds_key == "gpu conv"  # calibration's stage_seconds key for the stage

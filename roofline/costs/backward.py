@@ -243,25 +243,24 @@ def convolution_backward_cost(op: CapturedOp) -> OpCost:
     """The input's and the weight's gradient, each its own cuDNN kernel, each priced as the layer's
     forward convolution (marked with its gradient: a depthwise one has calibrated gradient families,
     ``roofline.model.families.ConvFamilyModel``): the same implicit GEMM (FLOPs equal the forward's,
-    as flop_counter counts them) on kernels of about its efficiency. On the H100 each gradient took 0.9-1.6x its forward in
-    the median over a sample of the channel grid (``benchmarks/conv_backward_check.py``), where
-    pricing the input's as the transposed convolution it is and the weight's as a plain GEMM over
-    N x pixels was off by 20% and 49%. Bytes are each gradient's own: the output's gradient and the
-    weight read, the input's gradient written; the output's gradient and the input read, the
-    weight's gradient written. The bias gradient is a sum."""
+    as flop_counter counts them) on kernels of about its efficiency: cuDNN's gradient kernels are
+    implicit GEMMs of the forward's size, not the transposed convolution the input gradient is
+    mathematically nor a plain GEMM over N x pixels (docs/design.md, "Prices" of training). Bytes
+    are each gradient's own: the output's gradient and the weight read, the input's gradient
+    written; the output's gradient and the input read, the weight's gradient written. The bias
+    gradient is a sum."""
     a = arguments(op)
     g, x, w = a["grad_output"], a["input"], a["weight"]
     transposed, groups = bool(a["transposed"]), int(a["groups"] or 1)
     want = _masked(a, 3)
     forward_args = (x, w, None, list(a["stride"]), list(a["padding"]), list(a["dilation"]), transposed, list(a["output_padding"]), groups)
     forward_out = (TensorMeta.contiguous(g.shape, g.dtype, g.device),)
+    stand_in, forward = part(aten.convolution.default, forward_args, forward_out)
     parts = []
     if want[0]:
-        stand_in, cost = part(aten.convolution.default, forward_args, forward_out)
-        parts.append((stand_in, replace(cost, bytes_read=g.nbytes + w.nbytes, bytes_written=x.nbytes, bias_pass_bytes=0, conv_gradient="input")))
+        parts.append((stand_in, replace(forward, bytes_read=g.nbytes + w.nbytes, bytes_written=x.nbytes, bias_pass_bytes=0, conv_gradient="input")))
     if want[1]:
-        stand_in, cost = part(aten.convolution.default, forward_args, forward_out)
-        parts.append((stand_in, replace(cost, bytes_read=g.nbytes + x.nbytes, bytes_written=w.nbytes, bias_pass_bytes=0, conv_gradient="weight")))
+        parts.append((stand_in, replace(forward, bytes_read=g.nbytes + x.nbytes, bytes_written=w.nbytes, bias_pass_bytes=0, conv_gradient="weight")))
     if want[2] and a.get("bias_sizes") is not None:
         dims = [0, *range(2, g.ndim)]
         bias = part(aten.sum.dim_IntList, (g, dims), (TensorMeta.contiguous((g.shape[1],), g.dtype, g.device),))

@@ -74,19 +74,7 @@ def host_speed_beside(call, device: str, overheads: Overheads, *, budget_s: floa
     (a model call right after the index, or the index right after the model, runs up to 1.5x slow,
     and the model's time that prediction is for is the back-to-back one). Runs under
     ``torch.no_grad()``, the grad mode of calibration."""
-    import torch
-
-    mix = index_call(device, overheads.dispatch_by_op_s)
-    with torch.no_grad():
-        for _ in range(3 * INDEX_CALLS):
-            mix()
-        sync(device)
-        got = time_rounds(
-            {"index": index_slot(mix), "model": Slot(call, seconds=MODEL_BLOCK_S)},
-            rounds=MIN_ROUNDS, budget_s=budget_s, device=device,
-        )
-    index_s = np.concatenate(got["index"])
-    speed = HostSpeed(index_now_s=statistics.median(index_s.tolist()), index_calibrated_s=calibrated_index_s(overheads), blocks=len(got["model"]))
+    got, speed = _index_rounds(device, overheads, budget_s, {"model": Slot(call, seconds=MODEL_BLOCK_S)})
     return summarize(np.concatenate(got["model"]), label), speed
 
 
@@ -99,6 +87,13 @@ def read_host_speed(device: str, overheads: Overheads, *, budget_s: float = READ
     """The index alone for ``budget_s`` (at least ``MIN_ROUNDS`` samples): the host's speed now,
     read before a prediction on the machine the profile describes, so that the prediction's host
     costs stand for this moment's host rather than calibration's. Runs none of the model."""
+    return _index_rounds(device, overheads, budget_s)[1]
+
+
+def _index_rounds(device: str, overheads: Overheads, budget_s: float, beside: dict[str, Slot] | None = None) -> tuple[dict, HostSpeed]:
+    """The index (after a warm-up of its mix) timed in rounds, each followed by the ``beside`` slots,
+    until ``budget_s`` is spent (at least ``MIN_ROUNDS``), under ``torch.no_grad()``, the grad mode of
+    calibration: (every slot's samples, the index's HostSpeed)."""
     import torch
 
     mix = index_call(device, overheads.dispatch_by_op_s)
@@ -106,9 +101,10 @@ def read_host_speed(device: str, overheads: Overheads, *, budget_s: float = READ
         for _ in range(3 * INDEX_CALLS):
             mix()
         sync(device)
-        got = time_rounds({"index": index_slot(mix)}, rounds=MIN_ROUNDS, budget_s=budget_s, device=device)
+        got = time_rounds({"index": index_slot(mix), **(beside or {})}, rounds=MIN_ROUNDS, budget_s=budget_s, device=device)
     index_s = np.concatenate(got["index"])
-    return HostSpeed(index_now_s=statistics.median(index_s.tolist()), index_calibrated_s=calibrated_index_s(overheads), blocks=0)
+    blocks = len(got["index"]) if beside else 0  # one block of the slots beside per round
+    return got, HostSpeed(index_now_s=statistics.median(index_s.tolist()), index_calibrated_s=calibrated_index_s(overheads), blocks=blocks)
 
 
 def warm_up(call, seconds: float = 0.25, at_least: int = 3) -> None:

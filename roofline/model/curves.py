@@ -256,12 +256,13 @@ def conv_aligned(in_channels: int, itemsize: int) -> bool:
     return in_channels * itemsize % 16 == 0
 
 
-def conv_plane_aligned(kind: str, taps: int, strided: bool, out_positions: int, itemsize: int) -> bool:
+def conv_plane_aligned(kind: str, taps: int, strided: bool, out_positions: int, itemsize: int, channels_last: bool = False) -> bool:
     """An NCHW 1x1 convolution of stride 1 is a batched GEMM whose leading dimension is the output
     plane (H x W positions); in half precision cuDNN hands one whose plane fills whole 16-byte
     vectors to cuBLAS and runs the others (a 14x14 or 7x7 plane) on its own kernels (float32 runs
-    its own GEMM kernels either way). True for every other convolution."""
-    if kind != "2d" or taps != 1 or strided or itemsize != 2:
+    its own GEMM kernels either way). True for every other convolution, a channels-last one too
+    (its GEMM's rows are its channels)."""
+    if kind != "2d" or taps != 1 or strided or itemsize != 2 or channels_last:
         return True
     return out_positions * itemsize % 16 == 0
 

@@ -162,9 +162,9 @@ class GemmRatioModel:
 
     def addmm_ratio(self, dtype: str, m: int, n: int, k: int) -> float:
         """addmm (bias in the epilogue) over mm: interpolated in log(m, n, k) over the calibrated
-        grid, held at its edges (float32 on the H100: ~1 at k <= 384, ~2 at 64-128 rows and k >=
-        1024, where mm splits k and the epilogue kernel does not); an older profile's scattered
-        shapes give the two nearest; 1 without a curve."""
+        grid, held at its edges (it moves with all three: mm splits a long k at few rows, the
+        epilogue kernel does not); an older profile's scattered shapes give the two nearest; 1
+        without a curve."""
         grid = self.addmm_grid.get(dtype) or self.addmm_grid.get(TWIN.get(dtype, ""))
         if grid is not None:
             return math.exp(_grid_value(*grid, np.log([m, n, k])))

@@ -42,10 +42,10 @@ def matmul_dtype_name(dtype: torch.dtype | None, allow_tf32: bool) -> str:
 
 def _bandwidth_kind(cost: OpCost, dev: DeviceModel) -> str:
     """The calibrated access pattern an op's bytes move at: a fill's, a read's or a copy's. The read
-    curve is torch.sum to one value: within the cache its time is the reduction's own passes (~8 us
-    flat at 0.5-8 MB on the H100), beyond it DRAM's read rate. An op that reads far more than it
-    writes without reducing to few values (a GEMV, a GEMM with a small output) shares the latter,
-    not the former: within the cache it streams as a copy does."""
+    curve is torch.sum to one value: within the cache its time is the reduction's own passes (flat
+    over sizes), beyond it DRAM's read rate. An op that reads far more than it writes without
+    reducing to few values (a GEMV, a GEMM with a small output) shares the latter, not the former:
+    within the cache it streams as a copy does."""
     if cost.bytes_read == 0:
         return "write"
     if cost.bytes_written * 8 < cost.bytes_read:
@@ -311,8 +311,7 @@ def _conv_ratio(op: CapturedOp, cost: OpCost, dev: DeviceModel, tf32: bool) -> f
     kind = conv_kind(x.ndim - 2, is_transposed(op))
     out = op.outputs[0] if op.outputs else None
     positions = math.prod(out.shape[2:]) if out is not None and out.ndim == x.ndim else 0
-    # the plane leads the GEMM in NCHW only: a channels-last input's rows are its channels
-    plane = conv_plane_aligned(kind, taps, strided, positions, x.itemsize) or (x.shape[1] > 1 and x.stride[1] == 1)
+    plane = conv_plane_aligned(kind, taps, strided, positions, x.itemsize, channels_last=x.shape[1] > 1 and x.stride[1] == 1)
     key = ConvKey(kind, taps, strided, conv_aligned(x.shape[1], x.itemsize), plane)
     return model.ratio(m, n, k, taps, key)
 
@@ -575,9 +574,8 @@ def _family(op: CapturedOp, cost: OpCost, dev: DeviceModel) -> str | None:
 
 
 # Query and key tiles of the fused attention kernels SDPA runs on the GPU: float32's memory-efficient
-# kernel 64 x 64, the half-precision flash and cuDNN kernels 128 (H100: time steps at each multiple,
-# flat between; benchmarks/results/h100_attention_lengths.json, ``mechanism_sweep.py --only
-# attention_lengths``). A length between multiples runs its last tile whole.
+# kernel 64 x 64, the half-precision flash and cuDNN kernels 128. A length between multiples runs its
+# last tile whole, so time steps at each multiple and is flat between (docs/design.md).
 ATTENTION_TILE = {"float32": 64, "bfloat16": 128, "float16": 128}
 
 

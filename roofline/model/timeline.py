@@ -11,8 +11,8 @@ is the fixed cost of a launch, not work.
 Time by regime (``Timeline.regime_s``) splits what each op adds to the run: the device idle before
 it (waiting for the host to issue it, or for a synchronize) is overhead, the rest goes to its
 kernel's own regime (the larger term; overhead for a kernel at the floor). It is the split a
-measured run gets (the device-idle share of its time is overhead; ``benchmarks/accuracy.py`` books
-a measured kernel at the floor by its larger term, which this books as overhead): a host-critical
+measured run gets (the device-idle share of its time is overhead; a measured kernel at the floor
+is booked there by its larger term, which this books as overhead): a host-critical
 program whose every op waits a little, less than its kernel, is still largely overhead-bound, as
 the device's idle time says.
 
