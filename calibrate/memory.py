@@ -8,11 +8,31 @@ Bytes moved count both reads and writes.
 
 from __future__ import annotations
 
+import math
+
 import torch
 
 from calibrate.matmul import DTYPES
 from roofline.schema.profile import BandwidthCurve, BandwidthPoint, PointwiseCurve, PointwisePoint
 from roofline.timing import time_fn
+
+
+RANDOM_BLOCK = 1 << 20  # elements of the random block that fills large CPU buffers
+
+
+def _rand(*shape: int, device: str, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    """Uniform [0, 1) values of ``shape``. A large CPU buffer is one random block repeated: the
+    CPU's generator is sequential (about 4 ns an element, seconds for the DRAM-sized points), and
+    a memory-bound kernel's time follows its values' range, not their order."""
+    n = math.prod(shape)
+    if not device.startswith("cpu") or n <= RANDOM_BLOCK:
+        return torch.rand(*shape, device=device, dtype=dtype)
+    block = torch.rand(RANDOM_BLOCK, device=device, dtype=dtype)
+    out = torch.empty(n, device=device, dtype=dtype)
+    whole = n // RANDOM_BLOCK * RANDOM_BLOCK
+    out[:whole].view(-1, RANDOM_BLOCK).copy_(block)
+    out[whole:].copy_(block[: n - whole])
+    return out.view(shape)
 
 
 def _timed(fn, device, budget_s, label, warnings):
@@ -27,12 +47,12 @@ def measure_bandwidth(kind: str, sizes_bytes: list[int], device: str, *, budget_
     for ws in sizes_bytes:
         if kind == "copy":
             n = max(ws // 8, 1)  # two float32 buffers make up the working set
-            src = torch.rand(n, device=device)
+            src = _rand(n, device=device)
             dst = torch.empty_like(src)
             fn, moved = (lambda: dst.copy_(src)), 8 * n
         elif kind == "read":
             n = max(ws // 4, 1)
-            src = torch.rand(n, device=device)
+            src = _rand(n, device=device)
             out = torch.empty((), device=device)
             fn, moved = (lambda: torch.sum(src, dim=0, out=out)), 4 * n + 4
         elif kind == "write":
@@ -62,28 +82,28 @@ def _pointwise_call(op: str, n: int, device: str, dtype: torch.dtype = torch.flo
     # Each call allocates its output, as model code does: on the CPU a large fresh output costs page
     # faults (tens of percent of the op at 64 MB), which an out= benchmark never pays.
     if op in ("sin", "exp", "tanh"):
-        x = torch.rand(n, device=device, dtype=dtype)
+        x = _rand(n, device=device, dtype=dtype)
         fn_op = getattr(torch, op)
         return (lambda: fn_op(x)), 2 * e * n
     if op == "unary":
         # one operand in, one result out (neg, abs, relu, x * 0.5): the stream a copy moves, but
         # through TensorIterator with a freshly allocated output, as model code runs it
-        x = torch.rand(n, device=device, dtype=dtype)
+        x = _rand(n, device=device, dtype=dtype)
         return (lambda: torch.neg(x)), 2 * e * n
     if op == "add":
-        x, z = torch.rand(n, device=device, dtype=dtype), torch.rand(n, device=device, dtype=dtype)
+        x, z = _rand(n, device=device, dtype=dtype), _rand(n, device=device, dtype=dtype)
         return (lambda: torch.add(x, z)), 3 * e * n
     rows = max(n // ROW, 1)
-    x = torch.rand(rows, ROW, device=device, dtype=dtype)
+    x = _rand(rows, ROW, device=device, dtype=dtype)
     if op == "layer_norm":
-        w, b = torch.rand(ROW, device=device, dtype=dtype), torch.rand(ROW, device=device, dtype=dtype)
+        w, b = _rand(ROW, device=device, dtype=dtype), _rand(ROW, device=device, dtype=dtype)
         return (lambda: F.layer_norm(x, (ROW,), w, b)), 2 * e * rows * ROW + 2 * e * ROW
     if op == "softmax":
         return (lambda: torch.softmax(x, dim=-1)), 2 * e * rows * ROW
     if op == "mul_broadcast":
         # a binary op whose second operand is broadcast along the last dimension (x * rms in an
         # RMSNorm): the kernel cannot use vectorized loads, so it runs below the plain add's rate
-        s = torch.rand(rows, 1, device=device, dtype=dtype)
+        s = _rand(rows, 1, device=device, dtype=dtype)
         return (lambda: torch.mul(x, s)), 2 * e * rows * ROW + e * rows
     if op in SELECTION_OPS or op in LAYOUT_OPS or op in STRIDED_OPS:
         return _selection_call(op, n, device, dtype)
@@ -120,40 +140,47 @@ def _selection_call(op: str, n: int, device: str, dtype: torch.dtype):
     import torch.nn.functional as F
 
     rows = max(n // ROW, 1)
-    x = torch.rand(rows, ROW, device=device, dtype=dtype)
-    short = torch.rand(max(n // SHORT_ROW, 1), SHORT_ROW, device=device, dtype=dtype)
     side = max(int((rows * ROW / 64) ** 0.5), 2)
-    img = torch.rand(1, 64, side, side, device=device, dtype=dtype)
-    w64, b64 = torch.rand(64, device=device, dtype=dtype), torch.rand(64, device=device, dtype=dtype)
-    if op == "layer_norm_short":
-        fn = lambda: F.layer_norm(short, (SHORT_ROW,), w64, b64)  # noqa: E731
-    elif op == "softmax_short":
-        fn = lambda: torch.softmax(short, dim=-1)  # noqa: E731
+
+    def rows_of(width: int = ROW) -> torch.Tensor:
+        return _rand(max(rows * ROW // width, 1), width, device=device, dtype=dtype)
+
+    if op in ("layer_norm_short", "softmax_short"):
+        short = rows_of(SHORT_ROW)
+        if op == "layer_norm_short":
+            w64, b64 = _rand(SHORT_ROW, device=device, dtype=dtype), _rand(SHORT_ROW, device=device, dtype=dtype)
+            fn = lambda: F.layer_norm(short, (SHORT_ROW,), w64, b64)  # noqa: E731
+        else:
+            fn = lambda: torch.softmax(short, dim=-1)  # noqa: E731
     elif op == "cat":
         # as a class token joins the patches: per row, a short and a long contiguous run
-        a = torch.rand(rows, 1, ROW // 4, device=device, dtype=dtype)
-        b = torch.rand(rows, 3, ROW // 4, device=device, dtype=dtype)
+        a = _rand(rows, 1, ROW // 4, device=device, dtype=dtype)
+        b = _rand(rows, 3, ROW // 4, device=device, dtype=dtype)
         fn = lambda: torch.cat([a, b], dim=1)  # noqa: E731
-    elif op == "roll":
-        fn = lambda: torch.roll(img, shifts=(3, 3), dims=(2, 3))  # noqa: E731
+    elif op in ("roll", "max_pool2d"):
+        img = _rand(1, 64, side, side, device=device, dtype=dtype)
+        if op == "roll":
+            fn = lambda: torch.roll(img, shifts=(3, 3), dims=(2, 3))  # noqa: E731
+        else:  # 3x3, stride 2, over 64 channels, as a CNN's stem pools
+            fn = lambda: F.max_pool2d(img, 3, 2, 1)  # noqa: E731
     elif op in STRIDED_OPS:
         fn = _strided_call(op, rows * ROW, device, dtype)
-    elif op == "compare":
-        y = torch.rand(rows, ROW, device=device, dtype=dtype)
-        fn = lambda: torch.lt(x, y)  # noqa: E731
-    elif op == "masked_fill":
-        mask = torch.rand(rows, ROW, device=device) < 0.5
-        fn = lambda: x.masked_fill(mask, 0.0)  # noqa: E731
-    elif op == "cumsum":
-        fn = lambda: torch.cumsum(x, dim=-1)  # noqa: E731
-    elif op == "topk":
-        fn = lambda: torch.topk(x, 8, dim=-1)  # noqa: E731
-    elif op == "sort":
-        fn = lambda: torch.sort(x, dim=-1)  # noqa: E731
-    else:  # max_pool2d: 3x3, stride 2, over 64 channels, as a CNN's stem pools
-        side = max(int((rows * ROW / 64) ** 0.5), 2)
-        img = torch.rand(1, 64, side, side, device=device, dtype=dtype)
-        fn = lambda: F.max_pool2d(img, 3, 2, 1)  # noqa: E731
+    else:
+        x = rows_of()
+        if op == "compare":
+            y = rows_of()
+            fn = lambda: torch.lt(x, y)  # noqa: E731
+        elif op == "masked_fill":
+            mask = _rand(rows, ROW, device=device) < 0.5
+            fn = lambda: x.masked_fill(mask, 0.0)  # noqa: E731
+        elif op == "cumsum":
+            fn = lambda: torch.cumsum(x, dim=-1)  # noqa: E731
+        elif op == "topk":
+            fn = lambda: torch.topk(x, 8, dim=-1)  # noqa: E731
+        elif op == "sort":
+            fn = lambda: torch.sort(x, dim=-1)  # noqa: E731
+        else:
+            raise ValueError(op)
     return fn, _registry_bytes(fn)
 
 
@@ -166,13 +193,13 @@ def _strided_call(op: str, n: int, device: str, dtype: torch.dtype):
     seq = max(n // (2 * STRIDED_HEADS * STRIDED_RUN), 1)
     if op == "cat_strided":
         half = max(seq // 2, 1)
-        a = torch.rand(2, half, STRIDED_HEADS, STRIDED_RUN, device=device, dtype=dtype).permute(0, 2, 1, 3)
-        b = torch.rand(2, half, STRIDED_HEADS, STRIDED_RUN, device=device, dtype=dtype).permute(0, 2, 1, 3)
+        a = _rand(2, half, STRIDED_HEADS, STRIDED_RUN, device=device, dtype=dtype).permute(0, 2, 1, 3)
+        b = _rand(2, half, STRIDED_HEADS, STRIDED_RUN, device=device, dtype=dtype).permute(0, 2, 1, 3)
         return lambda: torch.cat([a, b], dim=1)
     if op == "strided_copy":
-        view = torch.rand(2, seq, STRIDED_HEADS, STRIDED_RUN, device=device, dtype=dtype).permute(0, 2, 1, 3)
+        view = _rand(2, seq, STRIDED_HEADS, STRIDED_RUN, device=device, dtype=dtype).permute(0, 2, 1, 3)
     else:
-        view = torch.rand(2, STRIDED_HEADS, seq, STRIDED_RUN, device=device, dtype=dtype).transpose(2, 3)
+        view = _rand(2, STRIDED_HEADS, seq, STRIDED_RUN, device=device, dtype=dtype).transpose(2, 3)
     return lambda: view.contiguous()
 
 

@@ -6,7 +6,10 @@ Why each step (after ``triton.testing.do_bench`` and ``torch.utils.benchmark``):
 - warm up until two consecutive batches agree, so lazy initialisation, kernel loading, allocator
   growth and clock ramp-up stay out of the numbers;
 - on the GPU, time each repetition with a pair of CUDA events around kernels already queued behind
-  a spin kernel (device time, not launch time);
+  a spin kernel (device time, not launch time). The spin lasts the host's measured time to queue the
+  repetition, with a margin (``Backlog``), and is checked: a batch in which a spin ended before the
+  host had queued its repetition (the device caught up, so a repetition may hold host gaps) is run
+  again with twice the margin;
 - optionally flush the cache between repetitions, so a kernel is not timed reading from L2 what it
   would read from DRAM in a real run;
 - report the median and the inter-quartile range, never the mean, and warn when the spread is large.
@@ -21,7 +24,10 @@ gives a robust estimate (``Timing.stat``, what calibration saves): samples slowe
 this process's threads waited for a CPU longer than ``WAIT_SHARE`` of the round (Linux's scheduler
 statistics, ``/proc/self/task/*/schedstat``) is dropped as disturbed; the estimate is the fastest
 remaining round's median (disturbance only ever adds time). When no round ran undisturbed it is
-marked ``contended`` and its fastest sample is kept: an upper bound.
+marked ``contended`` and its fastest sample is kept: an upper bound. The timed phase ends before
+its budget once ``SETTLED_ROUNDS`` rounds hold an undisturbed one and the median's standard error is
+within ``SETTLED_ERROR`` of it: the budget is sized for a noisy host, and a steady kernel is known
+to that precision long before it is spent.
 
 Host timings that are compared with each other (a model against the host-speed index, eager against
 torch.compile, one op against a mix of ops) are taken in alternating rounds (``time_rounds``), so
@@ -37,6 +43,7 @@ import math
 import os
 import time
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Callable
 
 import numpy as np
@@ -44,9 +51,15 @@ import numpy as np
 from roofline.schema.profile import Stat
 
 SPREAD_WARNING = 0.10  # IQR / median above which a measurement is flagged as noisy
-BACKLOG_CYCLES = 100_000  # ~50 us of spin at 2 GHz before each timed repetition on the GPU
-BACKLOG_CYCLES_PER_CALL = 40_000  # ~20 us per queued call: more than one eager dispatch takes
+BACKLOG_CYCLES = 100_000  # ~50 us of spin at 2 GHz before a repetition, until the host's queueing time is measured
+BACKLOG_CYCLES_PER_CALL = 40_000  # ~20 us per queued call until then: more than one eager dispatch takes
+SPIN_CYCLES_PER_S = 2.0e9  # the spin kernel's clock, at most the GPU's boost clock: a slower clock spins longer
+BACKLOG_SLACK_S = 10e-6  # spin beyond the host's measured queueing time of a repetition
+BACKLOG_MARGIN = 1.5  # the spin over the host's measured queueing time; doubled after a batch the device caught up with
+BACKLOG_RETRIES = 2  # runs again of a batch the device caught up with, before its samples are kept as they are
 ROUNDS = 8  # the timed phase is split into at most this many rounds (one repetition each, at least)
+SETTLED_ROUNDS = 3  # rounds after which a timed phase may end before its budget ...
+SETTLED_ERROR = 0.01  # ... when an undisturbed round holds it and the median's standard error is within this share of it
 STALL_FACTOR = 1.5  # a sample slower than this times the lower quartile of all samples caught a stall
 WAIT_SHARE = 0.02  # a round whose threads waited for a CPU longer than this share of it was disturbed
 
@@ -181,9 +194,9 @@ class Timing:
     waited_s: float = 0.0  # the longest wait of a thread for a CPU, summed over rounds
     timed_s: float = 0.0  # wall time of the timed rounds
 
-    @property
+    @cached_property
     def robust(self) -> Estimate | None:
-        """The robust estimate, when the samples come by round."""
+        """The robust estimate, when the samples come by round (computed once: the rounds do not change)."""
         return robust_estimate(self.rounds_s, self.wait_shares) if self.rounds_s else None
 
     @property
@@ -269,31 +282,66 @@ def sync(device: str) -> None:
         torch.cuda.synchronize(device)
 
 
-def _run_batch(fn, reps: int, inner: int, device: str, clock: str, flush) -> np.ndarray:
-    """Time ``reps`` repetitions of ``inner`` calls each; returns seconds per call."""
-    out = np.empty(reps)
-    if clock == "device":
-        import torch
+@dataclass
+class Backlog:
+    """How long the spin kernel ahead of each timed repetition on the GPU lasts: the host's time to
+    queue one repetition (measured in the batch before) times ``margin``, plus a fixed slack; the
+    conservative fixed guess until a batch has measured it."""
 
-        starts = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
-        ends = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
-        sync(device)
-        for r in range(reps):
-            if flush is not None:
-                flush()
-            # Back the stream up behind a spin kernel so that the timed kernels are already queued
-            # when the start event fires: the events then bracket device execution only, not the
-            # host's launch latency (which the model of time prices separately).
-            torch.cuda._sleep(int(BACKLOG_CYCLES_PER_CALL * inner + BACKLOG_CYCLES))
-            starts[r].record()
-            for _ in range(inner):
-                fn()
-            ends[r].record()
-        sync(device)
-        for r in range(reps):
-            out[r] = starts[r].elapsed_time(ends[r]) * 1e-3 / inner
-        return out
+    per_rep_s: float | None = None
+    margin: float = BACKLOG_MARGIN
+
+    def cycles(self, inner: int) -> int:
+        if self.per_rep_s is None:
+            return int(BACKLOG_CYCLES_PER_CALL * inner + BACKLOG_CYCLES)
+        return int((self.margin * self.per_rep_s + BACKLOG_SLACK_S) * SPIN_CYCLES_PER_S)
+
+
+def _device_batch(fn, reps: int, inner: int, device: str, flush, backlog: Backlog) -> tuple[np.ndarray, bool]:
+    """One batch on the device clock: seconds per call of each repetition, and whether the device
+    caught up with the host in it (a spin ended before its repetition was queued)."""
+    import torch
+
+    starts = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
+    ends = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
+    spun = [torch.cuda.Event() for _ in range(reps)]
+    queued_s = np.empty(reps)
+    caught_up = False
+    sync(device)
+    for r in range(reps):
+        t0 = time.perf_counter()
+        if flush is not None:
+            flush()
+        # Back the stream up behind a spin kernel so that the timed kernels are already queued
+        # when the start event fires: the events then bracket device execution only, not the
+        # host's launch latency (which the model of time prices separately).
+        torch.cuda._sleep(backlog.cycles(inner))
+        spun[r].record()
+        starts[r].record()
+        for _ in range(inner):
+            fn()
+        ends[r].record()
+        caught_up = caught_up or spun[r].query()
+        queued_s[r] = time.perf_counter() - t0
+    sync(device)
+    # the median repetition: one that waited for room in a full launch queue does not size the spin
+    backlog.per_rep_s = float(np.median(queued_s))
+    out = np.array([starts[r].elapsed_time(ends[r]) * 1e-3 / inner for r in range(reps)])
+    return out, caught_up
+
+
+def _run_batch(fn, reps: int, inner: int, device: str, clock: str, flush, backlog: Backlog | None = None) -> np.ndarray:
+    """Time ``reps`` repetitions of ``inner`` calls each; returns seconds per call."""
+    if clock == "device":
+        backlog = backlog if backlog is not None else Backlog()
+        for _ in range(BACKLOG_RETRIES):
+            out, caught_up = _device_batch(fn, reps, inner, device, flush, backlog)
+            if not caught_up:
+                return out
+            backlog.margin *= 2
+        return _device_batch(fn, reps, inner, device, flush, backlog)[0]
     # host clock: wall time of the calls themselves (on a GPU: issue time, unless fn synchronizes)
+    out = np.empty(reps)
     sync(device)
     for r in range(reps):
         if flush is not None:
@@ -310,14 +358,11 @@ def _run_batch(fn, reps: int, inner: int, device: str, clock: str, flush) -> np.
 MIN_REP_S = 20e-6  # shortest repetition worth timing: ~100x perf_counter's cost, ~40x event resolution
 
 
-def _auto_inner(fn, device: str, clock: str) -> int:
+def _inner_for(one_call_s: float) -> int:
     """Calls per repetition so that one repetition lasts at least MIN_REP_S."""
-    fn()
-    sync(device)
-    one = float(np.median(_run_batch(fn, 3, 1, device, clock, None)))
-    if one >= MIN_REP_S:
+    if one_call_s >= MIN_REP_S:
         return 1
-    return int(min(1000, np.ceil(MIN_REP_S / max(one, 1e-8))))
+    return int(min(1000, np.ceil(MIN_REP_S / max(one_call_s, 1e-8))))
 
 
 def time_fn(
@@ -349,17 +394,24 @@ def time_fn(
     flush = _CacheFlusher(device, flush_cache_bytes) if flush_cache_bytes > 0 else None
     if flush is not None:
         inner = 1  # a flush before each repetition only holds for that repetition's one call
-    elif inner is None:
-        inner = _auto_inner(fn, device, clock)
+    backlog = Backlog() if clock == "device" else None
 
-    # Warm-up: batches of increasing size until two consecutive batch medians agree within 5%.
+    # Warm-up: batches of increasing size until two consecutive batch medians agree within 5%. The
+    # first, of single calls, also sizes ``inner`` when it is not given; at one call per repetition
+    # it counts as the warm-up's first batch.
     fn()
     sync(device)
     warm_reps, previous, batch = 1, None, 2
     t_start = time.perf_counter()
     per_call = None
+    if inner is None:
+        one = float(np.median(_run_batch(fn, 3, 1, device, clock, None, backlog)))
+        warm_reps += 3
+        inner = _inner_for(one)
+        if inner == 1:
+            previous = one
     while True:
-        samples = _run_batch(fn, batch, inner, device, clock, flush)
+        samples = _run_batch(fn, batch, inner, device, clock, flush, backlog)
         warm_reps += batch
         current = float(np.median(samples))
         per_call = current
@@ -374,12 +426,12 @@ def time_fn(
     # Size the timed phase from the warm-up estimate (wall time per repetition includes overheads).
     wall_per_rep = max((time.perf_counter() - t_start) / max(warm_reps, 1), per_call * inner, 1e-7)
     reps = int(min(max_samples, max(min_samples, budget_s / wall_per_rep)))
-    result = _timed_rounds(fn, reps, inner, device, clock, flush, label, warm_reps)
+    result = _timed_rounds(fn, reps, inner, device, clock, flush, label, warm_reps, backlog, min_samples)
     first = result.robust
     if first.contended or first.relative_spread > SPREAD_WARNING:
         # One retry with twice the samples: a single disturbance (another process, a clock change)
         # should not decide the number; keep the run that had undisturbed rounds, else the tighter.
-        retry = _timed_rounds(fn, min(2 * reps, 2 * max_samples), inner, device, clock, flush, label, warm_reps)
+        retry = _timed_rounds(fn, min(2 * reps, 2 * max_samples), inner, device, clock, flush, label, warm_reps, backlog, min_samples)
         second = retry.robust
         if (first.contended, first.relative_spread) > (second.contended, second.relative_spread):
             why = "every round waited for a CPU" if first.contended else f"spread was {100 * first.relative_spread:.0f}%"
@@ -390,26 +442,42 @@ def time_fn(
     return result
 
 
-def _timed_rounds(fn, reps: int, inner: int, device: str, clock: str, flush, label: str, warm_reps: int) -> Timing:
-    """``reps`` repetitions in up to ``ROUNDS`` rounds, each with the threads' waits for a CPU."""
+def _timed_rounds(fn, reps: int, inner: int, device: str, clock: str, flush, label: str, warm_reps: int,
+                  backlog: Backlog | None = None, min_samples: int = 0) -> Timing:
+    """``reps`` repetitions in up to ``ROUNDS`` rounds, each with the threads' waits for a CPU; fewer
+    rounds when the estimate has settled (``_settled``) on at least ``min_samples`` samples."""
     n_rounds = min(ROUNDS, reps)
     per_round = math.ceil(reps / n_rounds)
     rounds, shares, waited_total, timed = [], [], 0.0, 0.0
-    for _ in range(n_rounds):
-        before = _RUN_QUEUE.snapshot()
+    # Device time does not stop while the host waits (the queue runs ahead of it): rounds of the
+    # device clock are judged by their times alone, and their waits are not read.
+    host = clock != "device"
+    for i in range(n_rounds):
+        before = _RUN_QUEUE.snapshot() if host else None
         t0 = time.perf_counter()
-        rounds.append(_run_batch(fn, per_round, inner, device, clock, flush))
+        rounds.append(_run_batch(fn, per_round, inner, device, clock, flush, backlog))
         wall = time.perf_counter() - t0
-        waited = RunQueueWaits.waited_s(before, _RUN_QUEUE.snapshot())
-        # Device time does not stop while the host waits (the queue runs ahead of it): rounds of the
-        # device clock are judged by their times alone.
-        shares.append(None if waited is None or clock == "device" else waited / max(wall, 1e-9))
+        waited = RunQueueWaits.waited_s(before, _RUN_QUEUE.snapshot()) if host else None
+        shares.append(None if waited is None else waited / max(wall, 1e-9))
         waited_total += waited or 0.0
         timed += wall
+        done = i + 1
+        if SETTLED_ROUNDS <= done < n_rounds and done * per_round >= min_samples and _settled(rounds, shares):
+            break
     return Timing(
         samples_s=np.concatenate(rounds), label=label, warmup_reps=warm_reps, rounds_s=rounds, wait_shares=shares,
         waited_s=waited_total, timed_s=timed,
     )
+
+
+def _settled(rounds: list[np.ndarray], shares: list[float | None]) -> bool:
+    """Whether the rounds so far pin the estimate down, so that more would only confirm it: the
+    standard error of a median of n samples is about 1.25 sigma / sqrt(n), sigma about IQR / 1.35
+    (a GPU kernel's calls spread by a few percent at most; a budget sized for a noisy host's
+    timings would spend most of a calibration confirming them)."""
+    estimate = robust_estimate(rounds, shares)
+    error = 1.2533 * (estimate.relative_spread / 1.349) / math.sqrt(max(estimate.kept, 1))
+    return not estimate.contended and error <= SETTLED_ERROR
 
 
 @dataclass

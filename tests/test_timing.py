@@ -71,3 +71,104 @@ def test_flushing_times_one_call_per_repetition():
     # one call per repetition: warm-up + timed repetitions (+ one re-measure of up to twice as many
     # if the spread was large), not hundreds of calls per repetition as for an unflushed tiny call
     assert len(calls) <= t.warmup_reps + 3 * t.n + 2
+
+
+class _FakeCuda:
+    """Stands in for torch.cuda on the CPU: events that report ``elapsed_ms`` per repetition, a spin
+    kernel that records its cycles, and spin-done events whose ``query`` answers from a script."""
+
+    def __init__(self, caught_up_batches: int, elapsed_ms: float = 0.004):
+        self.spins: list[int] = []
+        self.caught_up_batches = caught_up_batches  # the first batches, whose spins end before their repetitions are queued
+        self.syncs = 0
+        self.elapsed_ms = elapsed_ms
+        fake = self
+
+        class Event:
+            def __init__(self, enable_timing: bool = False):
+                self.timing = enable_timing
+
+            def record(self):
+                pass
+
+            def query(self):
+                return fake.batch <= fake.caught_up_batches
+
+            def elapsed_time(self, end):
+                return fake.elapsed_ms
+
+        self.Event = Event
+
+    @property
+    def batch(self) -> int:
+        """The batch running now, from 1: each synchronizes once before it and once after."""
+        return (self.syncs + 1) // 2
+
+    def synchronize(self, device=None):
+        self.syncs += 1
+
+    def _sleep(self, cycles):
+        self.spins.append(cycles)
+
+
+def _fake_cuda(monkeypatch, caught_up_batches):
+    import torch
+
+    fake = _FakeCuda(caught_up_batches)
+    for name in ("Event", "synchronize", "_sleep"):
+        monkeypatch.setattr(torch.cuda, name, getattr(fake, name))
+    return fake
+
+
+def test_backlog_spins_the_hosts_queueing_time_with_margin():
+    from roofline.timing import BACKLOG_CYCLES, BACKLOG_CYCLES_PER_CALL, BACKLOG_SLACK_S, SPIN_CYCLES_PER_S, Backlog
+
+    fresh = Backlog()
+    assert fresh.cycles(inner=3) == 3 * BACKLOG_CYCLES_PER_CALL + BACKLOG_CYCLES  # the fixed guess until measured
+    measured = Backlog(per_rep_s=20e-6)
+    assert measured.cycles(inner=3) == int((1.5 * 20e-6 + BACKLOG_SLACK_S) * SPIN_CYCLES_PER_S)
+    assert measured.cycles(inner=3) < fresh.cycles(inner=3)
+
+
+def test_device_batch_sizes_its_spin_from_the_batch_before(monkeypatch):
+    from roofline.timing import Backlog, _run_batch
+
+    fake = _fake_cuda(monkeypatch, caught_up_batches=0)
+    backlog = Backlog()
+    out = _run_batch(lambda: None, 4, 2, "cuda:0", "device", None, backlog)
+    assert out == pytest.approx([2e-6] * 4)  # 0.004 ms over 2 calls
+    assert backlog.per_rep_s is not None and backlog.per_rep_s < 1e-3
+    expected = backlog.cycles(2)
+    _run_batch(lambda: None, 4, 2, "cuda:0", "device", None, backlog)
+    assert fake.spins[4:] == [expected] * 4
+    assert expected < fake.spins[0]  # a no-op queues far faster than the 20 us per call guess
+
+
+def test_device_batch_the_device_caught_up_with_is_run_again_with_twice_the_margin(monkeypatch):
+    from roofline.timing import BACKLOG_MARGIN, Backlog, _run_batch
+
+    fake = _fake_cuda(monkeypatch, caught_up_batches=1)
+    backlog = Backlog()
+    _run_batch(lambda: None, 3, 1, "cuda:0", "device", None, backlog)
+    assert len(fake.spins) == 6  # the caught-up batch and its run again
+    assert backlog.margin == 2 * BACKLOG_MARGIN
+
+
+def test_timed_phase_ends_early_once_settled_and_not_before_min_samples(monkeypatch):
+    import roofline.timing as T
+
+    batches = []
+
+    def run(samples, reps, min_samples):
+        it = iter(samples)
+        batches.clear()
+        monkeypatch.setattr(T, "_run_batch", lambda fn, n, *a, **k: batches.append(n) or np.array([next(it) for _ in range(n)]))
+        return T._timed_rounds(None, reps, 1, "cpu", "host", None, "x", 0, None, min_samples)
+
+    steady = 1e-3 * (1 + 0.005 * np.random.default_rng(1).uniform(size=1000))  # a kernel's call-to-call jitter
+    t = run(steady, 80, 5)
+    assert len(batches) == T.SETTLED_ROUNDS and t.n == T.SETTLED_ROUNDS * 10
+    run(np.random.default_rng(0).uniform(1e-3, 2e-3, 1000), 80, 5)
+    assert len(batches) == T.ROUNDS  # a spread of tens of percent takes every round
+    t = run(np.full(100, 1e-3), 8, 8)
+    assert len(batches) == T.ROUNDS and t.n == 8  # one sample a round: min_samples holds it to all eight
