@@ -24,10 +24,11 @@ gives a robust estimate (``Timing.stat``, what calibration saves): samples slowe
 this process's threads waited for a CPU longer than ``WAIT_SHARE`` of the round (Linux's scheduler
 statistics, ``/proc/self/task/*/schedstat``) is dropped as disturbed; the estimate is the fastest
 remaining round's median (disturbance only ever adds time). When no round ran undisturbed it is
-marked ``contended`` and its fastest sample is kept: an upper bound. The timed phase ends before
-its budget once ``SETTLED_ROUNDS`` rounds hold an undisturbed one and the median's standard error is
-within ``SETTLED_ERROR`` of it: the budget is sized for a noisy host, and a steady kernel is known
-to that precision long before it is spent.
+marked ``contended`` and its fastest sample is kept: an upper bound. On the device clock the timed
+phase ends before its budget once ``SETTLED_ROUNDS`` rounds hold an undisturbed one and the median's
+standard error is within ``SETTLED_ERROR`` of it: the budget is sized for a noisy host, and a steady
+kernel is known to that precision long before it is spent. Host-clock timings keep every round, to
+find one that no other program disturbed.
 
 Host timings that are compared with each other (a model against the host-speed index, eager against
 torch.compile, one op against a mix of ops) are taken in alternating rounds (``time_rounds``), so
@@ -444,8 +445,8 @@ def time_fn(
 
 def _timed_rounds(fn, reps: int, inner: int, device: str, clock: str, flush, label: str, warm_reps: int,
                   backlog: Backlog | None = None, min_samples: int = 0) -> Timing:
-    """``reps`` repetitions in up to ``ROUNDS`` rounds, each with the threads' waits for a CPU; fewer
-    rounds when the estimate has settled (``_settled``) on at least ``min_samples`` samples."""
+    """``reps`` repetitions in up to ``ROUNDS`` rounds, each with the threads' waits for a CPU; on the
+    device clock, fewer when the estimate has settled (``_settled``) on at least ``min_samples`` samples."""
     n_rounds = min(ROUNDS, reps)
     per_round = math.ceil(reps / n_rounds)
     rounds, shares, waited_total, timed = [], [], 0.0, 0.0
@@ -462,7 +463,7 @@ def _timed_rounds(fn, reps: int, inner: int, device: str, clock: str, flush, lab
         waited_total += waited or 0.0
         timed += wall
         done = i + 1
-        if SETTLED_ROUNDS <= done < n_rounds and done * per_round >= min_samples and _settled(rounds, shares):
+        if not host and SETTLED_ROUNDS <= done < n_rounds and done * per_round >= min_samples and _settled(rounds, shares):
             break
     return Timing(
         samples_s=np.concatenate(rounds), label=label, warmup_reps=warm_reps, rounds_s=rounds, wait_shares=shares,

@@ -163,7 +163,9 @@ def test_timed_phase_ends_early_once_settled_and_not_before_min_samples(monkeypa
         it = iter(samples)
         batches.clear()
         monkeypatch.setattr(T, "_run_batch", lambda fn, n, *a, **k: batches.append(n) or np.array([next(it) for _ in range(n)]))
-        return T._timed_rounds(None, reps, 1, "cpu", "host", None, "x", 0, None, min_samples)
+        return T._timed_rounds(None, reps, 1, "cuda:0", clock, None, "x", 0, None, min_samples)
+
+    clock = "device"
 
     steady = 1e-3 * (1 + 0.005 * np.random.default_rng(1).uniform(size=1000))  # a kernel's call-to-call jitter
     t = run(steady, 80, 5)
@@ -172,3 +174,7 @@ def test_timed_phase_ends_early_once_settled_and_not_before_min_samples(monkeypa
     assert len(batches) == T.ROUNDS  # a spread of tens of percent takes every round
     t = run(np.full(100, 1e-3), 8, 8)
     assert len(batches) == T.ROUNDS and t.n == 8  # one sample a round: min_samples holds it to all eight
+    clock = "host"
+    monkeypatch.setattr(T, "_RUN_QUEUE", T.RunQueueWaits())
+    run(steady, 80, 5)
+    assert len(batches) == T.ROUNDS  # the host clock keeps every round, to find an undisturbed one

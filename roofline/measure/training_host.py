@@ -39,6 +39,7 @@ CHAIN = 64  # ops per timed chain
 PROBE_LAYERS, PROBE_WIDTH, PROBE_BATCH = 6, 64, 8
 PROBE_STEPS = 9  # steps (and repetitions alone) per round of the phase-switch probe
 PARAMETER_COUNTS = (4, 32)  # tensors per optimizer step timed
+OPTIMIZER_SLOT_S = 0.015  # per round and parameter count: tens of steps, of which the median round's median is kept
 IMPLEMENTATIONS = ("for-loop", "foreach", "fused")
 # Adam is priced with AdamW's figures (roofline.advice.training.SAME_HOST_PATH: the same code runs)
 MEASURED_OPTIMIZERS = tuple(o for o in OPTIMIZERS if o != "adam")
@@ -157,7 +158,7 @@ def _optimizers(device: str, rounds: int) -> dict[str, OptimizerHost]:
                         p.grad = g
                     opt.step()
                     sync(device)
-                    slots[str(n)] = Slot(_zero_grad_and_step(opt, params, grads), calls=2, seconds=0.03)
+                    slots[str(n)] = Slot(_zero_grad_and_step(opt, params, grads), calls=2, seconds=OPTIMIZER_SLOT_S)
                     steps.append(opt)
             except Exception:  # noqa: BLE001 - an implementation this torch or device lacks
                 continue
