@@ -190,3 +190,17 @@ def test_layer_norm_of_a_strided_input_pays_the_copy_aten_makes_first():
     row_major, strided = ln_kernel_s(x.transpose(1, 2).contiguous()), ln_kernel_s(x.transpose(1, 2))
     nbytes = 2 * x.numel() * 4
     assert strided - row_major == pytest.approx(nbytes / dev.bandwidth.bytes_per_s(nbytes, "copy"), rel=1e-6)
+
+
+def test_gpu_softmax_rows_run_at_their_next_power_of_two():
+    profile = _profile_with(_flat_curve("softmax", "float32", 2e12), _flat_curve("softmax_short", "float32", 1e12))
+
+    def softmax_s(shape, dim=-1):
+        report = analyze(lambda a: torch.softmax(a, dim), (torch.randn(*shape),), profile, device="cuda", batch_sweep=False)
+        (op,) = [o for o in report.ops if "softmax" in o.target]
+        return op.kernel_s
+
+    assert softmax_s((4096, 49)) == pytest.approx(softmax_s((4096, 64)), rel=0.01)  # a row of 49 runs as one of 64
+    assert softmax_s((4096, 600)) == pytest.approx(softmax_s((4096, 1024)), rel=0.01)
+    assert softmax_s((1024, 1500)) == pytest.approx(1024 * 1500 * 8 / 2e12, rel=0.01)  # past 1024: a block per row, unpadded
+    assert softmax_s((49, 4096), dim=0) < softmax_s((64, 4096), dim=0) * 0.9  # not the innermost dimension

@@ -56,3 +56,19 @@ def test_mechanism_prices_the_measured_op(record, case, op_name, shapes, stages)
     assert abs(error) < BAND, f"{case} {op_name}: {100 * error:+.0f}% against the H100's measurement"
     without = _error(record, case, op_name, shapes, without_stages(profile, "cuda", stages))
     assert abs(without) > abs(error) + 0.25, f"without {stages}: {100 * without:+.0f}% (with: {100 * error:+.0f}%)"
+
+
+# softmax over rows of 49 (Swin's 7 x 7 windows): ATen's warp-per-row kernel walks each row as one of 64
+SOFTMAX_CASES = [("tv_swin_t b32 fp32", [[2048, 3, 49, 49]]), ("tv_swin_t b32 fp16", [[512, 6, 49, 49]])]
+
+
+@pytest.mark.parametrize("case,shapes", SOFTMAX_CASES, ids=[c[0] for c in SOFTMAX_CASES])
+def test_short_softmax_rows_are_priced_at_their_padded_length(record, case, shapes, monkeypatch):
+    import roofline.model.kernels as kernels
+
+    profile = record[2]
+    error = _error(record, case, "aten._softmax.default", shapes, profile)
+    assert abs(error) < 0.15, f"{case} softmax: {100 * error:+.0f}% against the H100's measurement"
+    monkeypatch.setattr(kernels, "_warp_softmax_row", lambda *a: None)
+    unpadded = _error(record, case, "aten._softmax.default", shapes, profile)
+    assert unpadded < error - 0.15, f"rows priced unpadded: {100 * unpadded:+.0f}% (padded: {100 * error:+.0f}%)"

@@ -116,8 +116,32 @@ def _memory_s(op: CapturedOp, cost: OpCost, dev: DeviceModel) -> float:
         nbytes = round(nbytes * _float32_scale(op))
     rate = dev.family_bytes_per_s(family, nbytes, dtype)
     if rate and family in ROW_FAMILIES and ("layer_norm" in op.packet or "softmax" in op.packet):
-        rate = _row_rate(op, family, rate, nbytes, dtype, dev)
+        padded = _warp_softmax_row(op, family, dev)
+        if padded is not None:  # each row walked as if of its padded length
+            nbytes = round(nbytes * padded / _row_length(op, family))
+        rate = _row_rate(op, family, rate, nbytes, dtype, dev, row=padded)
     return nbytes / (rate or dev.bandwidth.bytes_per_s(max(nbytes, 1), _bandwidth_kind(cost, dev)))
+
+
+# ATen's softmax on the GPU gives rows of at most 1024 elements (and 4 KB) along the innermost
+# dimension to a warp each, in registers sized for the next power of two: a row of 49 runs as a
+# row of 64 would (SoftMax.cu, dispatch_softmax_forward and its backward)
+WARP_SOFTMAX_MAX_ROW, WARP_SOFTMAX_MAX_ROW_BYTES = 1024, 4096
+
+
+def _warp_softmax_row(op: CapturedOp, family: str, dev: DeviceModel) -> int | None:
+    """The padded row length of a GPU softmax (forward or backward, log or not) that runs ATen's
+    warp-per-row kernel over a row that is not a power of two; None for any other op."""
+    if dev.kind != "cuda" or family != "softmax":
+        return None
+    inputs = op.tensor_inputs()
+    row = _row_length(op, family)
+    if not inputs or not row or row & (row - 1) == 0:
+        return None
+    x = inputs[0]
+    if _softmax_dim(op) % x.ndim != x.ndim - 1 or row > WARP_SOFTMAX_MAX_ROW or row * x.itemsize > WARP_SOFTMAX_MAX_ROW_BYTES:
+        return None
+    return 1 << (row - 1).bit_length()
 
 
 def _float32_scale(op: CapturedOp) -> float:
@@ -128,13 +152,14 @@ def _float32_scale(op: CapturedOp) -> float:
     return widened / actual if actual else 1.0
 
 
-def _row_rate(op: CapturedOp, family: str, long_rate: float, nbytes: int, dtype: str, dev: DeviceModel) -> float:
-    """A row-wise kernel's rate at its own row length: interpolated in log(row) between the family
-    calibrated on short rows and the one on long rows (a block per row idles most of its threads
-    on a row of 49 or 96)."""
+def _row_rate(op: CapturedOp, family: str, long_rate: float, nbytes: int, dtype: str, dev: DeviceModel,
+              row: int | None = None) -> float:
+    """A row-wise kernel's rate at its own row length (``row``, else the op's): interpolated in
+    log(row) between the family calibrated on short rows and the one on long rows (a block per row
+    idles most of its threads on a row of 49 or 96)."""
     short_family, short_row, long_row = ROW_FAMILIES[family]
     short_rate = dev.family_bytes_per_s(short_family, nbytes, dtype) if dev.has_family(short_family) else None
-    row = _row_length(op, family)
+    row = row or _row_length(op, family)
     if not short_rate or row is None or row >= long_row:
         return long_rate
     if row <= short_row:
@@ -152,8 +177,14 @@ def _row_length(op: CapturedOp, family: str) -> int | None:
     if family == "layer_norm":
         shape = op.args[1] if len(op.args) > 1 and isinstance(op.args[1], (list, tuple)) else None
         return math.prod(shape) if shape else (x.shape[-1] if x.ndim else None)
-    dim = op.args[1] if len(op.args) > 1 and isinstance(op.args[1], int) else -1
-    return x.shape[dim] if x.ndim else None
+    return x.shape[_softmax_dim(op)] if x.ndim else None
+
+
+def _softmax_dim(op: CapturedOp) -> int:
+    """The dimension a softmax reduces: ``dim`` follows the input, or the gradient and the output
+    in a backward."""
+    at = 2 if "backward" in op.packet else 1
+    return op.args[at] if len(op.args) > at and isinstance(op.args[at], int) else -1
 
 
 # eval batch norm's entry points (``costs.norm``: the training flag tells train from eval)
