@@ -1,6 +1,6 @@
 """Kernels whose time the GEMM curve cannot tell, timed over the shapes real models use.
 
-    python benchmarks/mechanism_sweep.py [--device cuda] [--budget 0.02] [--only convs|gemms|conv_channels|conv_backward|attention_lengths] --json OUT.json
+    python benchmarks/mechanism_sweep.py [--device cuda] [--budget 0.02] [--only convs|gemms|conv_channels|conv_backward|attention_lengths|cat_inputs] --json OUT.json
 
 Each family is a mechanism of how the kernel runs, not a model: depthwise convolutions (groups =
 channels: a few FLOPs per byte), grouped convolutions (ResNeXt, RegNet), the other convolutions
@@ -224,6 +224,35 @@ def sweep_attention_lengths(device: str, budget: float, out: list) -> None:
                 out.append(dict(family="attention_lengths", dtype=dtype, batch_heads=bh, seq=seq, head_dim=64, kernels=names, **t))
 
 
+# cats of contiguous inputs: (dim, the inputs' shapes) from DenseNet's blocks (a large input and many
+# of 32 channels), feature pyramids and U-Nets (a few unequal or equal inputs), a key cache grown by
+# one step, and many equal small inputs
+CAT_INPUTS = [
+    *[(1, [(b, c0, h, h)] + [(b, 32, h, h)] * k) for b in (8, 32) for c0, h in ((64, 56), (128, 28), (256, 14), (512, 7)) for k in (1, 4, 12, 24)],
+    (1, [(8, 256, 64, 64), (8, 128, 64, 64), (8, 64, 64, 64), (8, 32, 64, 64)]),
+    (1, [(16, 512, 32, 32), (16, 16, 32, 32), (16, 16, 32, 32)]),
+    (1, [(32, 64, 128, 128), (32, 64, 128, 128)]),
+    (1, [(4, 256, 50, 76), (4, 512, 50, 76), (4, 1024, 50, 76)]),
+    (2, [(8, 12, 1024, 64), (8, 12, 1, 64)]),
+    (2, [(32, 16, 255, 64), (32, 16, 1, 64)]),
+    (0, [(1, 256)] * 64),
+    (1, [(64, 3, 512), (64, 61, 512), (64, 1, 512)]),
+]
+
+
+def sweep_cat_inputs(device: str, budget: float, out: list) -> None:
+    """torch.cat of contiguous inputs over the shapes of ``CAT_INPUTS``, float32 and float16: how a
+    cat's time follows its inputs' count and their sizes beside the largest one."""
+    gen = torch.Generator(device=device).manual_seed(5)
+    for dtype in ("float32", "float16"):
+        for dim, shapes in CAT_INPUTS:
+            xs = [torch.randn(*shape, device=device, dtype=DT[dtype], generator=gen) for shape in shapes]
+            fn = lambda: torch.cat(xs, dim)  # noqa: E731
+            t = _time(fn, device, budget)
+            names = kernel_names(fn, device) if device.startswith("cuda") else []
+            out.append(dict(family="cat_inputs", dtype=dtype, dim=dim, shapes=[list(x) for x in shapes], kernels=names, **t))
+
+
 def sweep_gemms(device: str, budget: float, out: list) -> None:
     gen = torch.Generator(device=device).manual_seed(1)
     prev = torch.backends.cuda.matmul.allow_tf32
@@ -275,7 +304,7 @@ def main() -> int:
     ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     ap.add_argument("--budget", type=float, default=0.02)
     ap.add_argument("--json", required=True)
-    ap.add_argument("--only", choices=["convs", "gemms", "conv_channels", "conv_backward", "attention_lengths"], help="one sweep")
+    ap.add_argument("--only", choices=["convs", "gemms", "conv_channels", "conv_backward", "attention_lengths", "cat_inputs"], help="one sweep")
     args = ap.parse_args()
     t0 = time.perf_counter()
     points: list[dict] = []
@@ -285,6 +314,8 @@ def main() -> int:
         sweep_conv_backward(args.device, args.budget, points)
     if args.only == "attention_lengths":
         sweep_attention_lengths(args.device, args.budget, points)
+    if args.only == "cat_inputs":
+        sweep_cat_inputs(args.device, args.budget, points)
     if args.only in (None, "convs"):
         sweep_convs(args.device, args.budget, points)
         print(f"convolutions: {len(points)} points, {time.perf_counter() - t0:.0f} s", flush=True)

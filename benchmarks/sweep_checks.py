@@ -1,7 +1,7 @@
 """What the sweep checks share: a sweep's points of one family, and one line of their errors.
 
 The checks (``addmm_grid_check.py``, ``conv_channels_check.py``, ``conv_backward_check.py``,
-``attention_lengths_check.py``) price the points ``mechanism_sweep.py`` recorded with a profile.
+``attention_lengths_check.py``, ``cat_inputs_check.py``) price the points ``mechanism_sweep.py`` recorded with a profile.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ import math
 import torch
 
 from calibrate.matmul import DTYPES
-from roofline.schema.profile import BandwidthCurve, BandwidthPoint, PointwiseCurve, PointwisePoint
+from roofline.schema.profile import BandwidthCurve, BandwidthPoint, PointwiseCurve, PointwisePoint, Stat
 from roofline.timing import time_fn
 
 
@@ -234,6 +234,33 @@ def measure_pointwise(
         if progress:
             progress()
     return PointwiseCurve(op=op, dtype=dtype_name, points=points)
+
+
+# ATen's batched cat on the GPU gives every input of a launch the grid of blocks the largest input
+# needs (capped at a wave of the SMs' resident blocks): the blocks of a smaller input find no work
+# but are scheduled all the same, so each input costs at least that grid's time. Timed as a cat of
+# CAT_GRID_INPUTS (one large input and one-row ones) less the cat of the large input and one row,
+# per added input, over the large input's bytes (DenseNet joins a 1.6 MB block output to 25 others).
+CAT_GRID_INPUTS = 33
+CAT_GRID_BYTES = [1 << 16, 1 << 18, 1 << 20, 1 << 22, 1 << 24, 1 << 26]
+
+
+def measure_cat_grid(device: str, *, budget_s: float, warnings: list, quick: bool = False, progress=None) -> list[PointwiseCurve]:
+    """Per-input time of the batched cat's grid over the largest input's bytes (GPU, float32; the
+    grid is sized in 16-byte vectors, whatever the dtype): one curve."""
+    points = []
+    for nbytes in CAT_GRID_BYTES[1::2] if quick else CAT_GRID_BYTES:
+        big = _rand(max(nbytes // (4 * ROW), 1), ROW, device=device)
+        rows = [_rand(1, ROW, device=device) for _ in range(CAT_GRID_INPUTS - 1)]
+        many = _timed(lambda: torch.cat([big, *rows]), device, budget_s, f"cat of {CAT_GRID_INPUTS} inputs beside {nbytes} B", warnings)
+        two = _timed(lambda: torch.cat([big, rows[0]]), device, budget_s, f"cat of 2 inputs beside {nbytes} B", warnings)
+        per_input = max((many.median_s - two.median_s) / (CAT_GRID_INPUTS - 2), 1e-9)
+        time = Stat(median_s=per_input, iqr_s=(many.iqr_s + two.iqr_s) / (CAT_GRID_INPUTS - 2), samples=min(many.samples, two.samples))
+        moved = big.numel() * big.element_size()
+        points.append(PointwisePoint(elements=big.numel(), bytes=moved, time=time, elements_per_s=big.numel() / per_input, bytes_per_s=moved / per_input))
+        if progress:
+            progress()
+    return [PointwiseCurve(op="cat_grid", dtype="float32", points=points)]
 
 
 def measure_attention(device: str, dtype_name: str, head_dim: int, causal: bool, *, seqs: list[int], tokens: list[int], budget_s: float, warnings: list, progress=None, single: bool = False):

@@ -1,6 +1,6 @@
 """Measure one GPU calibration stage again on the profiled machine and put it into the profile.
 
-    python -m calibrate.refresh PROFILE --stage attention|conv|gemm_ratios|conv_families|norm_families [--output PATH]
+    python -m calibrate.refresh PROFILE --stage attention|cat_grid|conv|gemm_ratios|conv_families|norm_families [--output PATH]
 
 A stage's design can change after a profile is shipped (the addmm ratio grew from eight shapes to a
 grid over rows, reduction length and width). Calibrating the whole machine again moves every other
@@ -49,6 +49,7 @@ class Stage(NamedTuple):
     measure: Callable  # (device, *, budget_s, warnings, quick) -> that field's value
     seconds_key: str  # its calibration.stage_seconds key
     budget_share: float  # of the plan's point budget per point: the mechanism families take half
+    merged: bool = False  # the field is a list of op curves: the measured ones replace theirs, the rest stay
 
 
 STAGES = {
@@ -57,6 +58,7 @@ STAGES = {
     "gemm_ratios": Stage("gemm_ratios", mechanisms.measure_gemm_ratios, "gpu gemm ratios", 0.5),
     "conv_families": Stage("conv_families", mechanisms.measure_conv_families, "gpu conv families", 0.5),
     "norm_families": Stage("norm_families", mechanisms.measure_norm_families, "gpu norm families", 0.5),
+    "cat_grid": Stage("pointwise", memory.measure_cat_grid, "gpu cat grid", 1.0, merged=True),
 }
 
 
@@ -76,7 +78,7 @@ def gpu_of(profile) -> str:
 
 def refresh(profile, stage: str, device: str):
     """The profile with ``stage`` measured again on ``device``, and the warnings of the measurement."""
-    field, measure, key, share = STAGES[stage]
+    field, measure, key, share, merged = STAGES[stage]
     quick = profile.calibration.quick
     plan = gpu_plan(quick, torch.cuda.get_device_properties(device).total_memory)
     warnings: list[str] = []
@@ -85,6 +87,9 @@ def refresh(profile, stage: str, device: str):
     with torch.no_grad():  # calibration's grad mode
         measured = measure(device, budget_s=plan.point_budget_s * share, warnings=warnings, quick=quick)
     seconds = round(time.perf_counter() - start, 3)
+    if merged:
+        ops = {(c.op, c.dtype) for c in measured}
+        measured = [c for c in getattr(profile.gpu.measurements, field) if (c.op, c.dtype) not in ops] + measured
     gpu = profile.gpu.model_copy(update=dict(measurements=profile.gpu.measurements.model_copy(update={field: measured})))
     now = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     calibration = profile.calibration.model_copy(update=dict(

@@ -96,7 +96,7 @@ class Plan:
         n += len(self.conv_dtypes) * len(self.conv_shapes)
         n += len(rnn.KINDS) * len(self.rnn_dtypes) * len(self.rnn_shapes)
         if gpu:
-            n += 4 * len(self.transfer_sizes)
+            n += 4 * len(self.transfer_sizes) + len(memory.CAT_GRID_BYTES[1::2] if self.quick else memory.CAT_GRID_BYTES)
             n += mechanisms.steps(self.quick) + mechanisms.norm_steps(self.quick) if self.mechanisms else 0
         return n
 
@@ -328,6 +328,10 @@ def _measure_part(device: str, plan: Plan, progress: _Progress, warnings: list, 
             memory.measure_pointwise(selection_sizes, device, op=op, dtype_name="float32", budget_s=plan.point_budget_s, warnings=warnings, progress=progress.step)
         )
         lap(f"selection {op}")
+    if gpu:
+        progress.stage(f"{device} cat grid")
+        pointwise += memory.measure_cat_grid(device, budget_s=plan.point_budget_s, warnings=warnings, quick=plan.quick, progress=progress.step)
+        lap("cat grid")
     attention = []
     if gpu and plan.attention_seqs:
         progress.stage(f"{device} attention")

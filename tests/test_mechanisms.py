@@ -287,3 +287,58 @@ def test_a_gradient_without_its_own_curve_takes_the_forwards():
     forward = model.time_s("depthwise", "float32", "nchw", 3, 1, 1, macs)
     assert model.time_s("depthwise", "float32", "nchw", 3, 1, 1, macs, gradient="weight") == pytest.approx(3 * forward)
     assert model.time_s("depthwise", "float32", "nchw", 3, 1, 1, macs, gradient="input") == pytest.approx(forward)
+
+
+# ---- cat: every input at least the grid of the largest -----------------------------------------------
+
+
+def cat_errors(with_grid: bool) -> tuple[list[float], list[float]]:
+    """Relative errors of the H100's cat sweep (all points; the DenseNet ones with 12 or more small
+    inputs), priced as ``cat_inputs_check.py`` prices them with the fixture profile, with or without
+    the recorded ``cat_grid`` curve."""
+    from benchmarks.cat_inputs_check import predicted_s
+    from roofline.schema.profile import PointwiseCurve
+
+    recorded = json.loads((FIXTURES / "h100_cat_grid.json").read_text())
+    p = load_profile_file(FIXTURES / "h100_profile.json")
+    p.gpu.measurements.pointwise = [c for c in p.gpu.measurements.pointwise if c.op != "cat_grid"]
+    if with_grid:
+        p.gpu.measurements.pointwise += [PointwiseCurve(**c) for c in recorded["pointwise"]]
+    every = [predicted_s(p, q) / q["median_s"] - 1 for q in recorded["checks"]]
+    dense = [e for e, q in zip(every, recorded["checks"]) if len(q["shapes"]) >= 13 and q["dim"] == 1]
+    return every, dense
+
+
+def test_a_cat_of_many_small_inputs_beside_a_large_one_is_priced_by_its_grid():
+    """ATen's batched cat sizes one grid per input for the largest: DenseNet's cats of 13-25 inputs
+    run 2-3x their bytes' time on the H100. With the calibrated grid, at sweep shapes calibration did
+    not time, those land near the measurement and the sweep's median error halves."""
+    every, dense = cat_errors(with_grid=True)
+    bytes_only, dense_bytes_only = cat_errors(with_grid=False)
+    assert len(dense) >= 8
+    assert statistics.median(dense_bytes_only) < -0.4, "on its bytes alone such a cat is priced far low"
+    assert statistics.median(map(abs, dense)) < 0.25
+    assert statistics.median(map(abs, every)) < 0.7 * statistics.median(map(abs, bytes_only))
+
+
+def test_the_cat_grid_adds_nothing_to_equal_inputs():
+    from roofline.pipeline import analyze
+    from roofline.schema.profile import PointwiseCurve, PointwisePoint, Stat
+
+    def flat(op, rate):
+        pts = [PointwisePoint(elements=n // 4, bytes=n, time=Stat(median_s=n / rate, iqr_s=0.0, samples=5), elements_per_s=n / 4 / (n / rate), bytes_per_s=rate)
+               for n in (1 << 10, 1 << 20, 1 << 30)]
+        return PointwiseCurve(op=op, dtype="float32", points=pts)
+
+    p = load_profile_file(FIXTURES / "h100_profile.json")
+    p.gpu.measurements.pointwise = [c for c in p.gpu.measurements.pointwise if c.op not in ("cat", "cat_grid")] + [flat("cat", 2e12), flat("cat_grid", 4e12)]
+
+    def cat_s(*shapes):
+        report = analyze(lambda *xs: torch.cat(xs, 1), tuple(torch.randn(*s) for s in shapes), p, device="cuda", batch_sweep=False)
+        (op,) = [o for o in report.ops if o.target.startswith("aten.cat")]
+        return op.kernel_s
+
+    big, small = (32, 256, 14, 14), (32, 32, 14, 14)
+    big_bytes = 32 * 256 * 14 * 14 * 4
+    assert cat_s(big, *[small] * 24) == pytest.approx(2 * big_bytes / 2e12 + 24 * big_bytes / 4e12, rel=0.01)
+    assert cat_s(big, big) == pytest.approx(4 * big_bytes / 2e12, rel=0.01)  # equal inputs: their bytes

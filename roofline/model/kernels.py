@@ -115,12 +115,35 @@ def _memory_s(op: CapturedOp, cost: OpCost, dev: DeviceModel) -> float:
     if family in ELEMENT_BOUND and not dev.has_family(family, dtype):
         nbytes = round(nbytes * _float32_scale(op))
     rate = dev.family_bytes_per_s(family, nbytes, dtype)
+    if op.packet == "aten.cat":
+        batched = _batched_cat_s(op, nbytes, rate or dev.bandwidth.bytes_per_s(max(nbytes, 1), _bandwidth_kind(cost, dev)), dev)
+        if batched is not None:
+            return batched
     if rate and family in ROW_FAMILIES and ("layer_norm" in op.packet or "softmax" in op.packet):
         padded = _warp_softmax_row(op, family, dev)
         if padded is not None:  # each row walked as if of its padded length
             nbytes = round(nbytes * padded / _row_length(op, family))
         rate = _row_rate(op, family, rate, nbytes, dtype, dev, row=padded)
     return nbytes / (rate or dev.bandwidth.bytes_per_s(max(nbytes, 1), _bandwidth_kind(cost, dev)))
+
+
+def _batched_cat_s(op: CapturedOp, nbytes: int, rate: float, dev: DeviceModel) -> float | None:
+    """A GPU cat of contiguous inputs, which ATen's batched kernel runs with one grid per input sized
+    for the largest input: each input moves its share of the bytes at the cat's ``rate``, but
+    takes at least the time of that grid (the calibrated ``cat_grid`` curve, over the largest
+    input's bytes), so many small inputs beside a large one cost far more than their bytes (a
+    DenseNet block's cat of 25). None without that curve or with fewer than two inputs."""
+    if dev.kind != "cuda" or not dev.has_family("cat_grid"):
+        return None
+    sizes = [t.numel * t.itemsize for t in op.tensor_inputs() if t.numel]
+    if len(sizes) < 2:
+        return None
+    largest = max(sizes)
+    grid_rate = dev.family_bytes_per_s("cat_grid", largest, "float32")
+    if not grid_rate:
+        return None
+    grid_s = largest / grid_rate
+    return sum(max(nbytes * size / sum(sizes) / rate, grid_s) for size in sizes)
 
 
 # ATen's softmax on the GPU gives rows of at most 1024 elements (and 4 KB) along the innermost

@@ -1,0 +1,60 @@
+"""Cats of contiguous inputs priced by a profile against the H100: how time follows the inputs' count.
+
+    python benchmarks/cat_inputs_check.py [--sweep benchmarks/results/h100_cat_inputs.json] [--profile P] [--ungridded]
+
+The sweep (``mechanism_sweep.py --only cat_inputs``) times torch.cat over DenseNet's block inputs (a
+large input and 1-24 of 32 channels, at four plane sizes and two batches), feature-pyramid and U-Net
+joins, a key cache grown by one step and 64 equal small inputs, in float32 and float16. This prices
+each the way ``roofline advise`` does, every input at least the grid ATen's batched kernel sizes for
+the largest (``roofline.model.kernels._batched_cat_s``, the calibrated ``cat_grid`` curve) or, with
+``--ungridded``, on the bytes alone, and prints every point and the median |error|.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import torch
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+import roofline.model.kernels as kernels  # noqa: E402
+from benchmarks.sweep_checks import error_line, sweep_points  # noqa: E402
+from roofline.pipeline import Analysis, Options  # noqa: E402
+from roofline.profiles import load_profile_file  # noqa: E402
+
+DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+
+
+def predicted_s(profile, p: dict) -> float:
+    with torch.device("meta"):
+        xs = [torch.empty(*shape, dtype=DTYPES[p["dtype"]]) for shape in p["shapes"]]
+    a = Analysis.of(lambda *xs: torch.cat(xs, p["dim"]), tuple(xs), None, profile,
+                    Options(device="cuda", capture_device="cpu", batch_sweep=False))
+    return sum(k[0] for k in a.kernels())
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--sweep", default=str(REPO / "benchmarks" / "results" / "h100_cat_inputs.json"))
+    ap.add_argument("--profile", default=str(REPO / "device_profiles" / "nvidia-h100-80gb-hbm3.json"))
+    ap.add_argument("--ungridded", action="store_true", help="price every cat on its bytes alone")
+    args = ap.parse_args()
+    if args.ungridded:
+        kernels._batched_cat_s = lambda *a: None
+    profile = load_profile_file(Path(args.profile))
+    errors = []
+    for p in sweep_points(args.sweep, "cat_inputs"):
+        t = predicted_s(profile, p)
+        errors.append(t / p["median_s"] - 1)
+        shapes = " ".join("x".join(map(str, s)) for s in p["shapes"][:3]) + (f" +{len(p['shapes']) - 3}" if len(p["shapes"]) > 3 else "")
+        print(f"  {p['dtype']:<8} dim {p['dim']} {shapes:<44}: predicted {t * 1e6:8.1f} us  measured {p['median_s'] * 1e6:8.1f} us  {100 * errors[-1]:+6.1f}%")
+    print(error_line(errors))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
