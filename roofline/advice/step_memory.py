@@ -13,6 +13,12 @@ Running the ops in order, what is allocated after each op is
     ``CUBLAS_WORKSPACE_BYTES_OLDER`` before. These are PyTorch's defaults, not measured: the GPU run
     of ``benchmarks/train_check.py`` compares the peak with ``torch.cuda.max_memory_allocated``.
 
+  * on a GPU, the staging buffer of a reduction over leading dimensions of at least
+    ``REDUCE_STAGING_MIN_ROWS`` rows (autograd's sum of a Linear's bias gradient over the tokens):
+    ATen's reduce kernel splits those rows across blocks and stages ``REDUCE_STAGING_BYTES``
+    per input element, whatever the dtype, for the op's duration (``benchmarks/reduce_staging.py``:
+    ``torch.cuda.max_memory_allocated`` around sums from 128 to 16384 rows).
+
 It is a lower bound where the allocator fragments or a library allocates scratch memory of its own
 (cuDNN's convolution workspaces, oneDNN's on the CPU).
 """
@@ -31,12 +37,30 @@ CUBLAS_WORKSPACE_BYTES = 32 << 20  # per (handle, stream): 4096 KiB x 8 on sm_90
 CUBLAS_WORKSPACE_BYTES_OLDER = (4096 << 10) * 2 + (16 << 10) * 8
 GEMM_THREADS = 2  # the thread that runs the forward, and autograd's device thread
 TIMELINE_POINTS = 240
+REDUCE_OPS = {"aten.sum", "aten.mean"}
+REDUCE_STAGING_MIN_ROWS = 1024  # 512 rows stage nothing, 1024 do
+REDUCE_STAGING_BYTES = 8
 
 
 def _rounded(nbytes: int, device: str) -> int:
     if device != "cuda" or nbytes == 0:
         return nbytes
     return -(-nbytes // CUDA_BLOCK_BYTES) * CUDA_BLOCK_BYTES
+
+
+def staging_bytes(op, device: str) -> int:
+    """The buffer a GPU reduction over leading dimensions stages for its duration (module docstring)."""
+    inputs = op.tensor_inputs()
+    if device != "cuda" or op.packet not in REDUCE_OPS or not inputs or len(op.args) < 2 or not isinstance(op.args[1], (list, tuple)):
+        return 0
+    x = inputs[0]
+    dims = {d % x.ndim for d in op.args[1]} if x.ndim else set()
+    if not dims or x.ndim - 1 in dims:
+        return 0
+    rows = 1
+    for d in dims:
+        rows *= x.shape[d]
+    return REDUCE_STAGING_BYTES * x.numel if rows >= REDUCE_STAGING_MIN_ROWS else 0
 
 
 def workspace_bytes(graph: CapturedGraph, costs: Sequence[OpCost], device: str, compute_capability: str | None) -> int:
@@ -120,24 +144,25 @@ def step_memory(graph: CapturedGraph, costs: Sequence[OpCost], device: str, capa
     forward_end = max((op.index for op in ops if op.phase == "forward"), default=-1)
 
     alive = grads = saved = 0
-    peak, peak_index, peak_grads = -1, 0, 0
+    peak, peak_index, peak_grads, peak_staging = -1, 0, 0, 0
     after: list[int] = []
     for i in range(n):
         for v in made.get(i, ()):
             alive += values.size[v]
             if v in values.gradients:
                 grads += values.size[v]
-        total = resident + alive
+        staging = staging_bytes(ops[i], device)
+        total = resident + alive + staging
         after.append(total)
         if total > peak:
-            peak, peak_index, peak_grads = total, i, grads
+            peak, peak_index, peak_grads, peak_staging = total, i, grads, staging
         for v in frees.get(i, ()):
             alive -= values.size[v]
         if i == forward_end:
             saved = sum(values.size[v] for v, end in values.last_use.items() if v[0] <= i < end and values.read_in_backward[v])
     at_peak = {
         "weights": weights, "inputs": inputs, "optimizer_state": state, "gradients": peak_grads,
-        "activations": max(peak - resident - peak_grads, 0), "workspace": workspace,
+        "activations": max(peak - resident - peak_grads - peak_staging, 0), "workspace": workspace + peak_staging,
     }
     return StepMemory(
         device=device, weights_bytes=weights, inputs_bytes=inputs, optimizer_state_bytes=state,

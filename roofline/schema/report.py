@@ -302,7 +302,7 @@ class StepMemory(_Model):
     peak_bytes: int = Field(ge=0, description="Most bytes allocated at once over the step.")
     peak_index: int = Field(ge=0, description="The op at the peak.")
     peak_phase: Literal["forward", "backward", "optimizer"]
-    at_peak: dict[str, int] = Field(default_factory=dict, description="The peak by part: weights, inputs, optimizer_state, gradients, activations (other values alive), workspace.")
+    at_peak: dict[str, int] = Field(default_factory=dict, description="The peak by part: weights, inputs, optimizer_state, gradients, activations (other values alive), workspace (cuBLAS's, and a reduction's staging buffer when the peak falls in one).")
     workspace_bytes: int = Field(ge=0, description="Library workspaces and allocator rounding (an estimate on a GPU; 0 on the CPU).")
     capacity_bytes: int | None = Field(default=None, description="The device's memory; null when the profile does not say.")
     fits: bool = Field(description="peak_bytes within capacity_bytes (true when the capacity is unknown).")
