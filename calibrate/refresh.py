@@ -1,6 +1,6 @@
 """Measure one GPU calibration stage again on the profiled machine and put it into the profile.
 
-    python -m calibrate.refresh PROFILE --stage attention|cat_grid|conv|gemm_ratios|conv_families|norm_families [--output PATH]
+    python -m calibrate.refresh PROFILE --stage attention|cat_grid|conv|gemm_ratios|conv_families|layout|norm_families [--output PATH]
 
 A stage's design can change after a profile is shipped (the addmm ratio grew from eight shapes to a
 grid over rows, reduction length and width). Calibrating the whole machine again moves every other
@@ -42,6 +42,14 @@ def measure_attentions(device: str, *, budget_s: float, warnings: list, quick: b
             for dtype, head_dim, causal in ATTENTION_CURVES]
 
 
+def measure_layouts(device: str, *, budget_s: float, warnings: list, quick: bool):
+    """The layout families (``calibrate.memory.LAYOUT_OPS``) as calibration measures them: every
+    pointwise dtype of the plan, over its strided-family sizes."""
+    plan = gpu_plan(quick, torch.cuda.get_device_properties(device).total_memory)
+    return [memory.measure_pointwise(plan.strided_sizes(), device, op=op, dtype_name=dtype, budget_s=budget_s, warnings=warnings)
+            for dtype in plan.pointwise_dtypes for op in memory.LAYOUT_OPS]
+
+
 class Stage(NamedTuple):
     """One stage refresh can measure, as calibration does (``calibrate.runner.measure_device``)."""
 
@@ -59,6 +67,7 @@ STAGES = {
     "conv_families": Stage("conv_families", mechanisms.measure_conv_families, "gpu conv families", 0.5),
     "norm_families": Stage("norm_families", mechanisms.measure_norm_families, "gpu norm families", 0.5),
     "cat_grid": Stage("pointwise", memory.measure_cat_grid, "gpu cat grid", 1.0, merged=True),
+    "layout": Stage("pointwise", measure_layouts, "gpu layout", 1.0, merged=True),
 }
 
 

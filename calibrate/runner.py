@@ -83,15 +83,17 @@ class Plan:
         return [x for x in self.sin_sizes[::2] if self.selection_max_elements is None or x <= self.selection_max_elements]
 
     def strided_sizes(self) -> list[int]:
-        """Sizes of the strided-copy families: the pointwise sizes (x4 apart) up to the largest layout point."""
+        """Sizes of the layout and strided-copy families: the pointwise sizes (x4 apart) up to the
+        largest selection point. Their ops in models lie in the millions of elements, where the cache
+        ends: points x16 apart interpolate far from both sides of it."""
         selection = self.selection_sizes()
         return [x for x in self.sin_sizes if selection and x <= max(selection)]
 
     def steps(self, gpu: bool) -> int:
         n = sum(len(self.matmul_grid) ** 3 + len(self.probes_for(d)) for d in self.matmul_dtypes)
         n += 3 * len(self.bandwidth_sizes) + len(POINTWISE_OPS) * len(self.pointwise_dtypes) * len(self.sin_sizes) + len(representative_ops("cpu")) + 2
-        n += (len(memory.SELECTION_OPS) + len(memory.LAYOUT_OPS) * len(self.pointwise_dtypes)) * len(self.selection_sizes())
-        n += len(memory.STRIDED_OPS) * len(self.pointwise_dtypes) * len(self.strided_sizes())
+        n += len(memory.SELECTION_OPS) * len(self.selection_sizes())
+        n += (len(memory.LAYOUT_OPS) + len(memory.STRIDED_OPS)) * len(self.pointwise_dtypes) * len(self.strided_sizes())
         n += len(ATTENTION_CURVES) * len(self.attention_seqs) * (len(self.attention_tokens) + (0 if self.quick else 1))
         n += len(self.conv_dtypes) * len(self.conv_shapes)
         n += len(rnn.KINDS) * len(self.rnn_dtypes) * len(self.rnn_shapes)
@@ -314,7 +316,7 @@ def _measure_part(device: str, plan: Plan, progress: _Progress, warnings: list, 
             )
             lap(f"pointwise {op} {dtype}")
     selection_sizes = plan.selection_sizes()
-    for stage, ops, sizes in (("layout", memory.LAYOUT_OPS, selection_sizes), ("strided", memory.STRIDED_OPS, plan.strided_sizes())):
+    for stage, ops, sizes in (("layout", memory.LAYOUT_OPS, plan.strided_sizes()), ("strided", memory.STRIDED_OPS, plan.strided_sizes())):
         for dtype in plan.pointwise_dtypes:
             for op in ops:
                 progress.stage(f"{device} {stage} {op} {dtype}")
