@@ -54,9 +54,10 @@ from roofline.schema.profile import Stat
 SPREAD_WARNING = 0.10  # IQR / median above which a measurement is flagged as noisy
 BACKLOG_CYCLES = 100_000  # ~50 us of spin at 2 GHz before a repetition, until the host's queueing time is measured
 BACKLOG_CYCLES_PER_CALL = 40_000  # ~20 us per queued call until then: more than one eager dispatch takes
-SPIN_CYCLES_PER_S = 2.0e9  # the spin kernel's clock, at most the GPU's boost clock: a slower clock spins longer
+SPIN_CYCLES_PER_S = 2.0e9  # the spin kernel's clock as assumed (an H100 boosts to 1.98 GHz): a faster GPU's spin ends sooner, which the caught-up check answers with a longer one
 BACKLOG_SLACK_S = 10e-6  # spin beyond the host's measured queueing time of a repetition
-BACKLOG_MARGIN = 1.5  # the spin over the host's measured queueing time; doubled after a batch the device caught up with
+BACKLOG_MARGIN = 1.5  # the spin over the host's measured queueing time; doubled after a batch the device caught up with ...
+BACKLOG_MAX_MARGIN = 16.0  # ... up to this, and halved back towards BACKLOG_MARGIN after each batch it did not
 BACKLOG_RETRIES = 2  # runs again of a batch the device caught up with, before its samples are kept as they are
 ROUNDS = 8  # the timed phase is split into at most this many rounds (one repetition each, at least)
 SETTLED_ROUNDS = 3  # rounds after which a timed phase may end before its budget ...
@@ -290,12 +291,18 @@ class Backlog:
     conservative fixed guess until a batch has measured it."""
 
     per_rep_s: float | None = None
+    measured_inner: int = 1  # calls per repetition when per_rep_s was measured
     margin: float = BACKLOG_MARGIN
 
     def cycles(self, inner: int) -> int:
         if self.per_rep_s is None:
             return int(BACKLOG_CYCLES_PER_CALL * inner + BACKLOG_CYCLES)
-        return int((self.margin * self.per_rep_s + BACKLOG_SLACK_S) * SPIN_CYCLES_PER_S)
+        per_rep_s = self.per_rep_s * max(inner / self.measured_inner, 1.0)
+        return int((self.margin * per_rep_s + BACKLOG_SLACK_S) * SPIN_CYCLES_PER_S)
+
+    def measured(self, per_rep_s: float, inner: int, caught_up: bool) -> None:
+        self.per_rep_s, self.measured_inner = per_rep_s, inner
+        self.margin = min(2 * self.margin, BACKLOG_MAX_MARGIN) if caught_up else max(self.margin / 2, BACKLOG_MARGIN)
 
 
 def _device_batch(fn, reps: int, inner: int, device: str, flush, backlog: Backlog) -> tuple[np.ndarray, bool]:
@@ -326,7 +333,7 @@ def _device_batch(fn, reps: int, inner: int, device: str, flush, backlog: Backlo
         queued_s[r] = time.perf_counter() - t0
     sync(device)
     # the median repetition: one that waited for room in a full launch queue does not size the spin
-    backlog.per_rep_s = float(np.median(queued_s))
+    backlog.measured(float(np.median(queued_s)), inner, caught_up)
     out = np.array([starts[r].elapsed_time(ends[r]) * 1e-3 / inner for r in range(reps)])
     return out, caught_up
 
@@ -339,7 +346,6 @@ def _run_batch(fn, reps: int, inner: int, device: str, clock: str, flush, backlo
             out, caught_up = _device_batch(fn, reps, inner, device, flush, backlog)
             if not caught_up:
                 return out
-            backlog.margin *= 2
         return _device_batch(fn, reps, inner, device, flush, backlog)[0]
     # host clock: wall time of the calls themselves (on a GPU: issue time, unless fn synchronizes)
     out = np.empty(reps)

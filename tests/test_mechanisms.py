@@ -312,7 +312,7 @@ def cat_errors(with_grid: bool) -> tuple[list[float], list[float]]:
 def test_a_cat_of_many_small_inputs_beside_a_large_one_is_priced_by_its_grid():
     """ATen's batched cat sizes one grid per input for the largest: DenseNet's cats of 13-25 inputs
     run 2-3x their bytes' time on the H100. With the calibrated grid, at sweep shapes calibration did
-    not time, those land near the measurement and the sweep's median error halves."""
+    not time, those land near the measurement and the sweep's median error falls by more than 30%."""
     every, dense = cat_errors(with_grid=True)
     bytes_only, dense_bytes_only = cat_errors(with_grid=False)
     assert len(dense) >= 8

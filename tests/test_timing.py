@@ -125,9 +125,25 @@ def test_backlog_spins_the_hosts_queueing_time_with_margin():
 
     fresh = Backlog()
     assert fresh.cycles(inner=3) == 3 * BACKLOG_CYCLES_PER_CALL + BACKLOG_CYCLES  # the fixed guess until measured
-    measured = Backlog(per_rep_s=20e-6)
+    measured = Backlog(per_rep_s=20e-6, measured_inner=3)
     assert measured.cycles(inner=3) == int((1.5 * 20e-6 + BACKLOG_SLACK_S) * SPIN_CYCLES_PER_S)
     assert measured.cycles(inner=3) < fresh.cycles(inner=3)
+    # measured at one call a repetition, a repetition of six queues six calls
+    assert Backlog(per_rep_s=20e-6).cycles(inner=6) == int((1.5 * 6 * 20e-6 + BACKLOG_SLACK_S) * SPIN_CYCLES_PER_S)
+
+
+def test_backlog_margin_doubles_when_caught_up_and_falls_back_after():
+    from roofline.timing import BACKLOG_MARGIN, BACKLOG_MAX_MARGIN, Backlog
+
+    b = Backlog()
+    b.measured(10e-6, 1, caught_up=True)
+    assert b.margin == 2 * BACKLOG_MARGIN
+    for _ in range(10):
+        b.measured(10e-6, 1, caught_up=True)
+    assert b.margin == BACKLOG_MAX_MARGIN
+    for _ in range(10):
+        b.measured(10e-6, 1, caught_up=False)
+    assert b.margin == BACKLOG_MARGIN
 
 
 def test_device_batch_sizes_its_spin_from_the_batch_before(monkeypatch):
@@ -149,9 +165,12 @@ def test_device_batch_the_device_caught_up_with_is_run_again_with_twice_the_marg
 
     fake = _fake_cuda(monkeypatch, caught_up_batches=1)
     backlog = Backlog()
+    margins = []
+    measured = backlog.measured
+    monkeypatch.setattr(backlog, "measured", lambda *a: (measured(*a), margins.append(backlog.margin)))
     _run_batch(lambda: None, 3, 1, "cuda:0", "device", None, backlog)
     assert len(fake.spins) == 6  # the caught-up batch and its run again
-    assert backlog.margin == 2 * BACKLOG_MARGIN
+    assert margins == [2 * BACKLOG_MARGIN, BACKLOG_MARGIN]  # doubled for the run again, back once it was clean
 
 
 def test_timed_phase_ends_early_once_settled_and_not_before_min_samples(monkeypatch):

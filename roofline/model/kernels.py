@@ -133,8 +133,10 @@ def _batched_cat_s(op: CapturedOp, nbytes: int, rate: float, dev: DeviceModel) -
     takes at least the time of that grid (the calibrated ``cat_grid`` curve, over the largest
     input's bytes), so many small inputs beside a large one cost far more than their bytes (a
     DenseNet block's cat of 25). None without that curve or with fewer than two inputs."""
-    if dev.kind != "cuda" or not dev.has_family("cat_grid"):
-        return None
+    if dev.kind != "cuda" or not dev.has_family("cat_grid") or not op.outputs or op.outputs[0].ndim > 4:
+        return None  # past 4 dimensions ATen copies input by input
+    if _strided_cat_inputs(op) is not None:
+        return None  # an input not dense in the output's layout: the generic kernel
     sizes = [t.numel * t.itemsize for t in op.tensor_inputs() if t.numel]
     if len(sizes) < 2:
         return None
