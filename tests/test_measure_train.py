@@ -63,3 +63,16 @@ def test_garbage_is_collected_before_the_peak(monkeypatch):
     monkeypatch.setattr(real, "resident_bytes", lambda: 0)
     train._peak_bytes(real)
     assert order[:2] == ["gc", "step"]
+
+
+def test_subnormal_gradients_on_the_cpu_are_flagged():
+    from roofline.measure.train import subnormal_note
+
+    tiny = torch.finfo(torch.float32).tiny
+    clean = [torch.randn(1000), torch.zeros(10)]
+    assert subnormal_note(clean, "cpu") is None
+    dirty = [torch.randn(1000), torch.full((10,), tiny / 8)]  # 10 of 1010 values below the smallest normal float
+    note = subnormal_note(dirty, "cpu")
+    assert note is not None and "10 of the step's 1,010" in note and "set_flush_denormal" in note
+    assert subnormal_note(dirty, "cuda") is None  # a GPU computes with them at full speed
+    assert subnormal_note([torch.randn(100_000), torch.full((1,), tiny / 8)], "cpu") is None  # one in 100,000: below the share

@@ -110,7 +110,30 @@ def measure_step(model, args: tuple, kwargs: dict, step: TrainStep, device: str,
     if total.warning:
         notes.append(total.warning)
     phases = _phases(real)
+    subnormal = subnormal_note([p.grad for p in real.params if p.grad is not None], device)
+    if subnormal:
+        notes.append(subnormal)
     return StepMeasurement(total=total, phases_s=phases, peak_bytes=peak, host_speed=speed, notes=notes)
+
+
+SUBNORMAL_SHARE = 1e-4  # of the gradients' values, above which a CPU measurement is flagged
+
+
+def subnormal_note(gradients: list[torch.Tensor], device: str) -> str | None:
+    """A note when the measured step's gradients hold subnormal floats on the CPU: x86 cores compute
+    with them many times slower, a cost of the values that no profile, and no prediction from
+    shapes, can price."""
+    if torch.device(device).type != "cpu":
+        return None
+    floats = [g for g in gradients if g.is_floating_point()]
+    total = sum(g.numel() for g in floats)
+    if not total:
+        return None
+    count = sum(int(((g != 0) & (g.abs() < torch.finfo(g.dtype).tiny)).sum()) for g in floats)
+    if count / total < SUBNORMAL_SHARE:
+        return None
+    return (f"{count:,} of the step's {total:,} gradient values ({100 * count / total:.2g}%) are subnormal floats, which the CPU "
+            f"computes with many times slower than the prediction assumes; torch.set_flush_denormal(True) flushes them to zero")
 
 
 def _phases(real: RealStep) -> dict[str, float]:
