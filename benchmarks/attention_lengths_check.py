@@ -22,19 +22,14 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 import roofline.model.kernels as kernels  # noqa: E402
-from benchmarks.sweep_checks import error_line, sweep_points  # noqa: E402
-from roofline.pipeline import Analysis, Options  # noqa: E402
+from benchmarks.sweep_checks import DTYPES, error_line, kernel_s, priced_lines, sweep_points  # noqa: E402
 from roofline.profiles import load_profile_file  # noqa: E402
-
-DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
 
 def predicted_s(profile, p: dict) -> float:
     with torch.device("meta"):
         q = torch.empty(1, p["batch_heads"], p["seq"], p["head_dim"], dtype=DTYPES[p["dtype"]])
-    a = Analysis.of(lambda q, k, v: F.scaled_dot_product_attention(q, k, v), (q, q, q), None, profile,
-                    Options(device="cuda", capture_device="cpu", batch_sweep=False))
-    return sum(k[0] for k in a.kernels())
+    return kernel_s(lambda q, k, v: F.scaled_dot_product_attention(q, k, v), (q, q, q), profile)
 
 
 def main() -> int:
@@ -46,11 +41,8 @@ def main() -> int:
     if args.untiled:
         kernels.ATTENTION_TILE = {}
     profile = load_profile_file(Path(args.profile))
-    errors = []
-    for p in sweep_points(args.sweep, "attention_lengths"):
-        t = predicted_s(profile, p)
-        errors.append(t / p["median_s"] - 1)
-        print(f"  {p['dtype']:<9} {p['batch_heads']:4d} x {p['seq']:4d}: predicted {t * 1e6:8.1f} us  measured {p['median_s'] * 1e6:8.1f} us  {100 * errors[-1]:+6.1f}%")
+    errors = priced_lines(sweep_points(args.sweep, "attention_lengths"), lambda p: predicted_s(profile, p),
+                          lambda p: f"{p['dtype']:<9} {p['batch_heads']:4d} x {p['seq']:4d}")
     print(error_line(errors))
     return 0
 

@@ -22,19 +22,19 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 import roofline.model.kernels as kernels  # noqa: E402
-from benchmarks.sweep_checks import error_line, sweep_points  # noqa: E402
-from roofline.pipeline import Analysis, Options  # noqa: E402
+from benchmarks.sweep_checks import DTYPES, error_line, kernel_s, priced_lines, sweep_points  # noqa: E402
 from roofline.profiles import load_profile_file  # noqa: E402
-
-DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
 
 def predicted_s(profile, p: dict) -> float:
     with torch.device("meta"):
         xs = [torch.empty(*shape, dtype=DTYPES[p["dtype"]]) for shape in p["shapes"]]
-    a = Analysis.of(lambda *xs: torch.cat(xs, p["dim"]), tuple(xs), None, profile,
-                    Options(device="cuda", capture_device="cpu", batch_sweep=False))
-    return sum(k[0] for k in a.kernels())
+    return kernel_s(lambda *xs: torch.cat(xs, p["dim"]), tuple(xs), profile)
+
+
+def described(p: dict) -> str:
+    shapes = " ".join("x".join(map(str, s)) for s in p["shapes"][:3]) + (f" +{len(p['shapes']) - 3}" if len(p["shapes"]) > 3 else "")
+    return f"{p['dtype']:<8} dim {p['dim']} {shapes:<44}"
 
 
 def main() -> int:
@@ -46,12 +46,7 @@ def main() -> int:
     if args.ungridded:
         kernels._batched_cat_s = lambda *a: None
     profile = load_profile_file(Path(args.profile))
-    errors = []
-    for p in sweep_points(args.sweep, "cat_inputs"):
-        t = predicted_s(profile, p)
-        errors.append(t / p["median_s"] - 1)
-        shapes = " ".join("x".join(map(str, s)) for s in p["shapes"][:3]) + (f" +{len(p['shapes']) - 3}" if len(p["shapes"]) > 3 else "")
-        print(f"  {p['dtype']:<8} dim {p['dim']} {shapes:<44}: predicted {t * 1e6:8.1f} us  measured {p['median_s'] * 1e6:8.1f} us  {100 * errors[-1]:+6.1f}%")
+    errors = priced_lines(sweep_points(args.sweep, "cat_inputs"), lambda p: predicted_s(profile, p), described)
     print(error_line(errors))
     return 0
 

@@ -1,4 +1,5 @@
-"""What the sweep checks share: a sweep's points of one family, and one line of their errors.
+"""What the sweep checks share: a sweep's points of one family, a callable's kernel time priced on
+meta tensors, each point's line and one line of their errors.
 
 The checks (``addmm_grid_check.py``, ``conv_channels_check.py``, ``conv_backward_check.py``,
 ``attention_lengths_check.py``, ``cat_inputs_check.py``) price the points ``mechanism_sweep.py`` recorded with a profile.
@@ -9,6 +10,13 @@ from __future__ import annotations
 import json
 import statistics
 from pathlib import Path
+from typing import Callable
+
+import torch
+
+from roofline.pipeline import Analysis, Options
+
+DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
 
 def sweep_points(path: str | Path, family: str) -> list[dict]:
@@ -21,3 +29,20 @@ def error_line(errors: list[float]) -> str:
     a = sorted(abs(e) for e in errors)
     return (f"n={len(a):3d} median {100 * statistics.median(a):5.1f}%, p90 {100 * a[int(0.9 * (len(a) - 1))]:5.1f}%, "
             f"signed median {100 * statistics.median(errors):+6.1f}%")
+
+
+def kernel_s(fn: Callable, inputs: tuple, profile) -> float:
+    """The GPU kernel time ``roofline advise`` predicts for ``fn`` on ``inputs`` (meta tensors,
+    captured on the CPU) with ``profile``."""
+    a = Analysis.of(fn, inputs, None, profile, Options(device="cuda", capture_device="cpu", batch_sweep=False))
+    return sum(k[0] for k in a.kernels())
+
+
+def priced_lines(points: list[dict], predicted_s: Callable[[dict], float], describe: Callable[[dict], str]) -> list[float]:
+    """Print each point's predicted and measured time and its error, named by ``describe``; the errors."""
+    errors = []
+    for p in points:
+        t = predicted_s(p)
+        errors.append(t / p["median_s"] - 1)
+        print(f"  {describe(p)}: predicted {t * 1e6:8.1f} us  measured {p['median_s'] * 1e6:8.1f} us  {100 * errors[-1]:+6.1f}%")
+    return errors
