@@ -76,3 +76,18 @@ def test_subnormal_gradients_on_the_cpu_are_flagged():
     assert note is not None and "10 of the step's 1,010" in note and "set_flush_denormal" in note
     assert subnormal_note(dirty, "cuda") is None  # a GPU computes with them at full speed
     assert subnormal_note([torch.randn(100_000), torch.full((1,), tiny / 8)], "cpu") is None  # one in 100,000: below the share
+
+
+def test_measured_steps_keep_the_initial_parameters():
+    """A measured step runs the whole optimizer (its state exists, its step count grows) at a learning
+    rate of zero, so that repeating one batch cannot drive the model into subnormal gradients."""
+    from roofline.measure.train import RealStep
+
+    model = mlp()
+    before = [p.detach().clone() for p in model.parameters()]
+    real = RealStep(model, (torch.randn(4, 64),), {}, TrainStep(optimizer="adamw", implementation="for-loop", lr=0.5), "cpu")
+    for _ in range(3):
+        real()
+    assert all(torch.equal(a, p) for a, p in zip(before, model.parameters()))
+    state = real.optimizer.state[real.params[0]]
+    assert float(state["step"]) == 3 and state["exp_avg"].abs().sum() > 0

@@ -3,7 +3,12 @@
 One step is what a training loop does each iteration: ``optimizer.zero_grad()`` (gradients set to
 None, torch's default), the forward, the loss, ``loss.backward()``, ``optimizer.step()``, then a
 synchronize. The optimizer and the loss are the ones the prediction captured
-(``roofline.graph.training``), built for real tensors on the device.
+(``roofline.graph.training``), built for real tensors on the device, with the learning rate at zero:
+every kernel of the step still runs, but the parameters keep their initial values. A measurement
+repeats one batch, and with a learning rate the model memorizes it within a few hundred steps: its
+loss collapses and its gradients underflow into subnormal floats, which x86 cores compute with
+many times slower (a small MLP's CPU step went from 1.8 ms to 11 ms), a cost of the repetition
+that a user's training on changing batches does not pay.
 
 - The step: timed by the shared protocol (``roofline.timing``) after warm-up, in rounds beside the
   host-speed index when the profile recorded one (``roofline.measure.host_speed``).
@@ -23,7 +28,7 @@ from __future__ import annotations
 import gc
 import statistics
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import torch
 
@@ -56,7 +61,7 @@ class RealStep:
         self.args, self.kwargs = map_tensors(args, move), map_tensors(kwargs, move)
         self.params = [p for p in self.model.parameters() if p.requires_grad]
         self.step = step
-        self.optimizer = make_optimizer(self.params, step)
+        self.optimizer = make_optimizer(self.params, replace(step, lr=0.0))  # why: the module docstring
         with torch.enable_grad(), step_autocast(step, torch.device(device).type):
             output = self.model(*self.args, **self.kwargs)
             self.loss_of, _ = make_loss(output, self.args, self.kwargs, step)
