@@ -18,6 +18,10 @@
 - Group norm: a moments pass with one block per (sample, group) row, then the normalize pass;
   few long rows (one image, 8 groups) leave most SMs idle. Timed per row count, from fewer rows
   than SMs to several waves, at two row lengths each.
+- Training batch norm on the CPU (``measure_batch_norm_training``): ATen's CPU kernel for an NCHW
+  input gathers each channel's statistics over its planes, then normalizes, and runs at about a
+  nanosecond per element whatever the shape, several times eval batch norm's bytes; its backward
+  at a rate of its own. Both timed at a few element counts, up to beyond the L2 cache.
 
 ``benchmarks/mechanism_sweep.py`` times these families over the shapes of real models; the points
 here are the few that the pricing in ``roofline.model.families`` needs.
@@ -86,6 +90,8 @@ NORM_CHANNELS = 256
 GROUP_NORM_ROWS = {8: (4096, 65536), 64: (4096, 65536), 512: (1024, 65536), 4096: (1024, 16384)}
 GROUP_NORM_GROUPS = 8
 NORM_DTYPES = ["float32", "bfloat16"]
+# training batch norm (CPU): (batch, channels, side) of NCHW inputs of 2^14 to 2^22 elements
+BATCH_NORM_TRAIN_SHAPES = [(1, 64, 16), (8, 64, 16), (64, 64, 16), (256, 64, 16)]
 
 
 def _stat(fn, device: str, budget_s: float, label: str, warnings: list) -> Stat:
@@ -261,6 +267,32 @@ def measure_norm_families(device: str, *, budget_s: float, warnings: list, progr
             gn = _group_norm_points(dtype, device, gen, budget_s, dtype_name, warnings, progress, shapes)
             curves += [NormFamilyCurve(kind="batch_norm_eval", dtype=dtype_name, points=bn), NormFamilyCurve(kind="group_norm", dtype=dtype_name, points=gn)]
     return curves
+
+
+def measure_batch_norm_training(device: str, *, budget_s: float, warnings: list, progress=None) -> list[NormFamilyCurve]:
+    """Training batch norm (float32, NCHW): the forward (statistics, running stats, normalize) and
+    the backward of all three gradients, per element count."""
+    aten = torch.ops.aten
+    gen = torch.Generator(device=device).manual_seed(3)
+    forward, backward = [], []
+    with torch.no_grad():
+        for batch, channels, side in BATCH_NORM_TRAIN_SHAPES:
+            x = torch.randn(batch, channels, side, side, device=device, generator=gen)
+            g = torch.randn(batch, channels, side, side, device=device, generator=gen)
+            w, b = torch.rand(channels, device=device), torch.rand(channels, device=device)
+            mean, var = torch.zeros(channels, device=device), torch.ones(channels, device=device)
+            _, save_mean, save_invstd = aten.native_batch_norm(x, w, b, mean, var, True, 0.1, 1e-5)
+            label = f"batch_norm train float32 {batch}x{channels}x{side}^2"
+            fwd = _stat(lambda: aten.native_batch_norm(x, w, b, mean, var, True, 0.1, 1e-5), device, budget_s, label, warnings)
+            bwd = _stat(lambda: aten.native_batch_norm_backward(g, x, w, mean, var, save_mean, save_invstd, True, 1e-5, [True, True, True]),
+                        device, budget_s, f"{label} backward", warnings)
+            forward.append(NormFamilyPoint(rows=batch * channels, row=side * side, time=fwd))
+            backward.append(NormFamilyPoint(rows=batch * channels, row=side * side, time=bwd))
+            if progress:
+                progress()
+                progress()
+    return [NormFamilyCurve(kind="batch_norm_train", dtype="float32", points=forward),
+            NormFamilyCurve(kind="batch_norm_train_backward", dtype="float32", points=backward)]
 
 
 def norm_steps(quick: bool) -> int:

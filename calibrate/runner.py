@@ -100,6 +100,8 @@ class Plan:
         if gpu:
             n += 4 * len(self.transfer_sizes) + len(memory.CAT_GRID_BYTES[1::2] if self.quick else memory.CAT_GRID_BYTES)
             n += mechanisms.steps(self.quick) + mechanisms.norm_steps(self.quick) if self.mechanisms else 0
+        elif not self.quick:
+            n += 2 * len(mechanisms.BATCH_NORM_TRAIN_SHAPES)
         return n
 
 
@@ -367,6 +369,10 @@ def _measure_part(device: str, plan: Plan, progress: _Progress, warnings: list, 
         progress.stage(f"{device} batch norm and group norm")
         norm_families = mechanisms.measure_norm_families(device, budget_s=plan.point_budget_s / 2, warnings=warnings, progress=progress.step, quick=plan.quick)
         lap("norm families")
+    if not gpu and not plan.quick:
+        progress.stage(f"{device} training batch norm")
+        norm_families = mechanisms.measure_batch_norm_training(device, budget_s=plan.point_budget_s / 2, warnings=warnings, progress=progress.step)
+        lap("batch norm training")
     rnns = []
     for dtype in plan.rnn_dtypes:
         progress.stage(f"{device} lstm/gru {dtype}")

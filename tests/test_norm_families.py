@@ -109,3 +109,45 @@ def test_profiles_without_the_families_price_norms_as_before():
     with_other_dtype = _profile()
     with_other_dtype.gpu.measurements.norm_families = with_other_dtype.gpu.measurements.norm_families[:1]  # bf16 batch norm only
     assert kernel_s(fn, args, with_other_dtype) == pytest.approx(kernel_s(fn, args, profile))
+
+
+# training batch norm on the CPU: ATen's statistics and normalize passes, a rate per element
+TRAIN_NS, TRAIN_BACKWARD_NS = 1.2, 0.4
+
+
+def _cpu_profile(families: bool = True):
+    profile = load_profile_file(FIXTURE)
+    if families:
+        elements = (1 << 14, 1 << 20)
+        profile.host.measurements.norm_families = [
+            NormFamilyCurve(kind=kind, dtype="float32", points=[_point(n // 256, 256, LAUNCH_S + n * ns * 1e-9) for n in elements])
+            for kind, ns in (("batch_norm_train", TRAIN_NS), ("batch_norm_train_backward", TRAIN_BACKWARD_NS))
+        ]
+    return profile
+
+
+def _cpu_batch_norm_s(shape, profile, train: bool = True) -> dict[str, float]:
+    """Predicted kernel time of each batch norm op of a CPU step (a training step, or an eval forward)."""
+    from roofline.graph.training import TrainStep
+    from roofline.pipeline import Analysis, Options
+
+    model = torch.nn.BatchNorm2d(shape[1])
+    if not train:
+        model.eval()
+    a = Analysis.of(model, (torch.randn(shape),), None, profile,
+                    Options(device="cpu", train=TrainStep(loss="sum") if train else None, batch_sweep=False))
+    return {op.packet: k[0] for op, k in zip(a.graph.ops, a.kernels()) if "batch_norm" in op.packet}
+
+
+def test_cpu_training_batch_norm_follows_its_elements():
+    n = 8 * 32 * 16 * 16
+    priced = _cpu_batch_norm_s((8, 32, 16, 16), _cpu_profile())
+    assert priced["aten.native_batch_norm"] == pytest.approx(LAUNCH_S + n * TRAIN_NS * 1e-9, rel=0.01)
+    assert priced["aten.native_batch_norm_backward"] == pytest.approx(LAUNCH_S + n * TRAIN_BACKWARD_NS * 1e-9, rel=0.01)
+    # the same elements in planes of another size take the same time
+    assert _cpu_batch_norm_s((32, 32, 8, 8), _cpu_profile()) == pytest.approx(priced, rel=1e-6)
+    # without the curves, the bytes; eval batch norm is not the training kernel
+    bytes_priced = _cpu_batch_norm_s((8, 32, 16, 16), _cpu_profile(families=False))
+    assert bytes_priced["aten.native_batch_norm"] < 0.5 * priced["aten.native_batch_norm"]
+    assert _cpu_batch_norm_s((8, 32, 16, 16), _cpu_profile(), train=False) == pytest.approx(
+        _cpu_batch_norm_s((8, 32, 16, 16), _cpu_profile(families=False), train=False))

@@ -19,7 +19,9 @@
   interpolated in log(plane size) between them. Group norm reduces each (sample, group) row in a
   block of its own before normalizing: with few rows most SMs idle, so time is affine in the row
   length per calibrated row count, interpolated in log(rows), and beyond the largest count (the
-  GPU full) grows in proportion to the rows.
+  GPU full) grows in proportion to the rows. Training batch norm on the CPU, and its backward,
+  run at a rate per element of their own (statistics, then the normalize pass): affine in
+  elements.
 """
 
 from __future__ import annotations
@@ -250,9 +252,18 @@ def rows_in_flight_time_s(points: list[NormFamilyPoint], rows: int, row: int) ->
     return _log_between(rows, lo, hi, _affine_time(by_rows[lo], row), _affine_time(by_rows[hi], row))
 
 
+def elements_time_s(points: list[NormFamilyPoint], rows: int, row: int) -> float:
+    """Training batch norm (or its backward) over ``rows`` planes of ``row`` elements: affine in
+    elements between the calibrated points (a fixed cost plus a rate per element that drops as
+    the tensor leaves the caches), the last segment's slope beyond them. ATen's CPU kernel walks
+    each channel's planes for its statistics, then normalizes: neither pass cares how the
+    elements split into planes."""
+    return _affine_time([(p.rows * p.row, p.time.median_s) for p in points], rows * row)
+
+
 class NormFamilyModel:
-    """Eval batch norm and group norm times from calibrated points, per dtype (fp16 and bf16 stand
-    for each other)."""
+    """Batch norm (eval on the GPU, training on the CPU) and group norm times from calibrated
+    points, per dtype (fp16 and bf16 stand for each other)."""
 
     def __init__(self, curves: list[NormFamilyCurve]):
         self.curves = {(c.kind, c.dtype): c for c in curves}
@@ -265,5 +276,5 @@ class NormFamilyModel:
         curve = self.curves.get((kind, dtype)) or self.curves.get((kind, TWIN.get(dtype, "")))
         if curve is None or rows < 1 or row < 1:
             return None
-        time = plane_time_s if kind == "batch_norm_eval" else rows_in_flight_time_s
+        time = {"batch_norm_eval": plane_time_s, "group_norm": rows_in_flight_time_s}.get(kind, elements_time_s)
         return time(curve.points, rows, row)

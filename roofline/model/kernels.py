@@ -214,28 +214,36 @@ def _softmax_dim(op: CapturedOp) -> int:
 
 # eval batch norm's entry points (``costs.norm``: the training flag tells train from eval)
 BATCH_NORM = {"aten.native_batch_norm", "aten.cudnn_batch_norm", "aten._native_batch_norm_legit", "aten._native_batch_norm_legit_no_training"}
+BATCH_NORM_BACKWARD = "aten.native_batch_norm_backward"  # ATen's own (the CPU's); cuDNN's has its own name
 
 
 def _norm_rows(op: CapturedOp) -> tuple[str, int, int] | None:
-    """(family, rows, elements per row) of a normalization whose kernel walks rows: eval batch
-    norm on a contiguous NCHW input (a row per N x C plane of H x W; channels-last and 2-D inputs
-    run another kernel), group norm (a row per sample and group); None for any other."""
+    """(family, rows, elements per row) of a normalization whose kernel walks rows: batch norm on a
+    contiguous NCHW input (a row per N x C plane of H x W; channels-last and 2-D inputs run
+    another kernel), eval or training (its statistics first), and training batch norm's
+    backward; group norm (a row per sample and group); None for any other."""
     inputs = op.tensor_inputs()
-    if op.packet not in (*BATCH_NORM, "aten.native_group_norm") or not inputs or inputs[0].ndim < 3:
+    if op.packet not in (*BATCH_NORM, BATCH_NORM_BACKWARD, "aten.native_group_norm") or not inputs or inputs[0].ndim < 3:
         return None
-    x, a = inputs[0], arguments(op)
+    a = arguments(op)
     if op.packet == "aten.native_group_norm":
+        x = inputs[0]
         rows = x.shape[0] * int(a["group"])
         return "group_norm", rows, x.numel // max(rows, 1)
+    x = a["input"]
     plane = math.prod(x.shape[2:])
-    if a.get("training", False) or not _row_major(x) or plane <= 1:
+    if not _row_major(x) or plane <= 1:
         return None
-    return "batch_norm_eval", x.shape[0] * x.shape[1], plane
+    if op.packet == BATCH_NORM_BACKWARD:
+        kind = "batch_norm_train_backward" if a.get("train", False) else None
+    else:
+        kind = "batch_norm_train" if a.get("training", False) else "batch_norm_eval"
+    return None if kind is None else (kind, x.shape[0] * x.shape[1], plane)
 
 
 def _norm_family_s(op: CapturedOp, cost: OpCost, dev: DeviceModel) -> float | None:
-    """An eval batch norm or group norm on its calibrated row family (None: another op, or the
-    profile has no curve for it)."""
+    """A batch norm (eval, training, training's backward) or group norm on its calibrated family
+    (None: another op, or the profile has no curve for it)."""
     shape = _norm_rows(op)
     if shape is None:
         return None

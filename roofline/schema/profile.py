@@ -353,11 +353,13 @@ class NormFamilyPoint(_Strict):
 
 class NormFamilyCurve(_Strict):
     """A normalization whose kernel walks rows, of one dtype: ``batch_norm_eval`` (a contiguous NCHW
-    input; its time follows the number of H x W planes, not the bytes, when planes are short) or
+    input; its time follows the number of H x W planes, not the bytes, when planes are short),
     ``group_norm`` (a moments pass with a block per (sample, group) row, then the normalize pass:
-    few long rows leave most of the GPU idle)."""
+    few long rows leave most of the GPU idle), ``batch_norm_train`` and its backward
+    ``batch_norm_train_backward`` (CPU, contiguous NCHW: time follows the elements, at the rate of
+    ATen's statistics and normalize passes)."""
 
-    kind: Literal["batch_norm_eval", "group_norm"]
+    kind: Literal["batch_norm_eval", "group_norm", "batch_norm_train", "batch_norm_train_backward"]
     dtype: Literal["float32", "bfloat16", "float16"]
     points: list[NormFamilyPoint] = Field(min_length=1)
 
@@ -565,7 +567,7 @@ class Measurements(_Strict):
     rnn: list[RnnCurve] = Field(default_factory=list, description="Fused LSTM/GRU layer times at representative shapes, one curve per dtype.")
     conv_families: list[ConvFamilyCurve] = Field(default_factory=list, description="GPU: depthwise and grouped convolutions per dtype and layout; depthwise gradients apart.")
     gemm_ratios: list[GemmRatioCurve] = Field(default_factory=list, description="GPU: misaligned GEMMs and addmm's epilogue against the plain GEMM.")
-    norm_families: list[NormFamilyCurve] = Field(default_factory=list, description="GPU: eval batch norm over plane size and group norm over rows in flight.")
+    norm_families: list[NormFamilyCurve] = Field(default_factory=list, description="GPU: eval batch norm over plane size and group norm over rows in flight; CPU: training batch norm and its backward over elements.")
     kernels: list[KernelEntry] = Field(
         default_factory=list, description="GPU: shape-exact kernel times of the models the profile was run --for; prediction uses them before any curve.",
     )
