@@ -91,3 +91,24 @@ def test_measured_steps_keep_the_initial_parameters():
     assert all(torch.equal(a, p) for a, p in zip(before, model.parameters()))
     state = real.optimizer.state[real.params[0]]
     assert float(state["step"]) == 3 and state["exp_avg"].abs().sum() > 0
+
+
+def test_zero_second_moments_on_a_cpu_slow_at_them_are_flagged():
+    """Exact zeros in Adam's exp_avg_sq (dead units' parameters) cost a CPU whose sqrt is slow on zeros
+    time that no shape-based prediction has: the note names it when it is a share of the step."""
+    from roofline.measure.train import zero_sqrt_note
+
+    params = [torch.nn.Parameter(torch.randn(100, 100))]
+    opt = torch.optim.AdamW(params, lr=0.0, foreach=False)
+    grad = torch.randn(100, 100)
+    grad[:, :30] = 0  # 3,000 zeros
+    params[0].grad = grad
+    opt.step()
+    note = zero_sqrt_note(opt, step_s=100e-6, device="cpu", extra_s=2e-9)  # 6 us of a 100 us step
+    assert note is not None and "3,000 of the optimizer's 10,000" in note and "fused=True" in note
+    assert zero_sqrt_note(opt, step_s=1e-3, device="cpu", extra_s=2e-9) is None  # 0.6% of the step
+    assert zero_sqrt_note(opt, step_s=100e-6, device="cpu", extra_s=0.0) is None  # a CPU not slow on zeros
+    assert zero_sqrt_note(opt, step_s=100e-6, device="cuda", extra_s=2e-9) is None
+    fused = torch.optim.AdamW(params, lr=0.0, fused=True)
+    fused.step()
+    assert zero_sqrt_note(fused, step_s=100e-6, device="cpu", extra_s=2e-9) is None  # its kernel does not pay it

@@ -118,6 +118,9 @@ def measure_step(model, args: tuple, kwargs: dict, step: TrainStep, device: str,
     subnormal = subnormal_note([p.grad for p in real.params if p.grad is not None], device)
     if subnormal:
         notes.append(subnormal)
+    zeros = zero_sqrt_note(real.optimizer, total.stat().median_s, device)
+    if zeros:
+        notes.append(zeros)
     return StepMeasurement(total=total, phases_s=phases, peak_bytes=peak, host_speed=speed, notes=notes)
 
 
@@ -190,3 +193,56 @@ def _peak_bytes(real: RealStep) -> int | None:
         alive += nbytes
         peak = max(peak, alive)
     return resident + peak
+
+
+# Adam's and AdamW's second moments, whose square root every unfused step takes
+SQRT_STATE = ("exp_avg_sq", "max_exp_avg_sq")
+ZERO_SQRT_SHARE = 0.05  # of the measured step, above which the zeros' cost is noted
+ZERO_SQRT_SAMPLE = 1 << 16  # elements of the state timed to find what a zero costs this CPU (~0.5 ms)
+
+
+def sqrt_zero_extra_s(values: torch.Tensor, repeats: int = 5) -> float:
+    """Seconds per exact zero that this CPU's ``torch.sqrt`` takes on ``values`` beyond the same
+    values with their zeros made ones (the best of ``repeats`` calls each): on some x86 CPUs (a
+    2-core Intel Xeon) the vector math library's special-value path makes a zero's square root
+    about 20 times as slow as another value's, more where zeros and other values share a vector;
+    on others (an AMD EPYC) it costs nothing more."""
+    zeros = int((values == 0).sum())
+    if not zeros:
+        return 0.0
+    out = torch.empty_like(values)
+    best = []
+    for x in (values, torch.where(values == 0, 1.0, values)):
+        times = []
+        for _ in range(repeats):
+            start = time.perf_counter()
+            torch.sqrt(x, out=out)
+            times.append(time.perf_counter() - start)
+        best.append(min(times))
+    return max(best[0] - best[1], 0.0) / zeros
+
+
+def zero_sqrt_note(optimizer: torch.optim.Optimizer, step_s: float, device: str, extra_s: float | None = None) -> str | None:
+    """A note when a measured CPU step's optimizer takes the square root of second moments that are
+    exactly zero (parameters whose gradients were all zero so far: dead ReLU units) and this CPU's
+    sqrt is slow on zeros, for at least ``ZERO_SQRT_SHARE`` of the step: a cost of the values that
+    no prediction from shapes can price. ``extra_s``: seconds per zero (else timed now on up to
+    ``ZERO_SQRT_SAMPLE`` elements of the state that hold zeros, in their own order)."""
+    if torch.device(device).type != "cpu" or optimizer.defaults.get("fused"):
+        return None  # the fused CPU kernel does not pay it, nor does a GPU
+    state = [t for s in optimizer.state.values() for k, t in s.items() if k in SQRT_STATE and isinstance(t, torch.Tensor)]
+    counts = [int((t == 0).sum()) for t in state]
+    zeros, total = sum(counts), sum(t.numel() for t in state)
+    if not zeros:
+        return None
+    if extra_s is None:
+        sample = torch.cat([t.detach().flatten()[:ZERO_SQRT_SAMPLE] for t, n in zip(state, counts) if n])[:ZERO_SQRT_SAMPLE]
+        extra_s = sqrt_zero_extra_s(sample.float().contiguous())
+    cost_s = zeros * extra_s
+    if cost_s < ZERO_SQRT_SHARE * step_s:
+        return None
+    name = type(optimizer).__name__
+    return (f"{zeros:,} of the optimizer's {total:,} second-moment values (exp_avg_sq) are exactly zero (parameters whose gradients "
+            f"were all zero: dead units), and this CPU's sqrt takes {extra_s * 1e9:.1f} ns more per zero than per other value: "
+            f"about {cost_s * 1e6:.0f} us of the measured {step_s * 1e6:.0f} us step, a cost of the values that the prediction from "
+            f"shapes does not include; {name}(..., fused=True) runs a CPU kernel that does not pay it (foreach does)")
