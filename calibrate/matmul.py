@@ -1,11 +1,15 @@
 """Matmul FLOP/s over a grid of (m, n, k): the compute ceiling as a curve, not a single peak.
 
 A 256x256 product runs far below the chip's peak; prediction interpolates this grid at each op's
-own shape. Operands are random (never zeros, which run faster than real data), and the cache is
+own shape. A dtype that runs as its twin does (float16 as bfloat16) is measured at a dozen check
+shapes and its cube derived from the twin's (``twin_curve``). Operands are random (never zeros, which run faster than real data), and the cache is
 flushed between repetitions on the GPU so that operands come from DRAM as in a real forward pass.
 """
 
 from __future__ import annotations
+
+import math
+import statistics
 
 import torch
 
@@ -111,3 +115,48 @@ def measure_curve(
         if progress:
             progress()
     return MatmulCurve(dtype=dtype_name, grid=list(grid), points=points, peak_probes=probes)
+
+
+# Shapes measured in a dtype whose cube may be derived from its twin's (float16 from bfloat16: the
+# same tensor-core kernels at the same rate; on the H100 their 216 points agree at a median ratio of
+# 1.002, 5-95% within 0.96-1.05). They span the cube, the degenerate k=1 products whose kernels
+# differ (4096x1x1: float16 0.66x) and mid shapes where cuBLAS's picks might.
+TWIN_CHECKS = [
+    (1, 1024, 1024), (1, 8192, 8192), (64, 64, 64), (64, 1024, 1024), (256, 4096, 4096), (1024, 1024, 1024),
+    (1024, 1024, 1), (4096, 1, 1), (1024, 8192, 4096), (4096, 256, 1024), (4096, 4096, 4096), (8192, 8192, 8192),
+]
+TWIN_TOLERANCE = 0.10  # a check point within this of the median ratio agrees
+TWIN_AGREEING = 2 / 3  # the share of check points that must agree, and the median ratio must be within tolerance of 1
+
+
+def _scaled(p: MatmulPoint, ratio: float) -> MatmulPoint:
+    time = p.time.model_copy(update=dict(median_s=p.time.median_s * ratio, iqr_s=p.time.iqr_s * ratio))
+    return p.model_copy(update=dict(time=time, flop_per_s=p.flop_per_s / ratio))
+
+
+def twin_curve(dtype_name: str, twin: MatmulCurve, device: str, *, budget_s: float, warnings: list, progress=None) -> MatmulCurve | None:
+    """``dtype_name``'s curve from ``twin``'s cube, where the two run alike: the check shapes
+    (``TWIN_CHECKS`` on the twin's grid) measured in this dtype, the twin's points scaled by the
+    median ratio, the measured check points kept as measured. None when they do not agree (then the
+    cube is measured: a GPU without tensor cores for one of the two)."""
+    grid = set(twin.grid)
+    shapes = [s for s in TWIN_CHECKS if set(s) <= grid]
+    if len(shapes) < 3:
+        return None
+    checks = []
+    for shape in shapes:
+        checks.append(measure_point(*shape, dtype_name, device, 0, budget_s, warnings))
+        if progress:
+            progress()
+    theirs = {(p.m, p.n, p.k): p for p in twin.points}
+    ratios = [c.time.median_s / theirs[(c.m, c.n, c.k)].time.median_s for c in checks]
+    ratio = statistics.median(ratios)
+    agreeing = sum(abs(math.log(r / ratio)) <= math.log1p(TWIN_TOLERANCE) for r in ratios)
+    if abs(math.log(ratio)) > math.log1p(TWIN_TOLERANCE) or agreeing < TWIN_AGREEING * len(ratios):
+        return None
+    own = {(c.m, c.n, c.k): c for c in checks}
+    points = [own.get((p.m, p.n, p.k)) or _scaled(p, ratio) for p in twin.points]
+    return MatmulCurve(
+        dtype=dtype_name, grid=list(twin.grid), points=points, peak_probes=[_scaled(p, ratio) for p in twin.peak_probes],
+        derived_from=twin.dtype, derived_ratio=ratio, check_points=checks,
+    )

@@ -47,6 +47,11 @@ DEPTHWISE_SIZES = [(1, 192, 28), (32, 144, 56)]
 # ~0.1 s of algorithm search). float32 channels-last (ConvNeXt's depthwise 7x7 after its permuted
 # block) runs a kernel of its own, faster than float32's NCHW one.
 DEPTHWISE_KINDS = [("float32", "nchw"), ("float16", "nchw"), ("float16", "channels_last"), ("bfloat16", "nchw"), ("float32", "channels_last")]
+# channels-last kinds at fewer filters: each new cuDNN shape in that layout costs ~0.3 s of plan
+# building on its first call in a process (``benchmarks/calibration_trace.py``: 5.2 s for 16 shapes on
+# the H100), and a 5x5 is priced at its nearest filter's rate; the zoo's channels-last depthwise
+# convolutions (ConvNeXt's 7x7) priced the same without the 5x5 and stride-2 3x3 points
+CHANNELS_LAST_FILTERS = [(3, 1), (3, 2), (7, 1)]
 # grouped: group width -> (channels with 32 groups, size); batches; stride 2 at two widths
 GROUPED_WIDTHS = {4: (128, 56), 8: (256, 28), 16: (512, 28), 32: (1024, 14)}
 GROUPED_BATCHES = [1, 32]
@@ -101,6 +106,13 @@ def _stat(fn, device: str, budget_s: float, label: str, warnings: list) -> Stat:
     return t.stat()
 
 
+def _filters(layout: str, quick: bool) -> list[tuple[int, int]]:
+    """(filter, stride) of the depthwise forward points in ``layout``."""
+    if quick:
+        return DEPTHWISE_FILTERS[:1]
+    return CHANNELS_LAST_FILTERS if layout == "channels_last" else DEPTHWISE_FILTERS
+
+
 def measure_conv_families(device: str, *, budget_s: float, warnings: list, progress=None, quick: bool = False) -> list[ConvFamilyCurve]:
     """Depthwise convolutions per (dtype, layout), their two gradients per dtype (NCHW), and grouped
     convolutions per dtype (NCHW)."""
@@ -111,7 +123,7 @@ def measure_conv_families(device: str, *, budget_s: float, warnings: list, progr
     with torch.no_grad():
         for dtype_name, layout in (DEPTHWISE_KINDS[:1] if quick else DEPTHWISE_KINDS):
             dtype, points = DTYPES[dtype_name], []
-            for kernel, stride in filters:
+            for kernel, stride in _filters(layout, quick):
                 for batch, channels, size in DEPTHWISE_SIZES:
                     x = torch.randn(batch, channels, size, size, device=device, dtype=dtype, generator=gen)
                     w = torch.randn(channels, 1, kernel, kernel, device=device, dtype=dtype, generator=gen)
@@ -307,7 +319,8 @@ def steps(quick: bool) -> int:
     gradients = len(GRADIENT_MASKS) * len(DEPTHWISE_SIZES)  # per (dtype, layout) and filter
     if quick:
         return len(DEPTHWISE_SIZES) + gradients + len(GROUPED_BATCHES) + 2 * 3 + 2
-    dw = (len(DEPTHWISE_KINDS) * len(DEPTHWISE_SIZES) + len(DEPTHWISE_GRADIENT_KINDS) * gradients) * len(DEPTHWISE_FILTERS)
+    forward = sum(len(_filters(layout, False)) for _, layout in DEPTHWISE_KINDS) * len(DEPTHWISE_SIZES)
+    dw = forward + len(DEPTHWISE_GRADIENT_KINDS) * gradients * len(DEPTHWISE_FILTERS)
     grouped = len(GROUPED_DTYPES) * (len(GROUPED_WIDTHS) + len(GROUPED_STRIDE2)) * len(GROUPED_BATCHES)
     misaligned = sum(len(v) for v in MISALIGNED_N.values()) * len(MISALIGNED_M)
     return dw + grouped + misaligned + sum(len(addmm_shapes(d)) for d in ADDMM_DTYPES)

@@ -9,7 +9,9 @@ from __future__ import annotations
 import platform
 import re
 import socket
+import importlib
 import statistics
+import threading
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -40,6 +42,16 @@ from roofline.units import count
 
 POINTWISE_OPS = ("sin", "unary", "add", "mul_broadcast", "layer_norm", "softmax")
 
+
+# The host CPU's bf16 GEMM grid on a GPU machine: there the CPU curves decide placement, which a
+# replay of the H100's placement cases got right as often without the 512 point (41 of 44 each way:
+# benchmarks/advice_check.py --replay), and the 27 points take 1 s where 64 took 2.5 s.
+CPU_HALF_GRID_BESIDE_GPU = [1, 128, 1024]
+
+# float16's GEMM cube derived from bfloat16's where a dozen check shapes agree (calibrate.matmul.twin_curve):
+# on the H100 the derived cube priced the zoo's matmuls at 9.1% median |error| against 9.5% with the
+# measured one (the same end to end), and takes 0.1 s where the cube took 1.4-1.6 s
+GPU_MATMUL_TWINS = {"float16": "bfloat16"}
 
 TRAINING_HOST_ROUNDS = 3  # rounds of roofline.measure.training_host in a full calibration
 HOST_INDEX_SAMPLES = 3  # host-speed index samples before and after the overheads stage (each ~1 ms on a GPU)
@@ -74,6 +86,11 @@ class Plan:
     selection_max_elements: int | None = None  # the largest selection/layout family point (CPU: a sort of 2^24 takes seconds)
     mechanisms: bool = False  # GPU: depthwise/grouped convolutions, misaligned GEMMs, addmm (calibrate.mechanisms)
     quick: bool = False
+    matmul_grids: dict[str, list[int]] = field(default_factory=dict)  # a dtype's own grid, where not ``matmul_grid``
+    matmul_twins: dict[str, str] = field(default_factory=dict)  # dtype -> the dtype its cube may be derived from (calibrate.matmul.twin_curve)
+
+    def grid_for(self, dtype: str) -> list[int]:
+        return self.matmul_grids.get(dtype, self.matmul_grid)
 
     def probes_for(self, dtype: str) -> list[tuple[int, int, int]]:
         return self.matmul_probes if self.probe_dtypes is None or dtype in self.probe_dtypes else []
@@ -90,7 +107,7 @@ class Plan:
         return [x for x in self.sin_sizes if selection and x <= max(selection)]
 
     def steps(self, gpu: bool) -> int:
-        n = sum(len(self.matmul_grid) ** 3 + len(self.probes_for(d)) for d in self.matmul_dtypes)
+        n = sum(len(self.grid_for(d)) ** 3 + len(self.probes_for(d)) for d in self.matmul_dtypes)
         n += 3 * len(self.bandwidth_sizes) + len(POINTWISE_OPS) * len(self.pointwise_dtypes) * len(self.sin_sizes) + len(representative_ops("cpu")) + 2
         n += len(memory.SELECTION_OPS) * len(self.selection_sizes())
         n += (len(memory.LAYOUT_OPS) + len(memory.STRIDED_OPS)) * len(self.pointwise_dtypes) * len(self.strided_sizes())
@@ -113,7 +130,10 @@ def _geometric(lo: int, hi: int, factor: int) -> list[int]:
     return out
 
 
-def cpu_plan(ident, quick: bool) -> Plan:
+def cpu_plan(ident, quick: bool, beside_gpu: bool = False) -> Plan:
+    """The host CPU's plan. ``beside_gpu``: the CPU of a GPU machine, whose curves serve placement
+    (CPU or GPU for a model) and the host's own ops: its half-precision GEMMs get a coarser grid
+    (``CPU_HALF_GRID_BESIDE_GPU``)."""
     dtypes = ["float32"] + (["bfloat16"] if {"amx_bf16", "avx512_bf16"} & set(ident.isa) else [])
     llc = ident.l3_cache_bytes or 32 << 20
     ram = ident.memory_bytes or 8 << 30
@@ -144,6 +164,7 @@ def cpu_plan(ident, quick: bool) -> Plan:
         matmul_dtypes=dtypes,
         # no 16: between 1 and 128 rows the CPU's GEMM time interpolates in log space
         matmul_grid=[1, 128, 512, 1024],
+        matmul_grids={"bfloat16": CPU_HALF_GRID_BESIDE_GPU} if beside_gpu else {},
         matmul_probes=[(2048, 2048, 2048)],
         bandwidth_sizes=sizes,
         sin_sizes=sorted({*_geometric(1 << 10, 1 << 24, 4), family_top}),
@@ -178,6 +199,7 @@ def gpu_plan(quick: bool, memory_bytes: int) -> Plan:
             rnn_shapes=rnn.GPU_SHAPES_QUICK,
             mechanisms=True,
             quick=True,
+            matmul_twins=dict(GPU_MATMUL_TWINS),
         )
     return Plan(
         matmul_dtypes=dtypes,
@@ -202,6 +224,7 @@ def gpu_plan(quick: bool, memory_bytes: int) -> Plan:
         rnn_dtypes=["float32", "bfloat16"],
         rnn_shapes=rnn.GPU_SHAPES,
         mechanisms=True,
+        matmul_twins=dict(GPU_MATMUL_TWINS),
     )
 
 
@@ -264,12 +287,36 @@ class _Progress:
         if self.bar:
             self.bar.advance(self.task)
 
+    def advance(self, steps: int):
+        if self.bar and steps > 0:
+            self.bar.advance(self.task, steps)
+
+
+# Imported in a background thread while the GPU's first GEMMs run: the first optimizer torch.optim
+# builds imports torch._dynamo (0.8 s on the 2-core CPU, more with CUDA), which the training host
+# costs stage would otherwise wait for
+PRELOADED = ("torch._dynamo",)
+
+
+class Preload:
+    """Imports ``PRELOADED`` on a thread of its own; ``wait()`` before anything timed on the host clock.
+    Device-clock timings beside it stay sound: a repetition the host queued late is caught
+    (``roofline.timing.Backlog``) and run again."""
+
+    def __init__(self, modules=PRELOADED):
+        self.thread = threading.Thread(target=lambda: [importlib.import_module(m) for m in modules], daemon=True)
+        self.thread.start()
+
+    def wait(self) -> None:
+        self.thread.join()
+
 
 def _measure_part(device: str, plan: Plan, progress: _Progress, warnings: list, stages: dict | None = None,
-                  host_index: dict | None = None) -> Measurements:
+                  host_index: dict | None = None, preload: Preload | None = None) -> Measurements:
     """One part's measurements. On a GPU, ``host_index`` (when given) collects the host-speed index
     sampled after every stage (``"run"``) and around the overheads stage (``"overheads"``):
-    ``host_phase_factor`` puts the host costs at the run's median speed."""
+    ``host_phase_factor`` puts the host costs at the run's median speed. ``preload`` is waited for
+    after the first GEMM curve, before the host clock times anything."""
     gpu = device.startswith("cuda")
     stages = stages if stages is not None else {}
     clock = [time.perf_counter()]
@@ -293,12 +340,18 @@ def _measure_part(device: str, plan: Plan, progress: _Progress, warnings: list, 
     curves = []
     for dtype in plan.matmul_dtypes:
         progress.stage(f"{device} matmul {dtype}")
-        curves.append(
-            matmul.measure_curve(
-                dtype, plan.matmul_grid, device, peak_probes=plan.probes_for(dtype), flush_bytes=flush,
+        twin = next((c for c in curves if c.dtype == plan.matmul_twins.get(dtype)), None)
+        curve = matmul.twin_curve(dtype, twin, device, budget_s=plan.point_budget_s, warnings=warnings, progress=progress.step) if twin else None
+        if curve is None:
+            curve = matmul.measure_curve(
+                dtype, plan.grid_for(dtype), device, peak_probes=plan.probes_for(dtype), flush_bytes=flush,
                 budget_s=plan.point_budget_s, warnings=warnings, progress=progress.step,
             )
-        )
+        else:
+            progress.advance(len(plan.grid_for(dtype)) ** 3 + len(plan.probes_for(dtype)) - len(curve.check_points))
+        curves.append(curve)
+        if preload is not None:
+            preload.wait()
         lap(f"matmul {dtype}")
     bandwidth = []
     for kind in ("copy", "read", "write"):
@@ -459,10 +512,9 @@ def _remeasure(problem: Problem, meas: Measurements, device: str, plan: Plan, wa
         curve = meas.matmul_curve(rest)
         fresh = [matmul.measure_point(m, n, k, rest, device, 0, budget, warnings) for m, n, k in problem.points]
         shape = lambda p: (p.m, p.n, p.k)  # noqa: E731
-        updated = MatmulCurve(
-            dtype=curve.dtype, grid=curve.grid, points=_splice(curve.points, fresh, shape, problem.too_fast),
-            peak_probes=_splice(curve.peak_probes, fresh, shape, problem.too_fast),
-        )
+        updated = curve.model_copy(update=dict(
+            points=_splice(curve.points, fresh, shape, problem.too_fast), peak_probes=_splice(curve.peak_probes, fresh, shape, problem.too_fast),
+        ))
         return meas.model_copy(update=dict(matmul=[updated if c is curve else c for c in meas.matmul]))
     if kind == "bandwidth" and problem.points:
         curve = meas.bandwidth_curve(rest)
@@ -538,7 +590,7 @@ def run_calibration(
     warnings: list[str] = []
     threads = torch.get_num_threads()
     cpu_ident = cpu_identity(threads)
-    cplan = cpu_plan(cpu_ident, quick)
+    cplan = cpu_plan(cpu_ident, quick, beside_gpu=device.startswith("cuda"))
     gpu_part = None
     gpu_ident = None
     gplan = None
@@ -558,7 +610,8 @@ def run_calibration(
     with torch.no_grad(), _Progress(total, show_progress) as progress, load.RaisedPriority(raise_priority) as priority, Tally() as tally:
         host_index: dict[str, list[float]] = {}
         if gplan is not None:
-            gpu_meas = _measure_part(device, gplan, progress, warnings, stages=stages, host_index=host_index)
+            preload = None if gplan.quick else Preload()  # the quick plan measures no training host costs
+            gpu_meas = _measure_part(device, gplan, progress, warnings, stages=stages, host_index=host_index, preload=preload)
             gpu_part = GpuPart(identity=gpu_ident, peaks=peaks.gpu_peaks(gpu_ident), measurements=gpu_meas)
             progress.stage(f"{device} checks")
             clock = time.perf_counter()

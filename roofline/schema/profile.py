@@ -93,6 +93,13 @@ class MatmulCurve(_Strict):
     peak_probes: list[MatmulPoint] = Field(
         default_factory=list, description="Extra large shapes measured to find the peak; not part of the cube."
     )
+    derived_from: MatmulDtype | None = Field(
+        default=None,
+        description="When set, the cube is that dtype's, each time scaled by derived_ratio, except at check_points, "
+        "which are this dtype's own measurements: at them the two dtypes ran alike (calibrate.matmul.twin_curve).",
+    )
+    derived_ratio: float | None = Field(default=None, gt=0, description="This dtype's time over derived_from's, the median at the check points.")
+    check_points: list[MatmulPoint] = Field(default_factory=list, description="The shapes measured in this dtype to derive the cube.")
 
     @model_validator(mode="after")
     def _cube_complete(self):
