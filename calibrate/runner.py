@@ -9,9 +9,7 @@ from __future__ import annotations
 import platform
 import re
 import socket
-import importlib
 import statistics
-import threading
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -118,7 +116,7 @@ class Plan:
             n += 4 * len(self.transfer_sizes) + len(memory.CAT_GRID_BYTES[1::2] if self.quick else memory.CAT_GRID_BYTES)
             n += mechanisms.steps(self.quick) + mechanisms.norm_steps(self.quick) if self.mechanisms else 0
         elif not self.quick:
-            n += 2 * len(mechanisms.BATCH_NORM_TRAIN_SHAPES)
+            n += 2 * len(mechanisms.BATCH_NORM_TRAIN_SHAPES) + len(conv.CPU_PASS_SHAPES)
         return n
 
 
@@ -292,31 +290,11 @@ class _Progress:
             self.bar.advance(self.task, steps)
 
 
-# Imported in a background thread while the GPU's first GEMMs run: the first optimizer torch.optim
-# builds imports torch._dynamo (0.8 s on the 2-core CPU, more with CUDA), which the training host
-# costs stage would otherwise wait for
-PRELOADED = ("torch._dynamo",)
-
-
-class Preload:
-    """Imports ``PRELOADED`` on a thread of its own; ``wait()`` before anything timed on the host clock.
-    Device-clock timings beside it stay sound: a repetition the host queued late is caught
-    (``roofline.timing.Backlog``) and run again."""
-
-    def __init__(self, modules=PRELOADED):
-        self.thread = threading.Thread(target=lambda: [importlib.import_module(m) for m in modules], daemon=True)
-        self.thread.start()
-
-    def wait(self) -> None:
-        self.thread.join()
-
-
 def _measure_part(device: str, plan: Plan, progress: _Progress, warnings: list, stages: dict | None = None,
-                  host_index: dict | None = None, preload: Preload | None = None) -> Measurements:
+                  host_index: dict | None = None) -> Measurements:
     """One part's measurements. On a GPU, ``host_index`` (when given) collects the host-speed index
     sampled after every stage (``"run"``) and around the overheads stage (``"overheads"``):
-    ``host_phase_factor`` puts the host costs at the run's median speed. ``preload`` is waited for
-    after the first GEMM curve, before the host clock times anything."""
+    ``host_phase_factor`` puts the host costs at the run's median speed."""
     gpu = device.startswith("cuda")
     stages = stages if stages is not None else {}
     clock = [time.perf_counter()]
@@ -350,8 +328,6 @@ def _measure_part(device: str, plan: Plan, progress: _Progress, warnings: list, 
         else:
             progress.advance(len(plan.grid_for(dtype)) ** 3 + len(plan.probes_for(dtype)) - len(curve.check_points))
         curves.append(curve)
-        if preload is not None:
-            preload.wait()
         lap(f"matmul {dtype}")
     bandwidth = []
     for kind in ("copy", "read", "write"):
@@ -426,6 +402,11 @@ def _measure_part(device: str, plan: Plan, progress: _Progress, warnings: list, 
         progress.stage(f"{device} training batch norm")
         norm_families = mechanisms.measure_batch_norm_training(device, budget_s=plan.point_budget_s / 2, warnings=warnings, progress=progress.step)
         lap("batch norm training")
+        progress.stage(f"{device} convolution passes")
+        conv_passes = [conv.measure_conv_passes(device, budget_s=plan.point_budget_s, warnings=warnings, progress=progress.step)]
+        lap("conv passes")
+    else:
+        conv_passes = []
     rnns = []
     for dtype in plan.rnn_dtypes:
         progress.stage(f"{device} lstm/gru {dtype}")
@@ -466,7 +447,7 @@ def _measure_part(device: str, plan: Plan, progress: _Progress, warnings: list, 
         lap("torch.compile overheads")
     return Measurements(
         matmul=curves, bandwidth=bandwidth, pointwise=pointwise, overheads=overheads, transfers=transfers, attention=attention, conv=convs, rnn=rnns,
-        conv_families=conv_families, gemm_ratios=gemm_ratios, norm_families=norm_families,
+        conv_families=conv_families, gemm_ratios=gemm_ratios, norm_families=norm_families, conv_passes=conv_passes,
     )
 
 
@@ -610,8 +591,7 @@ def run_calibration(
     with torch.no_grad(), _Progress(total, show_progress) as progress, load.RaisedPriority(raise_priority) as priority, Tally() as tally:
         host_index: dict[str, list[float]] = {}
         if gplan is not None:
-            preload = None if gplan.quick else Preload()  # the quick plan measures no training host costs
-            gpu_meas = _measure_part(device, gplan, progress, warnings, stages=stages, host_index=host_index, preload=preload)
+            gpu_meas = _measure_part(device, gplan, progress, warnings, stages=stages, host_index=host_index)
             gpu_part = GpuPart(identity=gpu_ident, peaks=peaks.gpu_peaks(gpu_ident), measurements=gpu_meas)
             progress.stage(f"{device} checks")
             clock = time.perf_counter()

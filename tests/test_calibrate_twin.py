@@ -57,12 +57,3 @@ def test_plans():
     assert beside.grid_for("bfloat16") == CPU_HALF_GRID_BESIDE_GPU and len(CPU_HALF_GRID_BESIDE_GPU) < len(alone.matmul_grid)
     assert beside.steps(False) < alone.steps(False)
 
-
-def test_preload_imports_on_its_own_thread():
-    import sys
-
-    from calibrate.runner import Preload
-
-    sys.modules.pop("colorsys", None)
-    Preload(("colorsys",)).wait()
-    assert "colorsys" in sys.modules
