@@ -135,3 +135,44 @@ def measure_conv(dtype_name: str, shapes: list[tuple], device: str, *, budget_s:
             if progress:
                 progress()
     return ConvCurve(dtype=dtype_name, tf32=tf32, keyed=keyed, points=points)
+
+
+# oneDNN's dense convolutions on the CPU, forward and each gradient, at batch > 1 (ATen sends a
+# 1x1 stride-1 convolution of fewer than 16 images on one thread to its own GEMM instead): a
+# 3-channel stem (oneDNN reads its NCHW input as it is), 16 to 128 channels over 14-48 pixels
+# (few channels over many pixels: the reorders to and from the blocked layout weigh most), 3x3
+# strides 1 and 2 (a strided input gradient runs a channels-last kernel and is copied back to
+# NCHW) and 1x1. Prediction fits each pass's efficiency on the implicit GEMM and the reorders'
+# time per element to them (``roofline.model.curves.CpuConvPassModel``).
+CPU_PASS_SHAPES = [
+    _S(8, 3, 32, 48, 3, 1, 1), _S(8, 16, 32, 48, 3, 1, 1), _S(8, 128, 128, 14, 3, 1, 1),
+    _S(8, 32, 64, 48, 3, 2, 1), _S(16, 64, 64, 14, 1, 1, 0), _S(8, 96, 192, 14, 3, 2, 1),
+]
+PASS_MASKS = {"input": [True, False, False], "weight": [False, True, False]}
+
+
+def measure_conv_passes(device: str, *, budget_s: float, warnings: list, progress=None) -> ConvCurve:
+    """Time ``CPU_PASS_SHAPES``' forward and each gradient (``convolution_backward`` asked for it
+    alone), float32."""
+    points = []
+    backward = torch.ops.aten.convolution_backward
+    with torch.no_grad():
+        for s in CPU_PASS_SHAPES:
+            point = ConvPoint.model_construct(**s._asdict())
+            x_shape, w_shape, _ = point.shapes()
+            x = torch.randn(x_shape, device=device)
+            w = torch.randn(w_shape, device=device) / (s.in_channels * s.kernel**2) ** 0.5
+            g = torch.randn_like(F.conv2d(x, w, None, s.stride, s.padding))
+            conv = ([s.stride] * 2, [s.padding] * 2, [1, 1], False, [0, 0], 1)
+            runs = {"none": lambda: F.conv2d(x, w, None, s.stride, s.padding)}
+            runs.update({name: (lambda mask=mask: backward(g, x, w, None, *conv, mask)) for name, mask in PASS_MASKS.items()})
+            for gradient, fn in runs.items():
+                t = time_fn(fn, device=device, budget_s=budget_s, warmup_budget_s=budget_s / 2, min_samples=5,
+                            label=f"{_label('float32', s)} {gradient if gradient != 'none' else 'forward'}")
+                if t.warning:
+                    warnings.append(t.warning)
+                stat = t.stat()
+                points.append(ConvPoint(**s._asdict(), gradient=gradient, time=stat, flop_per_s=point.flops / stat.median_s))
+            if progress:
+                progress()
+    return ConvCurve(dtype="float32", tf32=False, points=points)

@@ -332,6 +332,59 @@ class ConvModel:
         return float(_nearest_log_mean(rows[:, 1:4], rows[:, 4:5], m, n, k)[0])
 
 
+PASSES = ("none", "input", "weight")
+
+
+def onednn_elements(gradient: str, x_shape, out_shape, stride: int) -> int:
+    """Elements of the NCHW tensors oneDNN reorders to its blocked layout and back (or copies) for
+    one pass of a dense 2-d convolution on the CPU (ONEDNN_VERBOSE shows them):
+
+    - forward: the output back to NCHW, and the input into the blocked layout unless it has fewer
+      than 16 channels (oneDNN's direct kernel reads such a stem's NCHW input as it is);
+    - input gradient: the output's gradient in, the input's gradient out; at a stride > 1 oneDNN
+      runs a channels-last kernel whose input gradient is copied within oneDNN and then by ATen
+      back to NCHW: two more passes over the input's elements;
+    - weight gradient: the input and the output's gradient in (the weight is small)."""
+    x, y = math.prod(x_shape), math.prod(out_shape)
+    if gradient == "none":
+        return y + (x if x_shape[1] >= 16 else 0)
+    if gradient == "input":
+        return y + x + (2 * x if stride > 1 else 0)
+    return x + y
+
+
+class CpuConvPassModel:
+    """oneDNN's dense 2-d NCHW float32 convolutions on the CPU, each pass (forward, input gradient,
+    weight gradient) priced as its efficiency times the implicit GEMM's time on the matmul curve
+    plus a time per element of the tensors it reorders (``onednn_elements``). The three
+    efficiencies and the one rate are fit (non-negative least squares on relative error) to the
+    calibrated points of every pass; a stem's input gradient (fewer than 16 input channels, which
+    training rarely asks for) is left out of the fit."""
+
+    def __init__(self, curve: ConvCurve, matmul: MatmulModel, overhead_s: float = 0.0):
+        from scipy.optimize import nnls
+
+        rows, targets = [], []
+        for p in curve.points:
+            if p.dims != 2 or p.transposed or (p.gradient == "input" and p.in_channels < 16):
+                continue
+            x_shape, w_shape, out_shape = p.shapes()
+            _, m, n, k = conv_gemm(x_shape, w_shape, out_shape, transposed=False)
+            t = _work_time(p.time.median_s, overhead_s)
+            row = [0.0, 0.0, 0.0, float(onednn_elements(p.gradient, x_shape, out_shape, p.stride))]
+            row[PASSES.index(p.gradient)] = matmul.time_s(m, n, k)
+            rows.append([v / t for v in row])
+            targets.append(1.0)
+        coef = nnls(np.array(rows), np.array(targets))[0] if rows else np.zeros(4)
+        self.efficiency = dict(zip(PASSES, (float(c) for c in coef[:3])))
+        self.element_s = float(coef[3])
+        self.ok = bool(rows) and all(v > 0 for v in self.efficiency.values())
+
+    def time_s(self, gradient: str, gemm_s: float, x_shape, out_shape, stride: int) -> float:
+        """One pass's time, given its implicit GEMM's time on the matmul curve."""
+        return self.efficiency[gradient] * gemm_s + self.element_s * onednn_elements(gradient, x_shape, out_shape, stride)
+
+
 def _rnn_host_factor(curves: list[RnnCurve], overheads: Overheads) -> float:
     """What puts the calibrated RNN layers at the host speed these overheads stand for (as
     calibrated, or times a measured host scale): the host-speed index those overheads imply over

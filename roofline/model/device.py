@@ -13,6 +13,7 @@ from roofline.model.curves import (
     AttentionModel,
     BandwidthModel,
     ConvModel,
+    CpuConvPassModel,
     MatmulModel,
     PointwiseModel,
     RnnModel,
@@ -65,6 +66,8 @@ class DeviceModel:
         }
         self.rnn = self._rnn_models(self.overheads)
         self.conv_families = ConvFamilyModel(m.conv_families)
+        passes = CpuConvPassModel(m.conv_passes[0], self.matmul["float32"], included) if kind == "cpu" and m.conv_passes and "float32" in self.matmul else None
+        self.conv_passes = passes if passes is not None and passes.ok else None
         self.gemm_ratios = GemmRatioModel(m.gemm_ratios)
         self.norm_families = NormFamilyModel(m.norm_families)
         # shape-exact kernels (GPU: device time; a CPU's op times include its dispatch and stay on the curves)

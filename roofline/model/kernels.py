@@ -81,7 +81,10 @@ def kernel_terms(op: CapturedOp, cost: OpCost, dev: DeviceModel) -> tuple[float,
             compute = family
         else:
             compute = dev.matmul_model(curve_name).time_s(max(batch, 1) * m, n, k) if m and n and k else 0.0
-        if cost.category == "conv" and compute and family is None:
+        onednn = _onednn_conv_s(op, cost, dev, compute) if cost.category == "conv" and compute and family is None else None
+        if onednn is not None:
+            compute = onednn
+        elif cost.category == "conv" and compute and family is None:
             ratio = _conv_ratio(op, cost, dev, tf32)
             if ratio != 1.0:  # the calibrated ratio is to the conv's roofline: its GEMM or its bytes
                 compute = max(compute, _memory_s(op, cost, dev)) * ratio
@@ -378,6 +381,41 @@ def _conv_ratio(op: CapturedOp, cost: OpCost, dev: DeviceModel, tf32: bool) -> f
     plane = conv_plane_aligned(kind, taps, strided, positions, x.itemsize, channels_last=x.shape[1] > 1 and x.stride[1] == 1)
     key = ConvKey(kind, taps, strided, conv_aligned(x.shape[1], x.itemsize), plane)
     return model.ratio(m, n, k, taps, key)
+
+
+def _onednn_conv_s(op: CapturedOp, cost: OpCost, dev: DeviceModel, gemm_s: float) -> float | None:
+    """A dense 2-d NCHW float32 convolution (or one gradient of it) that ATen runs with oneDNN on
+    the CPU, on the profile's calibrated passes (``CpuConvPassModel``); None where the profile has
+    none or ATen runs it otherwise. ATen's ``use_mkldnn``: a 1x1 stride-1 convolution of fewer
+    than 16 images on one thread, or of one small image (at most 20480 input elements) under a
+    filter of at most 3x3, goes to its own kernels. The passes are calibrated at 8-16 images; a
+    one-image forward (inference) keeps the one-image points' ratio."""
+    model = dev.conv_passes
+    inputs = op.tensor_inputs()
+    if model is None or cost.gemm[0] != 1 or len(inputs) < 2 or op.packet not in _DENSE_CONV or is_transposed(op):
+        return None
+    x, w = inputs[0], inputs[1]
+    if x.ndim != 4 or w.ndim != 4 or x.dtype != torch.float32 or w.dtype != torch.float32 or not op.outputs:
+        return None
+    if x.shape[1] > 1 and x.stride[1] == 1:
+        return None  # channels-last: no reorders
+    a = arguments(op)
+    stride = [int(v) for v in a.get("stride", [1])] if isinstance(a.get("stride", [1]), (list, tuple)) else [int(a["stride"])]
+    dilation = a.get("dilation", [1])
+    dilated = any(int(v) > 1 for v in dilation) if isinstance(dilation, (list, tuple)) else int(dilation) > 1
+    one_by_one = w.shape[2] == 1 and w.shape[3] == 1
+    threads = dev.part.identity.threads_used if dev.part.identity is not None else 1
+    if not (max(stride) > 1 or dilated or x.shape[0] >= 16 or not one_by_one or threads > 1):
+        return None
+    if not (x.shape[0] > 1 or math.prod(x.shape) > 20480 or (w.shape[2] > 3 and w.shape[3] > 3)):
+        return None
+    if not cost.conv_gradient and x.shape[0] == 1:
+        return None  # one image: the calibrated one-image forwards (``_conv_ratio``) price it
+    out = op.outputs[0]
+    return model.time_s(cost.conv_gradient or "none", gemm_s, x.shape, out.shape, max(stride))
+
+
+_DENSE_CONV = {"aten.convolution", "aten._convolution", "aten.conv2d", "aten.mkldnn_convolution"}
 
 
 def _conv_family_s(op: CapturedOp, cost: OpCost, dev: DeviceModel) -> float | None:

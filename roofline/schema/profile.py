@@ -241,6 +241,9 @@ class ConvPoint(_Strict):
     padding: int = Field(ge=0, description="Zero padding on each side.")
     dims: int = Field(default=2, ge=1, le=3, description="Spatial dimensions: 1 (conv1d), 2 or 3.")
     transposed: bool = Field(default=False, description="A transposed convolution (weight: in, out, *kernel).")
+    gradient: Literal["none", "input", "weight"] = Field(
+        default="none", description="What was timed: the forward (none), or convolution_backward asked for the input's or the weight's gradient alone.",
+    )
     time: Stat = Field(description="Time of one call.")
     flop_per_s: float = Field(gt=0, le=MAX_FLOP_PER_S, description="FLOPs (as flop_counter counts: 2 x N x conv positions x Cout x Cin x taps) / median time.")
 
@@ -572,6 +575,11 @@ class Measurements(_Strict):
     attention: list[AttentionCurve] = Field(default_factory=list, description="GPU only: fused attention throughput.")
     conv: list[ConvCurve] = Field(default_factory=list, description="2-D convolution times at representative shapes, one curve per dtype.")
     rnn: list[RnnCurve] = Field(default_factory=list, description="Fused LSTM/GRU layer times at representative shapes, one curve per dtype.")
+    conv_passes: list[ConvCurve] = Field(
+        default_factory=list,
+        description="CPU: oneDNN's dense 2-d NCHW convolutions at batch > 1, the forward and each gradient (ConvPoint.gradient); prediction "
+        "fits each pass's efficiency on its implicit GEMM and a time per element of the NCHW tensors oneDNN reorders to its blocked layout and back.",
+    )
     conv_families: list[ConvFamilyCurve] = Field(default_factory=list, description="GPU: depthwise and grouped convolutions per dtype and layout; depthwise gradients apart.")
     gemm_ratios: list[GemmRatioCurve] = Field(default_factory=list, description="GPU: misaligned GEMMs and addmm's epilogue against the plain GEMM.")
     norm_families: list[NormFamilyCurve] = Field(default_factory=list, description="GPU: eval batch norm over plane size and group norm over rows in flight; CPU: training batch norm and its backward over elements.")
