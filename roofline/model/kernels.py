@@ -26,6 +26,7 @@ from roofline.graph.ops import CapturedOp, TensorMeta
 from roofline.model.curves import ConvKey, conv_aligned, conv_kind, conv_plane_aligned
 from roofline.model.device import DeviceModel
 from roofline.model.kernel_table import kernel_key
+from roofline.model.reuse import Reach
 
 DTYPE_NAMES = {torch.float32: "float32", torch.bfloat16: "bfloat16", torch.float16: "float16"}
 
@@ -55,8 +56,10 @@ def _bandwidth_kind(cost: OpCost, dev: DeviceModel) -> str:
     return "copy"
 
 
-def kernel_terms(op: CapturedOp, cost: OpCost, dev: DeviceModel) -> tuple[float, float, float]:
-    """(compute_s, memory_s, floor_s) of one op on one device; zeros for ops that launch no kernel."""
+def kernel_terms(op: CapturedOp, cost: OpCost, dev: DeviceModel, reach: Reach = ()) -> tuple[float, float, float]:
+    """(compute_s, memory_s, floor_s) of one op on one device; zeros for ops that launch no kernel.
+    ``reach``: its inputs' reuse distances (``roofline.model.reuse``), which slow its memory term
+    where they lie beyond its own bytes (``_reach_factor``)."""
     if cost.kernels == 0:
         return 0.0, 0.0, 0.0
     attention = _attention_time(op, cost, dev) if cost.category == "attention" else None
@@ -95,8 +98,35 @@ def kernel_terms(op: CapturedOp, cost: OpCost, dev: DeviceModel) -> tuple[float,
     else:
         compute = cost.flops / dev.vector_flop_per_s
     memory = _memory_s(op, cost, dev)
+    if reach and memory:
+        memory *= _reach_factor(op, cost, dev, reach)
     floor = dev.kernel_floor_s * cost.kernels
     return compute, memory, floor
+
+
+def _reach_factor(op: CapturedOp, cost: OpCost, dev: DeviceModel, reach: Reach) -> float:
+    """How much slower an op's bytes move when some inputs must be fetched from farther than its own
+    working set: the curves were timed repeating the op on its own buffers (every input as near as
+    the op's own bytes). Each input's share of the bytes moves at the op's curve's rate at its reach
+    (``roofline.model.reuse``), the rest at the rate at the op's own bytes."""
+    nbytes = cost.bytes_read + cost.bytes_written
+    far = [(in_bytes, reach_bytes) for in_bytes, reach_bytes in reach if reach_bytes > nbytes and in_bytes > 0]
+    if not far or nbytes <= 0:
+        return 1.0
+    family = _family(op, cost, dev)
+    dtype = DTYPE_NAMES.get(_out_dtype(op, cost), "float32")
+    kind = _bandwidth_kind(cost, dev)
+
+    def rate(n: int) -> float:
+        return dev.family_bytes_per_s(family, n, dtype) or dev.bandwidth.bytes_per_s(max(n, 1), kind)
+
+    own = rate(nbytes)
+    inputs_bytes = sum(in_bytes for in_bytes, _ in reach) or 1
+    factor = 1.0
+    for in_bytes, reach_bytes in far:
+        share = cost.bytes_read * min(in_bytes / inputs_bytes, 1.0) / nbytes  # of the op's bytes, this input's reads
+        factor += share * max(own / rate(reach_bytes) - 1.0, 0.0)
+    return factor
 
 
 def _memory_s(op: CapturedOp, cost: OpCost, dev: DeviceModel) -> float:
@@ -314,16 +344,16 @@ def _timed(op: CapturedOp, cost: OpCost, dev: DeviceModel) -> float | None:
     return dev.kernel_table.get(kernel_key(op))
 
 
-def kernel_s(op: CapturedOp, cost: OpCost, dev: DeviceModel) -> tuple[float, float, float, float]:
+def kernel_s(op: CapturedOp, cost: OpCost, dev: DeviceModel, reach: Reach = ()) -> tuple[float, float, float, float]:
     """(kernel_s, compute_s, memory_s, floor_s): the op's predicted device time and its terms; a
     fused native op that runs several kernels (``OpCost.parts``) the sums of theirs; an op of the
-    profile's kernel table its timed kernel."""
+    profile's kernel table its timed kernel. ``reach``: as ``kernel_terms``."""
     if cost.parts:
         timed = _timed(op, cost, dev)
         terms = [kernel_s(p_op, p_cost, dev) for p_op, p_cost in cost.parts]
         summed = tuple(sum(t[i] for t in terms) for i in range(4))
         return summed if timed is None else (timed, *summed[1:])
-    compute, memory, floor = kernel_terms(op, cost, dev)
+    compute, memory, floor = kernel_terms(op, cost, dev, reach)
     if not cost.kernels:
         return 0.0, compute, memory, floor
     timed = _timed(op, cost, dev)

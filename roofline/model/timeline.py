@@ -37,6 +37,7 @@ from roofline.costs import OpCost
 from roofline.graph.ops import CapturedGraph, CapturedOp, reads_to_host
 from roofline.model.device import DeviceModel
 from roofline.model.kernels import kernel_s
+from roofline.model.reuse import reuse_reach
 from roofline.schema.report import regime_parts
 
 REGIMES = ("compute", "memory", "overhead", "none")
@@ -230,9 +231,18 @@ def modules_entered(prev: str, cur: str) -> int:
     return len(b) - common
 
 
+# whether a CPU's ops are priced at their inputs' reuse distances (``roofline.model.reuse``)
+CPU_REUSE = True
+
+
 def price_kernels(ops: Sequence[CapturedOp], costs: Sequence[OpCost], dev: DeviceModel) -> list[KernelTerms]:
     """Every op's kernel time and terms on ``dev``: the device side of the timeline, which host
-    costs do not change (a prediction at another host speed reuses it)."""
+    costs do not change (a prediction at another host speed reuses it). On the CPU each op's memory
+    term is read at its inputs' reuse distances: its curve was timed with every input hot, and in a
+    program an input last touched long before comes from farther out (``roofline.model.reuse``)."""
+    if dev.kind == "cpu" and CPU_REUSE:
+        reaches = reuse_reach(ops)
+        return [kernel_s(op, cost, dev, reach) for op, cost, reach in zip(ops, costs, reaches)]
     return [kernel_s(op, cost, dev) for op, cost in zip(ops, costs)]
 
 
