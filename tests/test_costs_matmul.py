@@ -186,3 +186,19 @@ def test_affine_grid_gemm_shape():
     fn = lambda t: F.affine_grid(t, [2, 1, 4, 5], align_corners=False)  # noqa: E731
     _, c = priced("aten.affine_grid_generator", fn, torch.randn(2, 2, 3))
     assert (c.flops, c.gemm) == (480, (2, 20, 2, 3))
+
+
+def test_grouped_mm_counts_each_groups_products():
+    # a mixture of experts: 128 rows split over 4 experts, each (K=64) -> N=32: 2*128*64*32 FLOPs;
+    # read the rows 128*64*2 + every expert's weight 4*64*32*2 + offs 4*4 = 32784 bytes, write 128*32*2
+    bf = torch.bfloat16
+    offs = torch.tensor([32, 64, 96, 128], dtype=torch.int32)
+    _, c = priced("aten._grouped_mm", lambda a, b, o: torch._grouped_mm(a, b, offs=o), torch.randn(128, 64, dtype=bf), torch.randn(4, 64, 32, dtype=bf), offs)
+    assert (c.flops, c.bytes_read, c.bytes_written, c.category) == (2 * 128 * 64 * 32, 32784, 8192, "matmul")
+    assert tuple(c.gemm) == (4, 32, 32, 64)  # priced as 4 products of a group's 32 rows
+    # (G, M, K) @ (G, K, N): as bmm
+    _, c = priced("aten._grouped_mm", torch._grouped_mm, torch.randn(4, 16, 64, dtype=bf), torch.randn(4, 64, 32, dtype=bf))
+    assert c.flops == 2 * 4 * 16 * 64 * 32 and tuple(c.gemm) == (4, 16, 32, 64)
+    # the experts' weight gradients: (M, S) @ (S, N) with the reduction S split among 4 groups
+    _, c = priced("aten._grouped_mm", lambda a, b, o: torch._grouped_mm(a, b, offs=o), torch.randn(64, 128, dtype=bf), torch.randn(128, 32, dtype=bf), offs)
+    assert c.flops == 2 * 64 * 128 * 32 and tuple(c.gemm) == (4, 64, 32, 32) and c.bytes_written == 4 * 64 * 32 * 2

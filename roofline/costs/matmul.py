@@ -34,10 +34,12 @@ BIAS_EPILOGUE_TAKES_ONE_ROW = tuple(int(v) for v in re.match(r"(\d+)\.(\d+)", to
 
 
 def _gemm_cost(op: CapturedOp, batch: int, m: int, n: int, k: int, operand: TensorMeta,
-               kernels: int = 1, skip_read: tuple[str, ...] = (), bias_pass_bytes: int = 0) -> OpCost:
+               kernels: int = 1, skip_read: tuple[str, ...] = (), bias_pass_bytes: int = 0, flops: int | None = None) -> OpCost:
+    """A GEMM-shaped op's cost; ``flops`` where the products are not the whole (batch, m, n, k) (a
+    grouped GEMM whose groups' rows were rounded up)."""
     read, written = rw_bytes(op, skip_read=skip_read)
     return OpCost(
-        flops=2 * batch * m * n * k * real_flops_factor(operand.dtype),
+        flops=(2 * batch * m * n * k if flops is None else flops) * real_flops_factor(operand.dtype),
         bytes_read=read,
         bytes_written=written,
         kernels=kernels,
@@ -90,6 +92,38 @@ def bmm_cost(op: CapturedOp) -> OpCost:
     b, m, k = x.shape
     n = y.shape[2]
     return _gemm_cost(op, b, m, n, k, x)
+
+
+# By name: torch before 2.8 has no _grouped_mm.
+@register("aten._grouped_mm", category="matmul")
+def grouped_mm_cost(op: CapturedOp) -> OpCost:
+    """A grouped GEMM (a mixture of experts' layers: each group's rows by its own weight), in its
+    three forms (torch.nn.functional.grouped_mm), 2 FLOPs per multiply-add of the groups' products
+    (flop_counter does not count it):
+
+    - (S, K) @ (G, K, N) with ``offs`` splitting the S rows among G groups -> (S, N): 2*S*K*N, priced
+      as G products of S/G rows (a group's rows share a launch, not a tile);
+    - (G, M, K) @ (G, K, N) -> (G, M, N): 2*G*M*K*N, as bmm;
+    - (M, S) @ (S, N) with ``offs`` splitting the reduction S among G groups -> (G, M, N) (the
+      experts' weight gradients): 2*M*S*N, as G products of reduction S/G.
+
+    Bytes: every operand read once (all G weights, whether or not a group has rows), the output
+    written once."""
+    a = arguments(op)
+    x, y, offs = a["self"], a["mat2"], a.get("offs")
+    groups = offs.shape[0] if offs is not None and offs.ndim else 1
+    if x.ndim == 2 and y.ndim == 3:
+        rows, k = x.shape
+        return _gemm_cost(op, y.shape[0], -(-rows // y.shape[0]), y.shape[2], k, x, flops=2 * rows * k * y.shape[2])
+    if x.ndim == 3 and y.ndim == 3:
+        return _gemm_cost(op, x.shape[0], x.shape[1], y.shape[2], x.shape[2], x)
+    if x.ndim == 2 and y.ndim == 2:
+        m, s = x.shape
+        return _gemm_cost(op, groups, m, y.shape[1], -(-s // groups), x, flops=2 * m * s * y.shape[1])
+    # (G, M, K) @ (K, N) with offs, or another form: each output element a reduction over K
+    out = op.outputs[0]
+    k = x.shape[-1]
+    return _gemm_cost(op, 1, max(out.numel // max(out.shape[-1], 1), 1), out.shape[-1], k, x)
 
 
 @register(aten.baddbmm, category="matmul")
