@@ -222,3 +222,17 @@ def test_fusing_an_epilogue_saves_its_dispatch_and_leaves_the_next_linear_alone(
     # the last group's gain is smaller: the device's tail after the host's last issue is in the way
     assert all(0.5 * relu_dispatch < f.predicted_gain_s < 2 * relu_dispatch for f in r.fusion[:2])
     assert r.fusion[2].predicted_gain_s > 0
+
+
+def test_a_depthwise_conv_epilogue_is_priced_as_its_convolution():
+    # depthwise conv + GELU + batch norm (ConvMixer's block): the fused group ends at the batch norm,
+    # whose second input is a 1-d weight; the group's kernel is the convolution's with an epilogue,
+    # on the shipped profile's depthwise family
+    dim = 64
+    model = torch.nn.Sequential(torch.nn.Conv2d(dim, dim, 9, groups=dim, padding="same"), torch.nn.GELU(), torch.nn.BatchNorm2d(dim)).eval()
+    r = analyze(model, (torch.randn(8, dim, 32, 32),), profile="nvidia-h100-80gb-hbm3", batch_sweep=False)
+    (group,) = r.fusion
+    assert group.kind == "conv epilogue" and r.ops[group.ops[0]].target.startswith("aten.convolution")
+    conv = r.ops[group.ops[0]]
+    assert group.predicted_gain_s < sum(r.ops[i].predicted_s for i in group.ops[1:]) + 1e-12  # never more than the epilogue's ops
+    assert conv.kernel_s > 0

@@ -4,7 +4,7 @@ one launch; a matmul or convolution's epilogue (bias, activation) folds into it 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Sequence
 
 from roofline.costs import OpCost
@@ -118,27 +118,41 @@ class Program:
     graph: CapturedGraph
     costs: list[OpCost]
     origin: list[int | None]
+    # the op a new op's kernel is priced as: a GEMM or convolution with an epilogue runs the head's
+    # kernel (its shapes pick the curve and the mechanism), whatever op ends the group
+    priced_as: list[CapturedOp | None] = field(default_factory=list)
 
     def kernels(self, base: Sequence[KernelTerms], dev: DeviceModel) -> list[KernelTerms]:
         """Kernel terms on ``dev``: the original op's from ``base``, a new op's computed."""
-        return [base[i] if i is not None else kernel_s(op, cost, dev) for op, cost, i in zip(self.graph.ops, self.costs, self.origin)]
+        anchors = self.priced_as or [None] * len(self.costs)
+        return [base[i] if i is not None else kernel_s(anchor or op, cost, dev)
+                for op, cost, i, anchor in zip(self.graph.ops, self.costs, self.origin, anchors)]
 
 
 def fuse_program(graph: CapturedGraph, costs: Sequence[OpCost], groups: list[Group]) -> Program:
     """The program with each group replaced by one op at the group's last position."""
     member_of = {i: g for g in groups for i in g.ops}
-    ops, new_costs, origin = [], [], []
+    ops, new_costs, origin, priced_as = [], [], [], []
     for i, op in enumerate(graph.ops):
         g = member_of.get(i)
         if g is None:
             ops.append(op)
             new_costs.append(costs[i])
             origin.append(i)
+            priced_as.append(None)
         elif i == g.ops[-1]:
             ops.append(op)
-            new_costs.append(fused_cost(graph, costs, g.ops))
+            fused = fused_cost(graph, costs, g.ops)
+            new_costs.append(fused)
             origin.append(None)
-    return Program(graph.with_ops(ops), new_costs, origin)
+            priced_as.append(priced_op(graph, g.ops, fused))
+    return Program(graph.with_ops(ops), new_costs, origin, priced_as)
+
+
+def priced_op(graph: CapturedGraph, members: Sequence[int], fused: OpCost) -> CapturedOp:
+    """The op whose kernel a fused group runs: the GEMM or convolution heading an epilogue group,
+    else the group's last op."""
+    return graph.ops[members[0]] if fused.gemm is not None else graph.ops[members[-1]]
 
 
 def fusion_report(

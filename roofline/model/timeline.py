@@ -472,6 +472,8 @@ class Schedule:
                 paid[kinds[j]] = paid.get(kinds[j], 0) + 1
         if sum(1 for n in paid.values() if n > 0) != len(self.paid_kinds) or any(k not in self.dispatch for k in kinds.values()):
             return None
+        # a GEMM or convolution with an epilogue runs the head's kernel, whatever op ends the group
+        priced = ops[members[0]] if cost.gemm is not None else ops[last]
         prev = ops[start - 1].module if start else None
         entered_sum = sum(self.entered) - sum(self.entered[start:last + 1])
         state = None
@@ -479,7 +481,7 @@ class Schedule:
             entered = modules_entered(prev, ops[j].module) if prev is not None else int(self.is_module) + modules_entered("", ops[j].module)
             entered_sum += entered
             prev = ops[j].module
-            kernel = kernel_s(ops[j], cost, self.dev)[0] if j == last else self.kernels[j][0]
+            kernel = kernel_s(priced, cost, self.dev)[0] if j == last else self.kernels[j][0]
             host = self._host(j, kinds[j], pays[j], entered)
             step = op_step(host, kernel, self.gpu) if j == last else self._step(j, host, kernel)
             state = step if state is None else compose(state, step)
