@@ -73,3 +73,11 @@ def test_legit_functional_and_no_training():
                outputs=out + [meta(3), meta(3)])
     c, _ = cost_of(op)
     assert c.flops == 696 and c.bytes_written == (96 + 3 * 4) * 4
+
+
+def test_weight_norm_scales_each_slice_by_its_norm():
+    # weight_norm over the last dim of v (64, 8, 128): 3 FLOPs per element of v + 2 per slice of g;
+    # read v 64*8*128*4 + g 128*4, write w (as v) + the 128 norms
+    v, g = torch.randn(64, 8, 128), torch.randn(1, 1, 128)
+    _, c = priced("aten._weight_norm_interface", lambda v, g: torch._weight_norm(v, g, 2), v, g)
+    assert (c.flops, c.bytes_read, c.bytes_written, c.kernels, c.category) == (3 * 65536 + 2 * 128, 262144 + 512, 262144 + 512, 1, "norm")

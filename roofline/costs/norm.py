@@ -124,3 +124,16 @@ def rms_norm_cost(op: CapturedOp) -> OpCost:
     rows = x.numel // row if row else 0
     per_element = _RMS_STATS_FLOPS + _RMS_NORMALIZE_FLOPS + _affine_flops(a)
     return _norm_cost(op, x.numel * per_element + _PER_ROW_FLOPS * rows, kernels=1)
+
+
+@register("aten._weight_norm_interface", category="norm")
+def weight_norm_cost(op: CapturedOp) -> OpCost:
+    """torch.nn.utils.weight_norm's reparametrization, w = g * v / ||v|| per slice of ``dim`` (wav2vec2's
+    and HuBERT's positional convolution): per element of v, 2 FLOPs for the norm (square, accumulate)
+    and 1 to scale it, plus 2 per slice (sqrt, g / norm); v and g read once, w and the norms written.
+    One kernel on CUDA (ATen's fused weight-norm kernel)."""
+    a = arguments(op)
+    v, g = a["v"], a["g"]
+    read, written = rw_bytes(op)
+    return OpCost(flops=3 * v.numel + 2 * g.numel, bytes_read=read, bytes_written=written, kernels=1,
+                  category="norm", compute_dtype=v.dtype)
