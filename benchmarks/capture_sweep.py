@@ -62,7 +62,7 @@ def torchvision_cases():
         def build(name=name):
             model = torchvision.models.get_model(name, weights=None, **({"weights_backbone": None} if _takes_backbone(name) else {}))
             if any(k in name for k in TV_VIDEO):
-                side = 224 if ("mvit" in name or "swin3d" in name) else 112
+                side = 224 if any(k in name for k in ("mvit", "swin3d", "s3d")) else 112
                 return model, (torch.randn(1, 3, 16, side, side),)
             side = 299 if "inception" in name else 224
             x = torch.randn(1, 3, side, side)
