@@ -201,3 +201,20 @@ def test_a_path_that_fails_with_known_values_is_captured_without_them(monkeypatc
     graph = capture(f, (x, mask))
     assert names(graph) == ["aten.add.Tensor"]
     assert any("may differ from a real run" in w for w in graph.warnings)
+
+
+class OnExpandedMask(nn.Module):
+    """Longformer's pattern: a known 2-d mask expanded to a square one past MAX_ELEMENTS, then read."""
+
+    def forward(self, x, mask):
+        square = (mask[:, None, :] * mask[:, :, None]).float()  # 1 x 512 x 512: 262,144 elements
+        return x * 2 if bool((square > 0).any()) else x + 1
+
+
+def test_a_result_expanded_from_a_known_mask_keeps_its_values():
+    from roofline.graph.values import MAX_DERIVED_ELEMENTS, MAX_ELEMENTS
+
+    mask = torch.ones(1, 512, dtype=torch.long)
+    assert MAX_ELEMENTS < 512 * 512 <= MAX_DERIVED_ELEMENTS
+    graph = capture(OnExpandedMask(), (torch.empty(2, 4, device="meta"), mask))
+    assert "aten.mul.Tensor" in names(graph) and "aten.add.Tensor" not in names(graph)

@@ -50,7 +50,7 @@ from roofline.graph.guards import LibraryGuards
 from roofline.graph.pycalls import PythonCalls
 from roofline.graph.structure import map_tensors, tensors_in
 from roofline.graph.training import StepRun, TrainStep, training_mode
-from roofline.graph.values import MAX_ELEMENTS, Shadow, value_of
+from roofline.graph.values import MAX_DERIVED_ELEMENTS, Shadow, value_of
 
 __all__ = ["capture", "normalize_inputs"]
 
@@ -487,7 +487,7 @@ class _Recorder(TorchDispatchMode):
         result from them, as a Python number, or fake tensors of the shapes the values give."""
         got = self.shadow.compute(func, args, kwargs)
         leaves = pytree.tree_leaves(got)
-        if got is None or any(isinstance(t, torch.Tensor) and t.numel() > MAX_ELEMENTS for t in leaves):
+        if got is None or any(isinstance(t, torch.Tensor) and t.numel() > MAX_DERIVED_ELEMENTS for t in leaves):
             return _UNANSWERED
         self.values_read += 1
         device = next((x.device for x in pytree.tree_leaves((args, kwargs)) if isinstance(x, torch.Tensor)), None)

@@ -14,7 +14,7 @@ Values are known for:
   file is loaded under it), and not changed in place since;
 - Python data lifted into a tensor (``torch.tensor(...)`` inside the model);
 - the results of ops whose tensor inputs all have known values, and of fills, when they are small
-  (at most ``MAX_ELEMENTS``): they are computed again on real CPU tensors beside the fake ones.
+  (at most ``MAX_DERIVED_ELEMENTS``): they are computed again on real CPU tensors beside the fake ones.
 
 ``Shadow`` holds these values for one capture; ``roofline.graph.capture`` answers a read of a known
 value (``.item()``, ``bool(t)``) from it instead of failing, and records the read as the host sync
@@ -31,7 +31,12 @@ from torch.utils._python_dispatch import _disable_current_modes
 from torch.utils import _pytree as pytree
 from torch.utils.weak import WeakIdKeyDictionary
 
-MAX_ELEMENTS = 1 << 16  # a mask of 2 x 1 x 128 x 128 is 32768
+MAX_ELEMENTS = 1 << 16  # an input or constant whose values are kept: a mask of 2 x 1 x 128 x 128 is 32768
+# A result computed from known values: larger, so that a mask the model expands from a known one (a
+# 1 x 1 x 512 x 512 attention mask, Longformer's padded to its window) keeps its values. Only results
+# whose every input is known are computed, and an image or activation is never known (past
+# MAX_ELEMENTS, or computed from weights past it), so this bounds masks and index tensors, not a forward.
+MAX_DERIVED_ELEMENTS = 1 << 20
 
 aten = torch.ops.aten
 
@@ -173,7 +178,7 @@ class Shadow:
                 self.know(outputs[0], value)
             return
         got = None
-        if (inputs or _is_creation(func)) and outputs and all(t.numel() <= MAX_ELEMENTS for t in outputs):
+        if (inputs or _is_creation(func)) and outputs and all(t.numel() <= MAX_DERIVED_ELEMENTS for t in outputs):
             got = self.compute(func, args, kwargs)
         values = [t for t in pytree.tree_leaves(got) if isinstance(t, torch.Tensor)] if got is not None else []
         if got is None or len(values) != len(outputs):
