@@ -501,6 +501,11 @@ case("addmm", lambda: run(aten.addmm.default, BIAS5(), A(), W5(), beta=0.5), MM_
 case("_addmm_activation", lambda: run(aten._addmm_activation.default, BIAS5(), A(), W5()), MM_FLOPS, MM_READ + 5 * F32, MM_WRITTEN)
 # bmm (3, 4, 8) @ (3, 8, 5)
 BMM_FLOPS, BMM_READ, BMM_WRITTEN = 2 * 3 * 4 * 5 * 8, (3 * 4 * 8 + 3 * 8 * 5) * F32, 3 * 4 * 5 * F32
+# a grouped GEMM (mixture of experts): 128 bf16 rows over 4 experts of (64 -> 32), by hand (torch before 2.8 has no
+# _grouped_mm): 2*128*64*32 FLOPs; read the rows 128*64*2, every expert's weight 4*64*32*2 and offs 4*4; write 128*32*2
+case("_grouped_mm", lambda: built("aten._grouped_mm.default", self=m(128, 64, dtype=torch.bfloat16), mat2=m(4, 64, 32, dtype=torch.bfloat16),
+                                  offs=m(4, dtype=torch.int32), outputs=(m(128, 32, dtype=torch.bfloat16),)),
+     2 * 128 * 64 * 32, 128 * 64 * 2 + 4 * 64 * 32 * 2 + 4 * 4, 128 * 32 * 2)
 case("bmm", lambda: run(aten.bmm.default, x(3, 4, 8), x(3, 8, 5)), BMM_FLOPS, BMM_READ, BMM_WRITTEN)
 case("bmm", lambda: run(aten.bmm.default, x(3, 4, 8, dtype=torch.complex64), x(3, 8, 5, dtype=torch.complex64)),
      4 * BMM_FLOPS, 2 * BMM_READ, 2 * BMM_WRITTEN, variant="complex")
@@ -680,6 +685,8 @@ case("instance_norm", lambda: run(aten.instance_norm.default, BX(), C4(), C4(), 
      24 * 7 + 2 * 2 * 4, 96 + 32, 96, kernels=3)
 # layer norm over rows of 8: 4 rows
 case("native_layer_norm", lambda: run(aten.native_layer_norm.default, x(), [8], r(), r(), 1e-5), N * 7 + 2 * 4, XB + 2 * RB, XB + 2 * 4 * F32)
+# weight_norm of v (4, 8) over dim 0: 3 FLOPs per element of v + 2 per slice of g (4, 1); read v and g, write w and the norms
+case("_weight_norm_interface", lambda: run(aten._weight_norm_interface.default, x(), x(4, 1), 0), 3 * N + 2 * 4, XB + 4 * F32, XB + 4 * F32)
 case("layer_norm", lambda: run(aten.layer_norm.default, x(), [8]), N * 5 + 2 * 4, XB, XB)
 # group norm, 2 groups of 2 channels: 2 samples x 2 groups statistics rows
 case("native_group_norm", lambda: run(aten.native_group_norm.default, BX(), C4(), C4(), 2, 4, 3, 2, 1e-5),
