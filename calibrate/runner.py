@@ -51,6 +51,8 @@ CPU_HALF_GRID_BESIDE_GPU = [1, 128, 1024]
 # measured one (the same end to end), and takes 0.1 s where the cube took 1.4-1.6 s
 GPU_MATMUL_TWINS = {"float16": "bfloat16"}
 
+QUICK_FAMILY_TOP = 1 << 24  # elements: the largest op-family point of a quick CPU plan (64 MiB of float32)
+
 TRAINING_HOST_ROUNDS = 3  # rounds of roofline.measure.training_host in a full calibration
 HOST_INDEX_SAMPLES = 3  # host-speed index samples before and after the overheads stage (each ~1 ms on a GPU)
 
@@ -143,12 +145,14 @@ def cpu_plan(ident, quick: bool, beside_gpu: bool = False) -> Plan:
     beyond = sorted({lo, int((lo * top) ** 0.5), top})
     family_top = next(n for n in _geometric(1 << 10, 1 << 40, 4) if 8 * n >= 1.5 * llc)  # sin moves 8 bytes per element
     if quick:
+        # seconds, not a minute, whatever cache the CPU reports (a VM may report its host's 480 MiB L3):
+        # one DRAM-sized working set, and op families up to QUICK_FAMILY_TOP elements
         return Plan(
             matmul_dtypes=dtypes,
             matmul_grid=[1, 64, 512],
             matmul_probes=[],
-            bandwidth_sizes=[s for s in _geometric(1 << 14, llc, 16) if s < beyond[0]] + beyond,
-            sin_sizes=sorted({*_geometric(1 << 10, 1 << 22, 64), family_top}),
+            bandwidth_sizes=[s for s in _geometric(1 << 14, llc, 16) if s < beyond[0]] + beyond[:1],
+            sin_sizes=sorted({*_geometric(1 << 10, 1 << 22, 64), min(family_top, QUICK_FAMILY_TOP)}),
             point_budget_s=0.01,
             overhead_budget_s=0.02,
             conv_dtypes=["float32"],
