@@ -5,7 +5,7 @@
 
 The sweep is 24 dense 2-d NCHW float32 convolutions (channels 3..512, sizes 7..112, batch 1..32,
 1x1, 3x3 and 7x7 filters, strides 1 and 2), none of them a shape of the CPU calibration
-(``calibrate.conv.CPU_SHAPES``, ``CPU_TRAIN_SHAPES``) nor a layer of ``train_check.py``'s SmallCNN:
+(``calibrate.conv.CPU_SHAPES``, ``CPU_PASS_SHAPES``) nor a layer of ``train_check.py``'s SmallCNN:
 each timed forward, then its ``convolution_backward`` with the input's gradient alone, the
 weight's alone, and both (a training step's call), in a tight loop at this process's thread count.
 Pricing prints each point's predicted and measured time and the median and max |error| by pass

@@ -146,12 +146,13 @@ def cpu_plan(ident, quick: bool, beside_gpu: bool = False) -> Plan:
     family_top = next(n for n in _geometric(1 << 10, 1 << 40, 4) if 8 * n >= 1.5 * llc)  # sin moves 8 bytes per element
     if quick:
         # seconds, not a minute, whatever cache the CPU reports (a VM may report its host's 480 MiB L3):
-        # one DRAM-sized working set, and op families up to QUICK_FAMILY_TOP elements
+        # op families up to QUICK_FAMILY_TOP elements (the DRAM figure keeps its three working sets
+        # beyond the cache: profile_checks takes their median)
         return Plan(
             matmul_dtypes=dtypes,
             matmul_grid=[1, 64, 512],
             matmul_probes=[],
-            bandwidth_sizes=[s for s in _geometric(1 << 14, llc, 16) if s < beyond[0]] + beyond[:1],
+            bandwidth_sizes=[s for s in _geometric(1 << 14, llc, 16) if s < beyond[0]] + beyond,
             sin_sizes=sorted({*_geometric(1 << 10, 1 << 22, 64), min(family_top, QUICK_FAMILY_TOP)}),
             point_budget_s=0.01,
             overhead_budget_s=0.02,

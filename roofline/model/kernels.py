@@ -427,8 +427,8 @@ def _onednn_conv_s(op: CapturedOp, cost: OpCost, dev: DeviceModel, gemm_s: float
     x, w = inputs[0], inputs[1]
     if x.ndim != 4 or w.ndim != 4 or x.dtype != torch.float32 or w.dtype != torch.float32 or not op.outputs:
         return None
-    if x.shape[1] > 1 and x.stride[1] == 1:
-        return None  # channels-last: no reorders
+    if x.shape[1] > 1 and x.shape[2] * x.shape[3] > 1 and x.stride[1] == 1:
+        return None  # channels-last: no reorders (a 1 x 1 plane has stride 1 in channels either way)
     a = arguments(op)
     stride = [int(v) for v in a.get("stride", [1])] if isinstance(a.get("stride", [1]), (list, tuple)) else [int(a["stride"])]
     dilation = a.get("dilation", [1])
