@@ -72,3 +72,23 @@ def test_the_program_repeats_so_a_parameter_was_touched_by_the_previous_run():
     reach = reuse_reach(capture(fn, _inputs()).ops)
     (nbytes, far), = reach[0]
     assert far == 2 * nbytes  # x and last run's result
+
+
+def test_a_fused_chain_on_the_cpu_still_reads_its_far_input_from_far():
+    """Fusion advice prices the fused kernel at its members' reuse distances, as the unfused ops were
+    priced: x, last touched before a 128 MiB op, costs the fused kernel a far read too, so the gain is
+    less than the chain's kernels minus a kernel priced as if x were hot."""
+    import roofline
+
+    class Chain(torch.nn.Module):
+        def forward(self, x, big):
+            a = x * 2.0
+            y = torch.sin(big)
+            return torch.relu(a + 1.0) * 3.0, y
+
+    profile = "benchmarks/results/cpu_2core_zoo_profile.json"
+    r = roofline.analyze(Chain().eval(), (torch.randn(1 << 20), torch.randn(32 << 20)), profile=profile, device="cpu", batch_sweep=False)
+    (group,) = r.fusion
+    members_s = sum(r.ops[i].kernel_s for i in group.ops)
+    first_s = r.ops[group.ops[0]].kernel_s  # x * 2.0: x read from far, a written
+    assert group.predicted_gain_s <= members_s - 0.4 * first_s

@@ -19,7 +19,7 @@ from roofline.costs import OpCost
 from roofline.graph.ops import CapturedGraph
 from roofline.model.device import DeviceModel
 from roofline.model.kernels import kernel_s
-from roofline.model.timeline import KernelTerms, Timeline, predict_timeline
+from roofline.model.timeline import KernelTerms, Timeline, group_reach, op_reaches, predict_timeline
 
 # Graph inputs of the chain compiled_call_s is measured on (``calibrate.compiled.compiled_chain``'s
 # (x, w)); compiled_input_s prices each one beyond them (tests/test_compiled_costs.py checks the count).
@@ -81,7 +81,8 @@ def compiled_total_s(
     # kernel, where eager torch before 2.10 copied the bias in first (2 kernels) at batch 1.
     heads = {g.ops[0] for g in all_groups if costs[g.ops[0]].category in EPILOGUE_HEADS and costs[g.ops[0]].kernels > 1}
     costs = [replace(c, kernels=1) if i in heads else c for i, c in enumerate(costs)]
-    base = [kernel_s(graph.ops[i], costs[i], dev) if i in heads else k for i, k in enumerate(kernels)]
+    reaches = op_reaches(graph.ops, dev) if heads else None
+    base = [kernel_s(graph.ops[i], costs[i], dev, group_reach(reaches, (i,))) if i in heads else k for i, k in enumerate(kernels)]
     program = fuse_program(graph, costs, compile_groups(all_groups, costs))
     fused_kernels = program.kernels(base, dev)
     if cuda_graphs:

@@ -11,7 +11,7 @@ from roofline.costs import OpCost
 from roofline.graph.ops import CapturedGraph, CapturedOp
 from roofline.model.device import DeviceModel
 from roofline.model.kernels import kernel_s
-from roofline.model.timeline import KernelTerms, Schedule, Timeline, predict_timeline
+from roofline.model.timeline import KernelTerms, Schedule, Timeline, group_reach, op_reaches, predict_timeline
 from roofline.schema.report import FusionGroup
 
 FUSIBLE = {"pointwise", "transcendental"}
@@ -121,18 +121,24 @@ class Program:
     # the op a new op's kernel is priced as: a GEMM or convolution with an epilogue runs the head's
     # kernel (its shapes pick the curve and the mechanism), whatever op ends the group
     priced_as: list[CapturedOp | None] = field(default_factory=list)
+    # a new op's members in the original program (their inputs' reuse distances are the fused kernel's)
+    members: list[tuple[int, ...] | None] = field(default_factory=list)
+    original: CapturedGraph | None = None
 
     def kernels(self, base: Sequence[KernelTerms], dev: DeviceModel) -> list[KernelTerms]:
-        """Kernel terms on ``dev``: the original op's from ``base``, a new op's computed."""
-        anchors = self.priced_as or [None] * len(self.costs)
-        return [base[i] if i is not None else kernel_s(anchor or op, cost, dev)
-                for op, cost, i, anchor in zip(self.graph.ops, self.costs, self.origin, anchors)]
+        """Kernel terms on ``dev``: the original op's from ``base``, a new op's computed (on the CPU at
+        its members' reuse distances, as ``base`` was)."""
+        n = len(self.costs)
+        anchors, members = self.priced_as or [None] * n, self.members or [None] * n
+        reaches = op_reaches(self.original.ops, dev) if self.original is not None and any(members) else None
+        return [base[i] if i is not None else kernel_s(anchor or op, cost, dev, group_reach(reaches, group or ()))
+                for op, cost, i, anchor, group in zip(self.graph.ops, self.costs, self.origin, anchors, members)]
 
 
 def fuse_program(graph: CapturedGraph, costs: Sequence[OpCost], groups: list[Group]) -> Program:
     """The program with each group replaced by one op at the group's last position."""
     member_of = {i: g for g in groups for i in g.ops}
-    ops, new_costs, origin, priced_as = [], [], [], []
+    ops, new_costs, origin, priced_as, members = [], [], [], [], []
     for i, op in enumerate(graph.ops):
         g = member_of.get(i)
         if g is None:
@@ -140,13 +146,15 @@ def fuse_program(graph: CapturedGraph, costs: Sequence[OpCost], groups: list[Gro
             new_costs.append(costs[i])
             origin.append(i)
             priced_as.append(None)
+            members.append(None)
         elif i == g.ops[-1]:
             ops.append(op)
             fused = fused_cost(graph, costs, g.ops)
             new_costs.append(fused)
             origin.append(None)
             priced_as.append(priced_op(graph, g.ops, fused))
-    return Program(graph.with_ops(ops), new_costs, origin, priced_as)
+            members.append(tuple(g.ops))
+    return Program(graph.with_ops(ops), new_costs, origin, priced_as, members, graph)
 
 
 def priced_op(graph: CapturedGraph, members: Sequence[int], fused: OpCost) -> CapturedOp:

@@ -37,7 +37,7 @@ from roofline.costs import OpCost
 from roofline.graph.ops import CapturedGraph, CapturedOp, reads_to_host
 from roofline.model.device import DeviceModel
 from roofline.model.kernels import kernel_s
-from roofline.model.reuse import reuse_reach
+from roofline.model.reuse import Reach, reuse_reach
 from roofline.schema.report import regime_parts
 
 REGIMES = ("compute", "memory", "overhead", "none")
@@ -235,13 +235,25 @@ def modules_entered(prev: str, cur: str) -> int:
 CPU_REUSE = True
 
 
+def op_reaches(ops: Sequence[CapturedOp], dev: DeviceModel) -> list[Reach] | None:
+    """Each op's inputs' reuse distances where ``dev`` prices them (the CPU), else None."""
+    return reuse_reach(ops) if dev.kind == "cpu" and CPU_REUSE else None
+
+
+def group_reach(reaches: Sequence[Reach] | None, members: Sequence[int]) -> Reach:
+    """The reach of a fused group's one kernel: its members' (an intermediate one member made for
+    the next is as near as the op's own bytes, so it adds nothing), so that the fused kernel reads
+    a far input from as far as its members did."""
+    return tuple(entry for j in members for entry in reaches[j]) if reaches else ()
+
+
 def price_kernels(ops: Sequence[CapturedOp], costs: Sequence[OpCost], dev: DeviceModel) -> list[KernelTerms]:
     """Every op's kernel time and terms on ``dev``: the device side of the timeline, which host
     costs do not change (a prediction at another host speed reuses it). On the CPU each op's memory
     term is read at its inputs' reuse distances: its curve was timed with every input hot, and in a
     program an input last touched long before comes from farther out (``roofline.model.reuse``)."""
-    if dev.kind == "cpu" and CPU_REUSE:
-        reaches = reuse_reach(ops)
+    reaches = op_reaches(ops, dev)
+    if reaches is not None:
         return [kernel_s(op, cost, dev, reach) for op, cost, reach in zip(ops, costs, reaches)]
     return [kernel_s(op, cost, dev) for op, cost in zip(ops, costs)]
 
@@ -393,6 +405,7 @@ class Schedule:
     def __init__(self, graph: CapturedGraph, costs: Sequence[OpCost], dev: DeviceModel, kernels: Sequence[KernelTerms], *, is_module: bool = True):
         self.graph, self.costs, self.dev, self.kernels, self.is_module = graph, costs, dev, kernels, is_module
         ops = graph.ops
+        self.reaches = op_reaches(ops, dev)  # the fused kernel's, as its members' were priced
         self.gpu = dev.kind == "cuda"
         self.module_s = dev.module_call_s
         self.python_s = dev.python_call_s
@@ -481,7 +494,7 @@ class Schedule:
             entered = modules_entered(prev, ops[j].module) if prev is not None else int(self.is_module) + modules_entered("", ops[j].module)
             entered_sum += entered
             prev = ops[j].module
-            kernel = kernel_s(priced, cost, self.dev)[0] if j == last else self.kernels[j][0]
+            kernel = kernel_s(priced, cost, self.dev, group_reach(self.reaches, members))[0] if j == last else self.kernels[j][0]
             host = self._host(j, kinds[j], pays[j], entered)
             step = op_step(host, kernel, self.gpu) if j == last else self._step(j, host, kernel)
             state = step if state is None else compose(state, step)
