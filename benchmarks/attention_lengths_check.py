@@ -11,7 +11,6 @@ point and the median |error|.
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
@@ -22,8 +21,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 import roofline.model.kernels as kernels  # noqa: E402
-from benchmarks.sweep_checks import DTYPES, error_line, kernel_s, priced_lines, sweep_points  # noqa: E402
-from roofline.profiles import load_profile_file  # noqa: E402
+from benchmarks.sweep_checks import DTYPES, check_parser, kernel_s, print_check  # noqa: E402
 
 
 def predicted_s(profile, p: dict) -> float:
@@ -33,18 +31,12 @@ def predicted_s(profile, p: dict) -> float:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--sweep", default=str(REPO / "benchmarks" / "results" / "h100_attention_lengths.json"))
-    ap.add_argument("--profile", default=str(REPO / "device_profiles" / "nvidia-h100-80gb-hbm3.json"))
+    ap = check_parser(__doc__, "h100_attention_lengths.json")
     ap.add_argument("--untiled", action="store_true", help="price the lengths as they are, not in whole tiles")
     args = ap.parse_args()
     if args.untiled:
         kernels.ATTENTION_TILE = {}
-    profile = load_profile_file(Path(args.profile))
-    errors = priced_lines(sweep_points(args.sweep, "attention_lengths"), lambda p: predicted_s(profile, p),
-                          lambda p: f"{p['dtype']:<9} {p['batch_heads']:4d} x {p['seq']:4d}")
-    print(error_line(errors))
-    return 0
+    return print_check(args, "attention_lengths", predicted_s, lambda p: f"{p['dtype']:<9} {p['batch_heads']:4d} x {p['seq']:4d}")
 
 
 if __name__ == "__main__":

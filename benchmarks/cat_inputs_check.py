@@ -12,7 +12,6 @@ the largest (``roofline.model.kernels._batched_cat_s``, the calibrated ``cat_gri
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
@@ -22,8 +21,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 import roofline.model.kernels as kernels  # noqa: E402
-from benchmarks.sweep_checks import DTYPES, error_line, kernel_s, priced_lines, sweep_points  # noqa: E402
-from roofline.profiles import load_profile_file  # noqa: E402
+from benchmarks.sweep_checks import DTYPES, check_parser, kernel_s, print_check  # noqa: E402
 
 
 def predicted_s(profile, p: dict) -> float:
@@ -38,17 +36,12 @@ def described(p: dict) -> str:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--sweep", default=str(REPO / "benchmarks" / "results" / "h100_cat_inputs.json"))
-    ap.add_argument("--profile", default=str(REPO / "device_profiles" / "nvidia-h100-80gb-hbm3.json"))
+    ap = check_parser(__doc__, "h100_cat_inputs.json")
     ap.add_argument("--ungridded", action="store_true", help="price every cat on its bytes alone")
     args = ap.parse_args()
     if args.ungridded:
         kernels._batched_cat_s = lambda *a: None
-    profile = load_profile_file(Path(args.profile))
-    errors = priced_lines(sweep_points(args.sweep, "cat_inputs"), lambda p: predicted_s(profile, p), described)
-    print(error_line(errors))
-    return 0
+    return print_check(args, "cat_inputs", predicted_s, described)
 
 
 if __name__ == "__main__":

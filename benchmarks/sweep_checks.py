@@ -7,6 +7,7 @@ The checks (``addmm_grid_check.py``, ``conv_channels_check.py``, ``conv_backward
 
 from __future__ import annotations
 
+import argparse
 import json
 import statistics
 from pathlib import Path
@@ -15,6 +16,9 @@ from typing import Callable
 import torch
 
 from roofline.pipeline import Analysis, Options
+from roofline.profiles import load_profile_file
+
+REPO = Path(__file__).resolve().parent.parent
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
@@ -46,3 +50,20 @@ def priced_lines(points: list[dict], predicted_s: Callable[[dict], float], descr
         errors.append(t / p["median_s"] - 1)
         print(f"  {describe(p)}: predicted {t * 1e6:8.1f} us  measured {p['median_s'] * 1e6:8.1f} us  {100 * errors[-1]:+6.1f}%")
     return errors
+
+
+def check_parser(doc: str, sweep_file: str) -> argparse.ArgumentParser:
+    """A check's command line: ``--sweep`` (default the H100's ``benchmarks/results/<sweep_file>``) and
+    ``--profile`` (default the shipped H100 profile); the check adds its own flags."""
+    ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--sweep", default=str(REPO / "benchmarks" / "results" / sweep_file))
+    ap.add_argument("--profile", default=str(REPO / "device_profiles" / "nvidia-h100-80gb-hbm3.json"))
+    return ap
+
+
+def print_check(args: argparse.Namespace, family: str, predicted_s: Callable, describe: Callable[[dict], str]) -> int:
+    """Price ``family``'s points of ``args.sweep`` with ``args.profile`` (``predicted_s(profile, point)``),
+    print each point's line and their errors' line."""
+    profile = load_profile_file(Path(args.profile))
+    print(error_line(priced_lines(sweep_points(args.sweep, family), lambda p: predicted_s(profile, p), describe)))
+    return 0

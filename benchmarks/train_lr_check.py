@@ -4,11 +4,10 @@ runs it, against 1e-3: whether a step's time depends on the values the learning 
     python benchmarks/train_lr_check.py
 
 Seven of ``train_check.py``'s cases, foreach AdamW; each pair of optimizers is timed alternately
-three times (the median step of 60 after 10), and the medians printed with their ratio.
+three times by the shared protocol, and the medians printed with their ratio.
 """
 import statistics
 import sys
-import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -21,21 +20,15 @@ from train_check import all_cases  # noqa: E402
 
 from roofline.graph.training import TrainStep, make_optimizer  # noqa: E402
 from roofline.measure.train import RealStep  # noqa: E402
+from roofline.timing import time_fn  # noqa: E402
 
 CASES = ("small_mlp", "small_cnn", "gpt_block", "resnet_cnn", "zoo:tv_resnet18", "zoo:hf_gpt2", "zoo:mixer_mlp_hand")
 
 
-def timed(real, n=60) -> float:
-    """The median wall time of ``n`` steps after 10 (each step ends in a synchronize)."""
-    for _ in range(10):
-        real()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(n):
-        t0 = time.perf_counter()
-        real()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
+def timed(real) -> float:
+    """The median step by the shared protocol (``roofline.timing``): warm-up, then rounds; a step
+    ends in a synchronize, so the host clock times it whole."""
+    return time_fn(real, device="cuda", clock="host", inner=1, budget_s=0.3, warmup_budget_s=0.1, min_samples=20).stat().median_s
 
 
 def main() -> None:
