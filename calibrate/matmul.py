@@ -154,9 +154,14 @@ def twin_curve(dtype_name: str, twin: MatmulCurve, device: str, *, budget_s: flo
     agreeing = sum(abs(math.log(r / ratio)) <= math.log1p(TWIN_TOLERANCE) for r in ratios)
     if abs(math.log(ratio)) > math.log1p(TWIN_TOLERANCE) or agreeing < TWIN_AGREEING * len(ratios):
         return None
+    return derived(twin, dtype_name, ratio, checks)
+
+
+def derived(twin: MatmulCurve, dtype_name: str, ratio: float, checks: list[MatmulPoint]) -> MatmulCurve:
+    """``dtype_name``'s cube from ``twin``'s points, each scaled by ``ratio``, its own ``checks`` kept
+    as measured. Calibration calls it again when it re-measures points of the twin."""
     own = {(c.m, c.n, c.k): c for c in checks}
-    points = [own.get((p.m, p.n, p.k)) or _scaled(p, ratio) for p in twin.points]
     return MatmulCurve(
-        dtype=dtype_name, grid=list(twin.grid), points=points, peak_probes=[_scaled(p, ratio) for p in twin.peak_probes],
-        derived_from=twin.dtype, derived_ratio=ratio, check_points=checks,
+        dtype=dtype_name, grid=list(twin.grid), points=[own.get((p.m, p.n, p.k)) or _scaled(p, ratio) for p in twin.points],
+        peak_probes=[_scaled(p, ratio) for p in twin.peak_probes], derived_from=twin.dtype, derived_ratio=ratio, check_points=checks,
     )

@@ -501,7 +501,10 @@ def _remeasure(problem: Problem, meas: Measurements, device: str, plan: Plan, wa
         updated = curve.model_copy(update=dict(
             points=_splice(curve.points, fresh, shape, problem.too_fast), peak_probes=_splice(curve.peak_probes, fresh, shape, problem.too_fast),
         ))
-        return meas.model_copy(update=dict(matmul=[updated if c is curve else c for c in meas.matmul]))
+        # a cube derived from this one (float16's from bfloat16's) follows its re-measured points
+        curves = [updated if c is curve else c for c in meas.matmul]
+        curves = [matmul.derived(updated, c.dtype, c.derived_ratio, c.check_points) if c.derived_from == updated.dtype else c for c in curves]
+        return meas.model_copy(update=dict(matmul=curves))
     if kind == "bandwidth" and problem.points:
         curve = meas.bandwidth_curve(rest)
         fresh = memory.measure_bandwidth(rest, list(problem.points), device, budget_s=budget, warnings=warnings).points

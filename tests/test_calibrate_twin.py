@@ -57,3 +57,23 @@ def test_plans():
     assert beside.grid_for("bfloat16") == CPU_HALF_GRID_BESIDE_GPU and len(CPU_HALF_GRID_BESIDE_GPU) < len(alone.matmul_grid)
     assert beside.steps(False) < alone.steps(False)
 
+
+
+def test_a_derived_cube_follows_its_twins_remeasured_points(monkeypatch):
+    from pathlib import Path
+
+    from calibrate import runner
+    from roofline.profile_checks import Problem
+    from roofline.profiles import load_profile_file
+
+    meas = load_profile_file(Path(__file__).parent / "fixtures" / "h100_profile.json").gpu.measurements
+    bf16 = meas.matmul_curve("bfloat16")
+    shape = (bf16.grid[1],) * 3
+    fp16 = matmul.derived(bf16, "float16", 1.1, [])
+    meas = meas.model_copy(update=dict(matmul=[fp16 if c.dtype == "float16" else c for c in meas.matmul]))
+    monkeypatch.setattr(matmul, "measure_point", lambda m, n, k, *a, **kw: point(m, n, k, 1e-7))
+    problem = Problem(check="monotone", part="gpu", stage="matmul bfloat16", detail="", points=(shape,))
+    fixed = runner._remeasure(problem, meas, "cuda", runner.gpu_plan(False, 80 << 30), [])
+    at = lambda curve: next(p.time.median_s for p in curve.points if (p.m, p.n, p.k) == shape)  # noqa: E731
+    assert at(fixed.matmul_curve("bfloat16")) == pytest.approx(1e-7)
+    assert at(fixed.matmul_curve("float16")) == pytest.approx(1.1e-7)
