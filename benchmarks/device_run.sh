@@ -4,6 +4,7 @@
 #   bash benchmarks/device_run.sh OUT calibrate-compile NAME   the same with --with-compile (a shipped profile's command)
 #   bash benchmarks/device_run.sh OUT zoo PROFILE K/N ...    zoo shards (accuracy.py --zoo --kernels) -> OUT/zoo_K.json.gz
 #   bash benchmarks/device_run.sh OUT zoo-curves PROFILE K/N ...   the same without the kernel table
+#   bash benchmarks/device_run.sh OUT heldout PROFILE K/N ...   the held-out zoo (benchmarks/zoo/heldout.py), curves only -> OUT/heldout_K.json.gz
 #   ZOO_UNTIL=EPOCH_S bash benchmarks/device_run.sh ...   zoo steps start no shard after that time
 #   bash benchmarks/device_run.sh OUT decode PROFILE         benchmarks/decode_check.py on GPT-2 and a Llama-shaped model
 #   bash benchmarks/device_run.sh OUT probes PROFILE         the host probes (benchmarks/zoo/probes.py) -> OUT/probes.json
@@ -18,15 +19,17 @@ case $step in
     compile=$([ "$step" = calibrate-compile ] && echo --with-compile)
     python -m roofline calibrate --no-progress $compile --output "$out/$1.json" --name "$1" >> "$log" 2>&1
     echo "calibrate wall $(python -c "print(round($(date +%s.%N) - $start, 1))") s, imports included" >> "$log" ;;
-  zoo|zoo-curves)
+  zoo|zoo-curves|heldout)
     profile=$1; shift
     kernels=$([ "$step" = zoo ] && echo --kernels)
+    set_flag=$([ "$step" = heldout ] && echo --heldout)
+    prefix=$([ "$step" = heldout ] && echo heldout || echo zoo)
     for shard in "$@"; do
-      if [ -n "${ZOO_UNTIL:-}" ] && [ "$(date +%s)" -ge "$ZOO_UNTIL" ]; then echo "== zoo $shard not started: past ZOO_UNTIL" >> "$log"; continue; fi
-      echo "== zoo $shard $(date +%T)" >> "$log"
-      timeout 280 python benchmarks/accuracy.py --zoo --profile "$profile" --shard "$shard" $kernels --json "$out/zoo_${shard%/*}.json.gz" >> "$log" 2>&1
+      if [ -n "${ZOO_UNTIL:-}" ] && [ "$(date +%s)" -ge "$ZOO_UNTIL" ]; then echo "== $prefix $shard not started: past ZOO_UNTIL" >> "$log"; continue; fi
+      echo "== $prefix $shard $(date +%T)" >> "$log"
+      timeout 280 python benchmarks/accuracy.py --zoo --profile "$profile" --shard "$shard" $kernels $set_flag --json "$out/${prefix}_${shard%/*}.json.gz" >> "$log" 2>&1
     done
-    echo "== zoo done $(date +%T)" >> "$log" ;;
+    echo "== $prefix done $(date +%T)" >> "$log" ;;
   probes)
     timeout 200 python benchmarks/accuracy.py --zoo --probes --profile "$1" --json "$out/probes.json" >> "$log" 2>&1 ;;
   decode)

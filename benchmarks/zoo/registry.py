@@ -367,11 +367,12 @@ def missing_reason(model: ZooModel) -> str | None:
     return None if available(model.library) else f"{model.library} is not installed here"
 
 
-def cases(available_only: bool = True) -> list[ZooCase]:
-    """Every model at batch 1 and its typical batch in its natural dtype, and at the typical batch
-    in its half dtype; models of libraries not installed here are left out when ``available_only``."""
+def cases(available_only: bool = True, models: list[ZooModel] | None = None) -> list[ZooCase]:
+    """Every model (of the zoo, or ``models``) at batch 1 and its typical batch in its natural dtype,
+    and at the typical batch in its half dtype; models of libraries not installed here are left out
+    when ``available_only``."""
     out = []
-    for m in MODELS:
+    for m in MODELS if models is None else models:
         if available_only and not available(m.library):
             continue
         natural, *half = m.dtypes

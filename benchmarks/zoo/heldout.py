@@ -1,0 +1,78 @@
+"""A second zoo the model of time is never tuned on: library models that are not in the accuracy
+zoo (``registry.MODELS``), built the same way (random weights, each at batch 1 and a typical batch,
+natural dtype and half precision).
+
+    python benchmarks/accuracy.py --zoo --heldout --profile P --json OUT.json     (then --replay OUT.json)
+
+A change to the model of time is judged on the zoo; this set says how far that judgement carries to
+models nobody looked at while making it. It names other architectures than the zoo's where it can
+(VGG, Inception, MaxViT, DLA, HRNet, PoolFormer, MobileViT, CaiT, DeBERTa, MobileBERT, GPT-Neo, Phi,
+Gemma, Falcon, BLOOM, mBART, wav2vec 2.0, SegFormer, CLIP) and other sizes of the zoo's families
+(ResNet-34, Wide ResNet, EfficientNetV2, RegNetX, MobileNetV3-small).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from benchmarks.zoo.registry import VOCAB_BERT, ZooCase, ZooModel, _with_defaults, cases, hf, images, seq2seq, tm, tokens, tv
+
+HELDOUT: list[ZooModel] = [
+    # torchvision
+    ZooModel("tv_resnet34", "torchvision", "cnn", tv("resnet34"), images()),
+    ZooModel("tv_wide_resnet50_2", "torchvision", "cnn", tv("wide_resnet50_2"), images()),
+    ZooModel("tv_vgg11_bn", "torchvision", "cnn", tv("vgg11_bn"), images()),
+    ZooModel("tv_googlenet", "torchvision", "cnn", tv("googlenet", init_weights=False, aux_logits=False), images()),
+    ZooModel("tv_inception_v3", "torchvision", "cnn", tv("inception_v3", init_weights=False, aux_logits=False), images(299)),
+    ZooModel("tv_efficientnet_v2_s", "torchvision", "cnn", tv("efficientnet_v2_s"), images(384)),
+    ZooModel("tv_regnet_x_1_6gf", "torchvision", "cnn", tv("regnet_x_1_6gf"), images()),
+    ZooModel("tv_mobilenet_v3_small", "torchvision", "cnn", tv("mobilenet_v3_small"), images()),
+    ZooModel("tv_maxvit_t", "torchvision", "vit", tv("maxvit_t"), images()),
+    ZooModel("tv_fcn_resnet50", "torchvision", "cnn", tv("fcn_resnet50", weights_backbone=None, aux_loss=False), images(256)),
+    # timm
+    ZooModel("timm_dla34", "timm", "cnn", tm("dla34"), images()),
+    ZooModel("timm_hrnet_w18_small", "timm", "cnn", tm("hrnet_w18_small"), images()),
+    ZooModel("timm_rexnet_100", "timm", "cnn", tm("rexnet_100"), images()),
+    ZooModel("timm_mixnet_s", "timm", "cnn", tm("mixnet_s"), images()),
+    ZooModel("timm_repvgg_a2", "timm", "cnn", tm("repvgg_a2"), images()),
+    ZooModel("timm_poolformer_s12", "timm", "vit", tm("poolformer_s12"), images()),
+    ZooModel("timm_mobilevit_s", "timm", "vit", tm("mobilevit_s"), images(256)),
+    ZooModel("timm_cait_xxs24", "timm", "vit", tm("cait_xxs24_224"), images()),
+    ZooModel("timm_pit_s", "timm", "vit", tm("pit_s_224"), images()),
+    ZooModel("timm_edgenext_small", "timm", "vit", tm("edgenext_small"), images(256)),
+    # transformers
+    ZooModel("hf_electra_small", "transformers", "encoder", hf("ElectraModel", "ElectraConfig"), tokens(VOCAB_BERT, 128, types=True)),
+    ZooModel("hf_deberta_v2_base", "transformers", "encoder", hf(
+        "DebertaV2Model", "DebertaV2Config", hidden_size=768, num_hidden_layers=12, num_attention_heads=12, intermediate_size=3072), tokens(128100, 128)),
+    ZooModel("hf_mobilebert", "transformers", "encoder", hf("MobileBertModel", "MobileBertConfig"), tokens(VOCAB_BERT, 128)),
+    ZooModel("hf_gpt_neo_125m", "transformers", "decoder", hf(
+        "GPTNeoForCausalLM", "GPTNeoConfig", hidden_size=768, num_layers=12, num_heads=12, attention_types=[[["global", "local"], 6]]),
+        tokens(50257, 128)),
+    ZooModel("hf_phi_small", "transformers", "decoder", hf(
+        "PhiForCausalLM", "PhiConfig", hidden_size=1024, intermediate_size=4096, num_hidden_layers=8, num_attention_heads=16), tokens(51200, 128)),
+    ZooModel("hf_gemma_small", "transformers", "decoder", hf(
+        "GemmaForCausalLM", "GemmaConfig", hidden_size=1024, intermediate_size=4096, num_hidden_layers=8, num_attention_heads=8,
+        num_key_value_heads=1, head_dim=128), tokens(256000, 128)),
+    ZooModel("hf_falcon_small", "transformers", "decoder", hf(
+        "FalconForCausalLM", "FalconConfig", hidden_size=1024, num_hidden_layers=8, num_attention_heads=16), tokens(65024, 128)),
+    ZooModel("hf_bloom_small", "transformers", "decoder", hf("BloomForCausalLM", "BloomConfig", hidden_size=1024, n_layer=8, n_head=16),
+             tokens(250880, 128)),
+    ZooModel("hf_mbart_base", "transformers", "encdec", hf(
+        "MBartForConditionalGeneration", "MBartConfig", d_model=768, encoder_layers=6, decoder_layers=6, encoder_attention_heads=12,
+        decoder_attention_heads=12, encoder_ffn_dim=3072, decoder_ffn_dim=3072), seq2seq(50265, 128, 32)),
+    ZooModel("hf_wav2vec2_base", "transformers", "encoder", hf("Wav2Vec2Model", "Wav2Vec2Config"),
+             lambda b: ((), {"input_values": torch.randn(b, 16000)})),
+    ZooModel("hf_segformer_b0", "transformers", "vit", hf("SegformerForSemanticSegmentation", "SegformerConfig"),
+             lambda b: ((), {"pixel_values": torch.randn(b, 3, 512, 512)})),
+    ZooModel("hf_clip_vision", "transformers", "vit", hf("CLIPVisionModel", "CLIPVisionConfig"),
+             lambda b: ((), {"pixel_values": torch.randn(b, 3, 224, 224)})),
+]
+HELDOUT = [_with_defaults(m) for m in HELDOUT]
+
+_ZOO_NAMES = {c.model.name for c in cases(available_only=False)}
+assert not _ZOO_NAMES & {m.name for m in HELDOUT}, "a held-out model is in the zoo"
+
+
+def heldout_cases(available_only: bool = True) -> list[ZooCase]:
+    """Every held-out model's cases, as ``registry.cases`` makes the zoo's."""
+    return cases(available_only, HELDOUT)
