@@ -1,6 +1,6 @@
 """Kernels whose time the GEMM curve cannot tell, timed over the shapes real models use.
 
-    python benchmarks/mechanism_sweep.py [--device cuda] [--budget 0.02] [--only convs|gemms|conv_channels|conv_backward|attention_lengths|cat_inputs] --json OUT.json
+    python benchmarks/mechanism_sweep.py [--device cuda] [--budget 0.02] [--only convs|gemms|conv_channels|conv_backward|attention_lengths|attention_heads|cat_inputs] --json OUT.json
 
 Each family is a mechanism of how the kernel runs, not a model: depthwise convolutions (groups =
 channels: a few FLOPs per byte), grouped convolutions (ResNeXt, RegNet), the other convolutions
@@ -224,6 +224,26 @@ def sweep_attention_lengths(device: str, budget: float, out: list) -> None:
                 out.append(dict(family="attention_lengths", dtype=dtype, batch_heads=bh, seq=seq, head_dim=64, kernels=names, **t))
 
 
+# head sizes off the calibrated 64 and 128 (Swin's and SegFormer's 32, MobileViT's 36 and 40, CaiT's
+# and PiT's 48, 80 and 96 of larger ViTs and LLMs), at a ViT's 197 tokens, 1024 and 4096
+ATTENTION_HEADS = [32, 40, 48, 80, 96]
+ATTENTION_HEAD_SHAPES = [(384, 197), (64, 1024), (8, 4096)]  # (batch x heads, sequence)
+
+
+def sweep_attention_heads(device: str, budget: float, out: list) -> None:
+    """Fused attention (SDPA, no mask) at head sizes calibration does not measure, float32 (the
+    memory-efficient kernel) and bfloat16 (flash): how time follows the head size."""
+    gen = torch.Generator(device=device).manual_seed(5)
+    for dtype in ("float32", "bfloat16"):
+        for bh, seq in ATTENTION_HEAD_SHAPES:
+            for head in ATTENTION_HEADS:
+                q, k, v = (torch.randn(1, bh, seq, head, device=device, dtype=DT[dtype], generator=gen) for _ in range(3))
+                fn = lambda: F.scaled_dot_product_attention(q, k, v)  # noqa: E731
+                t = _time(fn, device, budget)
+                names = kernel_names(fn, device) if device.startswith("cuda") else []
+                out.append(dict(family="attention_heads", dtype=dtype, batch_heads=bh, seq=seq, head_dim=head, kernels=names, **t))
+
+
 # cats of contiguous inputs: (dim, the inputs' shapes) from DenseNet's blocks (a large input and many
 # of 32 channels), feature pyramids and U-Nets (a few unequal or equal inputs), a key cache grown by
 # one step, and many equal small inputs
@@ -304,7 +324,7 @@ def main() -> int:
     ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     ap.add_argument("--budget", type=float, default=0.02)
     ap.add_argument("--json", required=True)
-    ap.add_argument("--only", choices=["convs", "gemms", "conv_channels", "conv_backward", "attention_lengths", "cat_inputs"], help="one sweep")
+    ap.add_argument("--only", choices=["convs", "gemms", "conv_channels", "conv_backward", "attention_lengths", "attention_heads", "cat_inputs"], help="one sweep")
     args = ap.parse_args()
     t0 = time.perf_counter()
     points: list[dict] = []
@@ -314,6 +334,8 @@ def main() -> int:
         sweep_conv_backward(args.device, args.budget, points)
     if args.only == "attention_lengths":
         sweep_attention_lengths(args.device, args.budget, points)
+    if args.only == "attention_heads":
+        sweep_attention_heads(args.device, args.budget, points)
     if args.only == "cat_inputs":
         sweep_cat_inputs(args.device, args.budget, points)
     if args.only in (None, "convs"):

@@ -105,7 +105,7 @@ def _pointwise_call(op: str, n: int, device: str, dtype: torch.dtype = torch.flo
         # RMSNorm): the kernel cannot use vectorized loads, so it runs below the plain add's rate
         s = _rand(rows, 1, device=device, dtype=dtype)
         return (lambda: torch.mul(x, s)), 2 * e * rows * ROW + e * rows
-    if op in SELECTION_OPS or op in LAYOUT_OPS or op in STRIDED_OPS:
+    if op in SELECTION_OPS or op in GPU_SELECTION_OPS or op in LAYOUT_OPS or op in STRIDED_OPS:
         return _selection_call(op, n, device, dtype)
     raise ValueError(op)
 
@@ -114,6 +114,13 @@ def _pointwise_call(op: str, n: int, device: str, dtype: torch.dtype = torch.flo
 # (a comparison writes bools, a scan is sequential along its row, top-k and sort run selection
 # networks, max pooling writes indices). Calibrated in float32 only.
 SELECTION_OPS = ("compare", "masked_fill", "cumsum", "topk", "sort", "max_pool2d")
+# A GPU pool runs a thread per output that walks its window: its time follows outputs and taps,
+# not bytes. Max pooling at 2x2 stride 2 has the outputs of the 3x3 stride-2 family (max_pool2d)
+# with 4 taps instead of 9: the two curves part an output's own cost from its taps'; average
+# pooling at 3x3 stride 2, the same outputs again, prices an average's tap (an add, no compare or
+# index to keep) against a max's (roofline.model.kernels.pool_costs). Float32, GPU only (the CPU's
+# pooling loops differ).
+GPU_SELECTION_OPS = ("max_pool2d_2x2", "avg_pool2d_3x3")
 # Normalizations and data movement whose kernels run below the copy's rate by how they walk memory:
 # layer_norm and softmax over short rows (ConvNeXt's 96 channels, Swin's 49-token windows: a
 # block per row idles most of its threads), cat (a kernel per input layout) and roll (index
@@ -157,12 +164,16 @@ def _selection_call(op: str, n: int, device: str, dtype: torch.dtype):
         a = _rand(rows, 1, ROW // 4, device=device, dtype=dtype)
         b = _rand(rows, 3, ROW // 4, device=device, dtype=dtype)
         fn = lambda: torch.cat([a, b], dim=1)  # noqa: E731
-    elif op in ("roll", "max_pool2d"):
+    elif op in ("roll", "max_pool2d", "max_pool2d_2x2", "avg_pool2d_3x3"):
         img = _rand(1, 64, side, side, device=device, dtype=dtype)
         if op == "roll":
             fn = lambda: torch.roll(img, shifts=(3, 3), dims=(2, 3))  # noqa: E731
-        else:  # 3x3, stride 2, over 64 channels, as a CNN's stem pools
+        elif op == "max_pool2d":  # 3x3, stride 2, over 64 channels, as a CNN's stem pools
             fn = lambda: F.max_pool2d(img, 3, 2, 1)  # noqa: E731
+        elif op == "max_pool2d_2x2":  # 2x2, stride 2: the same outputs (an even side), 4 taps each
+            fn = lambda: F.max_pool2d(img, 2, 2)  # noqa: E731
+        else:  # 3x3 average, stride 2: the same outputs and taps as max_pool2d
+            fn = lambda: F.avg_pool2d(img, 3, 2, 1)  # noqa: E731
     elif op in STRIDED_OPS:
         fn = _strided_call(op, rows * ROW, device, dtype)
     else:
@@ -224,7 +235,7 @@ def measure_pointwise(
     points = []
     for n in sizes_elements:
         fn, moved = _pointwise_call(op, n, device, DTYPES[dtype_name])
-        n = max(n // ROW, 1) * ROW if op in ("layer_norm", "softmax", "mul_broadcast", *SELECTION_OPS, *LAYOUT_OPS, *STRIDED_OPS) else n
+        n = max(n // ROW, 1) * ROW if op in ("layer_norm", "softmax", "mul_broadcast", *SELECTION_OPS, *GPU_SELECTION_OPS, *LAYOUT_OPS, *STRIDED_OPS) else n
         stat = _timed(fn, device, budget_s, f"{op} {dtype_name} over {n} elements", warnings)
         points.append(
             PointwisePoint(

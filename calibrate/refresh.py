@@ -1,6 +1,6 @@
 """Measure one GPU calibration stage again on the profiled machine and put it into the profile.
 
-    python -m calibrate.refresh PROFILE --stage attention|cat_grid|conv|gemm_ratios|conv_families|layout|norm_families [--output PATH]
+    python -m calibrate.refresh PROFILE --stage attention|cat_grid|conv|gemm_ratios|conv_families|layout|norm_families|pooling [--output PATH]
 
 A stage's design can change after a profile is shipped (the addmm ratio grew from eight shapes to a
 grid over rows, reduction length and width). Calibrating the whole machine again moves every other
@@ -50,6 +50,14 @@ def measure_layouts(device: str, *, budget_s: float, warnings: list, quick: bool
             for dtype in plan.pointwise_dtypes for op in memory.LAYOUT_OPS]
 
 
+def measure_pooling(device: str, *, budget_s: float, warnings: list, quick: bool):
+    """The pooling families as calibration measures them (``calibrate.memory``: the 3x3 stride-2
+    max pool of the selection families, its 2x2 and average twins), float32 over the selection sizes."""
+    plan = gpu_plan(quick, torch.cuda.get_device_properties(device).total_memory)
+    return [memory.measure_pointwise(plan.selection_sizes(), device, op=op, dtype_name="float32", budget_s=budget_s, warnings=warnings)
+            for op in ("max_pool2d", *memory.GPU_SELECTION_OPS)]
+
+
 class Stage(NamedTuple):
     """One stage refresh can measure, as calibration does (``calibrate.runner.measure_device``)."""
 
@@ -68,6 +76,7 @@ STAGES = {
     "norm_families": Stage("norm_families", mechanisms.measure_norm_families, "gpu norm families", 0.5),
     "cat_grid": Stage("pointwise", memory.measure_cat_grid, "gpu cat grid", 1.0, merged=True),
     "layout": Stage("pointwise", measure_layouts, "gpu layout", 1.0, merged=True),
+    "pooling": Stage("pointwise", measure_pooling, "gpu pooling", 1.0, merged=True),
 }
 
 

@@ -109,7 +109,7 @@ class Plan:
     def steps(self, gpu: bool) -> int:
         n = sum(len(self.grid_for(d)) ** 3 + len(self.probes_for(d)) for d in self.matmul_dtypes)
         n += 3 * len(self.bandwidth_sizes) + len(POINTWISE_OPS) * len(self.pointwise_dtypes) * len(self.sin_sizes) + len(representative_ops("cpu")) + 2
-        n += len(memory.SELECTION_OPS) * len(self.selection_sizes())
+        n += (len(memory.SELECTION_OPS) + (len(memory.GPU_SELECTION_OPS) if gpu else 0)) * len(self.selection_sizes())
         n += (len(memory.LAYOUT_OPS) + len(memory.STRIDED_OPS)) * len(self.pointwise_dtypes) * len(self.strided_sizes())
         n += len(ATTENTION_CURVES) * len(self.attention_seqs) * (len(self.attention_tokens) + (0 if self.quick else 1))
         n += len(self.conv_dtypes) * len(self.conv_shapes)
@@ -360,7 +360,7 @@ def _measure_part(device: str, plan: Plan, progress: _Progress, warnings: list, 
                     memory.measure_pointwise(plan.strided_sizes(), device, op=op, dtype_name=dtype, budget_s=plan.point_budget_s, warnings=warnings, progress=progress.step)
                 )
         lap(stage)  # one key per stage, as calibrate.refresh records the layout stage
-    for op in memory.SELECTION_OPS:
+    for op in (*memory.SELECTION_OPS, *(memory.GPU_SELECTION_OPS if gpu else ())):
         progress.stage(f"{device} selection {op}")
         pointwise.append(
             memory.measure_pointwise(selection_sizes, device, op=op, dtype_name="float32", budget_s=plan.point_budget_s, warnings=warnings, progress=progress.step)

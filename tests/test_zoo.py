@@ -37,6 +37,15 @@ def test_registry_covers_libraries_families_batches_and_dtypes():
         assert {c.dtype for c in mine} == set(m.dtypes), m.name
 
 
+def test_the_held_out_zoo_shares_no_model_with_the_zoo():
+    from benchmarks.zoo.heldout import HELDOUT, heldout_cases
+
+    assert not {m.name for m in MODELS} & {m.name for m in HELDOUT}
+    assert {"torchvision", "timm", "transformers"} <= {m.library for m in HELDOUT}
+    held = heldout_cases(available_only=False)
+    assert len(held) == 3 * len(HELDOUT) and len({c.label for c in held}) == len(held)
+
+
 def test_summary_line_is_median_p90_and_max_of_the_absolute_errors():
     assert run._line("zoo", [0.25, -0.2, 0.1]) == "zoo: n=3 median=20.0% p90=24.0% max=25.0%"
     assert run._line("zoo", []) == "zoo: n=0"

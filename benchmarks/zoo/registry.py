@@ -95,10 +95,11 @@ def seq2seq(vocab: int, seq: int, target: int):
 
 
 def tv(name: str, **kw):
+    """A torchvision constructor by its name under ``torchvision.models`` (``segmentation.fcn_resnet50``)."""
     def make():
         import torchvision
 
-        return getattr(torchvision.models, name)(weights=None, **kw)
+        return functools.reduce(getattr, name.split("."), torchvision.models)(weights=None, **kw)
     return make
 
 

@@ -27,14 +27,14 @@ from roofline.graph.ops import CapturedOp
 aten = torch.ops.aten
 
 
-def _spatial_dims(op: CapturedOp) -> int:
+def spatial_dims(op: CapturedOp) -> int:
     for d in (1, 2, 3):
         if f"{d}d" in op.packet:
             return d
     return 2
 
 
-def _kernel_taps(kernel_size, dims: int) -> int:
+def kernel_taps(kernel_size, dims: int) -> int:
     ks = [int(k) for k in (kernel_size if isinstance(kernel_size, (list, tuple)) else [kernel_size])]
     if len(ks) == 1:
         ks = ks * dims
@@ -54,7 +54,7 @@ def _pool_cost(op: CapturedOp, flops: int) -> OpCost:
 def max_pool_cost(op: CapturedOp) -> OpCost:
     """K compares per output element."""
     a = arguments(op)
-    taps = _kernel_taps(a["kernel_size"], _spatial_dims(op))
+    taps = kernel_taps(a["kernel_size"], spatial_dims(op))
     return _pool_cost(op, taps * op.outputs[0].numel)
 
 
@@ -62,7 +62,7 @@ def max_pool_cost(op: CapturedOp) -> OpCost:
 def avg_pool_cost(op: CapturedOp) -> OpCost:
     """K adds + 1 divide per output element."""
     a = arguments(op)
-    taps = _kernel_taps(a["kernel_size"], _spatial_dims(op))
+    taps = kernel_taps(a["kernel_size"], spatial_dims(op))
     return _pool_cost(op, (taps + 1) * op.outputs[0].numel)
 
 
@@ -82,7 +82,7 @@ def adaptive_pool_cost(op: CapturedOp) -> OpCost:
     """One compare (max) or add (avg) per window tap, + 1 divide per output for avg."""
     x = op.tensor_inputs()[0]
     out = op.outputs[0]
-    d = _spatial_dims(op)
+    d = spatial_dims(op)
     planes = out.numel // max(1, math.prod(out.shape[-d:]))
     flops = planes * adaptive_taps(x.shape[-d:], out.shape[-d:])
     if "avg" in op.packet:

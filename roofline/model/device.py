@@ -141,6 +141,35 @@ class DeviceModel:
         best = min(options, key=lambda k: (abs(math.log(k[1] / max(head_dim, 1))), k[2] != causal))
         return self.attention[best]
 
+    def attention_head_factor(self, dtype_name: str, causal: bool, head_dim: int, calibrated: int, seq_k: int, tokens: int) -> float:
+        """How much longer fused attention at ``head_dim`` takes than at the ``calibrated`` head
+        size of its curve, at this key length and tokens in flight. A score's two products grow
+        with the head size and its softmax (max, exp, rescale) does not, so time is affine in the
+        head size, not proportional: between and beyond two calibrated head sizes a < b of the
+        dtype (else of the half-precision kernels, where a float32 curve has one) the time at this
+        point is interpolated linearly, below ``a`` never under the products' share. 1 where no
+        dtype has two head sizes (then the FLOPs, proportional, price it)."""
+        if head_dim == calibrated:
+            return 1.0
+        for alike in ({dtype_name, _TWIN.get(dtype_name, dtype_name)}, {"bfloat16", "float16"}):
+            keys = [k for k in self.attention if k[0] in alike]
+            keys = [k for k in keys if k[2] == causal] or keys
+            sizes = sorted({k[1] for k in keys})
+            if len(sizes) < 2:
+                continue
+            a, b = sizes[0], sizes[-1]
+            at = {d: next(self.attention[k] for k in keys if k[1] == d) for d in (a, b)}
+            # time per score row at this point on each curve: its FLOPs per score over its rate
+            t_a = 4 * a / at[a].flop_per_s(seq_k, tokens)
+            t_b = 4 * b / at[b].flop_per_s(seq_k, tokens)
+
+            def time(d: int) -> float:
+                linear = t_a + (d - a) * (t_b - t_a) / (b - a)
+                return max(linear, t_a * d / a) if d < a else max(linear, 1e-3 * t_a)
+
+            return time(head_dim) / time(calibrated) * calibrated / head_dim
+        return 1.0
+
     def conv_model(self, dtype_name: str, tf32: bool) -> ConvModel | None:
         """The convolution ratios for this dtype (fp16 and bf16 stand for each other), or None."""
         if dtype_name == "float32":

@@ -21,6 +21,7 @@ import torch
 
 from roofline.costs import OpCost
 from roofline.costs.conv import is_transposed
+from roofline.costs.pooling import kernel_taps, spatial_dims
 from roofline.costs.registry import arguments
 from roofline.graph.ops import CapturedOp, TensorMeta
 from roofline.model.curves import ConvKey, conv_aligned, conv_kind, conv_plane_aligned
@@ -143,6 +144,9 @@ def _memory_s(op: CapturedOp, cost: OpCost, dev: DeviceModel) -> float:
     run = _strided_operand_run(op, cost, dev)
     if run is not None:
         return _run_copy_s(nbytes, run, DTYPE_NAMES.get(_out_dtype(op, cost), "float32"), dev)
+    window = _pool_window_s(op, dev)
+    if window is not None:
+        return window
     family = _family(op, cost, dev)
     dtype = DTYPE_NAMES.get(_out_dtype(op, cost), "float32")
     if family in ELEMENT_BOUND and not dev.has_family(family, dtype):
@@ -158,6 +162,45 @@ def _memory_s(op: CapturedOp, cost: OpCost, dev: DeviceModel) -> float:
             nbytes = round(nbytes * padded / _row_length(op, family))
         rate = _row_rate(op, family, rate, nbytes, dtype, dev, row=padded)
     return nbytes / (rate or dev.bandwidth.bytes_per_s(max(nbytes, 1), _bandwidth_kind(cost, dev)))
+
+
+def pool_costs(dev: DeviceModel) -> tuple[float, float] | None:
+    """(what a GPU pool's output costs besides its taps, in max-pool taps; what an average's tap
+    costs, in max-pool taps) from the 3x3 and 2x2 stride-2 max pools and the 3x3 stride-2 average
+    at their largest common size (the same outputs), where the kernels stream: 3x3 over 2x2 takes
+    r = (a + 9) / (a + 4); the average over the 2x2 max takes (a + 9 t) / (a + 4). None without
+    the 2x2 curve; an average's tap as a max's without the average's."""
+    curves = [dev.family.get((f, "float32")) for f in ("max_pool2d", POOL_WINDOW_FAMILY, POOL_AVERAGE_FAMILY)]
+    if not all(c and c.curve for c in curves[:2]):
+        return None
+    at = [{p.elements: p.time.median_s for p in c.curve.points} if c and c.curve else {} for c in curves]
+    common = set(at[0]) & set(at[1])
+    if not common:
+        return None
+    top = max(common)
+    r = at[0][top] / at[1][top]
+    a = POOL_OUTPUT_TAPS_MAX if r <= 1.0 else min(max((POOL_REFERENCE_TAPS - POOL_WINDOW_TAPS * r) / (r - 1.0), 0.0), POOL_OUTPUT_TAPS_MAX)
+    if top not in at[2]:
+        return a, 1.0
+    tap = ((a + POOL_WINDOW_TAPS) * at[2][top] / at[1][top] - a) / POOL_REFERENCE_TAPS
+    return a, min(max(tap, 0.05), 1.0)
+
+
+def _pool_window_s(op: CapturedOp, dev: DeviceModel) -> float | None:
+    """A GPU pool's time as the calibrated 3x3 stride-2 max pool doing its work (outputs x (output
+    cost + taps x a tap's cost)); None off the GPU, for other ops, or where the profile lacks the
+    2x2 curve."""
+    if dev.kind != "cuda" or op.packet not in GPU_WINDOW_POOLS or not op.outputs:
+        return None
+    costs = pool_costs(dev)
+    kernel = arguments(op).get("kernel_size")
+    if costs is None or kernel is None:
+        return None
+    a, avg_tap = costs
+    tap = avg_tap if "avg" in op.packet else 1.0
+    work = op.outputs[0].numel * (a + tap * kernel_taps(kernel, spatial_dims(op)))
+    nbytes = max(round(work / (a + POOL_REFERENCE_TAPS) * POOL_REFERENCE_BYTES_PER_OUTPUT), 1)
+    return nbytes / dev.family_bytes_per_s("max_pool2d", nbytes, "float32")
 
 
 def _batched_cat_s(op: CapturedOp, nbytes: int, rate: float, dev: DeviceModel) -> float | None:
@@ -526,6 +569,19 @@ SELECTION_FAMILY = {
 # On a GPU, ATen pools with one thread per output element looping over its window, max or average,
 # 2-D or 3-D alike: all are priced on the max-pool family there (the CPU's loops differ by kind).
 GPU_POOLING = {f"aten.{p}": "max_pool2d" for p in ("max_pool3d_with_indices", "max_pool3d", "avg_pool2d", "avg_pool3d")}
+# ATen's GPU pooling kernels give each output a thread that walks its window: the time follows the
+# outputs (index arithmetic; the value, and a max pool's index, written) and the window taps (a load
+# and a compare or add each), not the bytes, so a 3x3 stride-1 pool (Inception's branches,
+# PoolFormer) costs twice the bytes' worth and a 2x2 stride-2 one (VGG, UNets) less. Priced as the
+# calibrated 3x3 stride-2 max pool (``max_pool2d``) doing the same work, in taps (``pool_costs``: an
+# output's own cost from the 2x2 curve, an average's tap from the average's; the same outputs each).
+POOL_WINDOW_FAMILY, POOL_AVERAGE_FAMILY = "max_pool2d_2x2", "avg_pool2d_3x3"
+POOL_REFERENCE_TAPS, POOL_WINDOW_TAPS = 9, 4
+# bytes the reference pool moves per output as the registry counts them: 4 float32 inputs, the
+# float32 value and its int64 index
+POOL_REFERENCE_BYTES_PER_OUTPUT = 4 * 4 + 4 + 8
+POOL_OUTPUT_TAPS_MAX = 64.0  # where the two curves barely differ (launch-bound), an output is all
+GPU_WINDOW_POOLS = {"aten.max_pool2d_with_indices", "aten.max_pool2d", *GPU_POOLING}
 # families whose kernels are bound by per-element index work, not by the bytes of their values: a
 # dtype the profile did not calibrate is priced as the float32 op over the same elements (fp16 max
 # pooling takes as long as fp32 pooling)
@@ -711,6 +767,19 @@ def _family(op: CapturedOp, cost: OpCost, dev: DeviceModel) -> str | None:
 ATTENTION_TILE = {"float32": 64, "bfloat16": 128, "float16": 128}
 
 
+# Head sizes the GPU's half-precision attention kernels are built for: multiples of 32 (a 40- or
+# 48-wide head runs the 64-wide kernel, as FlashAttention rounds it; `python
+# benchmarks/attention_heads_check.py`: 32-wide steps 12.1% median over the H100 sweep, where 64-wide
+# ones fit the sweep's square attention better, 9.4%, but price SegFormer's 32-wide heads against
+# 256 keys 37-47% over)
+HALF_HEAD_STEP = 32
+
+
+def half_head_dim(head_dim: int) -> int:
+    """The head size the GPU's half-precision attention kernels run a head of ``head_dim`` at."""
+    return -(-head_dim // HALF_HEAD_STEP) * HALF_HEAD_STEP
+
+
 def _tiled(length: int, tile: int) -> int:
     return -(-length // tile) * tile
 
@@ -719,7 +788,8 @@ def _attention_time(op: CapturedOp, cost: OpCost, dev: DeviceModel) -> float | N
     """Fused attention priced on the calibrated SDPA curve: dense FLOPs over the rate measured at
     this key length (each query tile walks every key) and number of query tokens in flight (how
     many tiles fill the GPU), both lengths padded to whole tiles (``ATTENTION_TILE``: the padding
-    is work the kernel does); None when the profile has no curve."""
+    is work the kernel does), and from the curve's head size to the op's as time grows with it
+    (``DeviceModel.attention_head_factor``); None when the profile has no curve."""
     if not dev.attention or not op.tensor_inputs() or cost.gemm is None:
         return None
     q = op.tensor_inputs()[0]
@@ -738,4 +808,7 @@ def _attention_time(op: CapturedOp, cost: OpCost, dev: DeviceModel) -> float | N
     tile = ATTENTION_TILE.get(dtype, 1) if dev.kind == "cuda" else 1
     q_run, k_run = _tiled(s_q, tile), _tiled(s_k, tile)
     flops = cost.flops * (q_run * k_run) / (s_q * s_k) if s_q and s_k else cost.flops
-    return flops / model.flop_per_s(k_run, batch_heads * q_run)
+    tokens = batch_heads * q_run
+    run_dim = half_head_dim(head_dim) if dtype != "float32" and dev.kind == "cuda" else head_dim
+    flops *= dev.attention_head_factor(dtype, causal, run_dim, model.curve.head_dim, k_run, tokens) * run_dim / head_dim
+    return flops / model.flop_per_s(k_run, tokens)

@@ -1,0 +1,110 @@
+"""Pooling windows timed on the GPU and priced by a profile.
+
+    python benchmarks/pool_check.py --measure OUT.json              # on the GPU: time the pools
+    python benchmarks/pool_check.py --sweep OUT.json --profile P    # anywhere: price them
+
+ATen's GPU pools give each output a thread that walks its window, so their time follows outputs
+and window taps, not bytes (``roofline.model.kernels.pool_costs``). The pools here are the
+ones networks run, none of them calibration's own two (3x3 and 2x2 max pools of stride 2 over a
+64-channel image): ResNet's and VGG's at a batch of 32, Inception's and GoogLeNet's stride-1 branch
+pools, PoolFormer's token mixer, DenseNet's and ResNet-D's 2x2 averages, a YOLO SPPF 5x5, a 3-d
+video pool; in float32 and float16, each timed by the shared protocol (``roofline.timing``) and
+priced as ``roofline advise`` prices the op.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+
+from benchmarks.sweep_checks import error_line, kernel_s, priced_lines  # noqa: E402
+
+# (name, kind, input shape, kernel, stride, padding, ceil_mode, count_include_pad)
+POOLS = [
+    ("resnet stem max 3x3/2", "max", (32, 64, 112, 112), 3, 2, 1, False, True),
+    ("vgg max 2x2/2", "max", (32, 128, 112, 112), 2, 2, 0, False, True),
+    ("vgg max 2x2/2 late", "max", (32, 512, 28, 28), 2, 2, 0, False, True),
+    ("googlenet branch max 3x3/1", "max", (32, 512, 14, 14), 3, 1, 1, True, True),
+    ("googlenet max 3x3/2 ceil", "max", (32, 192, 56, 56), 3, 2, 0, True, True),
+    ("sppf max 5x5/1", "max", (16, 256, 20, 20), 5, 1, 2, False, True),
+    ("one image max 2x2/2", "max", (1, 64, 224, 224), 2, 2, 0, False, True),
+    ("inception avg 3x3/1", "avg", (32, 768, 17, 17), 3, 1, 1, False, True),
+    ("poolformer avg 3x3/1 no pad", "avg", (32, 64, 56, 56), 3, 1, 1, False, False),
+    ("densenet avg 2x2/2", "avg", (32, 256, 56, 56), 2, 2, 0, False, True),
+    ("avg 3x3/2", "avg", (32, 64, 112, 112), 3, 2, 1, False, True),
+    ("video max3d 2x2x2", "max3d", (4, 64, 16, 56, 56), 2, 2, 0, False, True),
+]
+DTYPES = {"float32": torch.float32, "float16": torch.float16}
+
+
+def _call(kind: str, kernel: int, stride: int, padding: int, ceil: bool, include_pad: bool):
+    if kind == "max":
+        return lambda x: F.max_pool2d(x, kernel, stride, padding, ceil_mode=ceil)
+    if kind == "max3d":
+        return lambda x: F.max_pool3d(x, kernel, stride, padding, ceil_mode=ceil)
+    return lambda x: F.avg_pool2d(x, kernel, stride, padding, ceil_mode=ceil, count_include_pad=include_pad)
+
+
+def cases():
+    for name, kind, shape, kernel, stride, padding, ceil, include_pad in POOLS:
+        for dtype in DTYPES:
+            yield dict(name=name, kind=kind, shape=list(shape), kernel=kernel, stride=stride, padding=padding, ceil=ceil,
+                       include_pad=include_pad, dtype=dtype)
+
+
+def _label(p: dict) -> str:
+    return f"{p['name']:<30} {str(tuple(p['shape'])):<24} {p['dtype']}"
+
+
+def measure(path: str) -> None:
+    from roofline.timing import time_fn
+
+    points = []
+    for p in cases():
+        fn = _call(p["kind"], p["kernel"], p["stride"], p["padding"], p["ceil"], p["include_pad"])
+        x = torch.randn(*p["shape"], device="cuda", dtype=DTYPES[p["dtype"]])
+        t = time_fn(lambda: fn(x), device="cuda", budget_s=0.05, label=_label(p))
+        points.append(dict(p, median_s=t.stat().median_s))
+        print(f"{_label(p)}: {t.stat().median_s * 1e6:8.1f} us", flush=True)
+    Path(path).write_text(json.dumps(dict(device=torch.cuda.get_device_name(), torch=torch.__version__, points=points), indent=1))
+
+
+def sweep(path: str, profile: str) -> None:
+    from roofline.pipeline import resolve_profile
+
+    prof, _ = resolve_profile(profile, "cuda")
+    points = json.loads(Path(path).read_text())["points"]
+
+    def predicted(p):
+        fn = _call(p["kind"], p["kernel"], p["stride"], p["padding"], p["ceil"], p["include_pad"])
+        with torch.device("meta"):
+            x = torch.empty(*p["shape"], dtype=DTYPES[p["dtype"]])
+        return kernel_s(fn, (x,), prof)
+
+    errors = priced_lines(points, predicted, _label)
+    print("pools: " + error_line(errors))
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--measure", metavar="OUT.json")
+    ap.add_argument("--sweep", metavar="OUT.json")
+    ap.add_argument("--profile", default="nvidia-h100-80gb-hbm3")
+    args = ap.parse_args()
+    if args.measure:
+        measure(args.measure)
+    if args.sweep:
+        sweep(args.sweep, args.profile)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,56 @@
+"""Fused attention at head sizes calibration does not measure: time affine in the head size
+(``DeviceModel.attention_head_factor``) and half-precision heads run at multiples of 32
+(``kernels.half_head_dim``), against the H100's timings (``benchmarks/results/h100_attention_heads.json``,
+``python benchmarks/mechanism_sweep.py --only attention_heads`` on the lent H100) with the shipped profile."""
+
+import statistics
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from benchmarks.sweep_checks import DTYPES, kernel_s, sweep_points
+from roofline.model import kernels
+from roofline.model.device import DeviceModel
+from roofline.profiles import load_profile_file
+from tests.conftest import REPO
+
+H100 = REPO / "device_profiles" / "nvidia-h100-80gb-hbm3.json"
+SWEEP = REPO / "benchmarks" / "results" / "h100_attention_heads.json"
+
+
+def test_half_precision_heads_run_at_multiples_of_32():
+    assert [kernels.half_head_dim(d) for d in (16, 32, 40, 48, 64, 80, 96, 112)] == [32, 32, 64, 64, 64, 96, 96, 128]
+
+
+def test_the_head_factor_is_affine_between_calibrated_sizes_not_proportional():
+    dev = DeviceModel(load_profile_file(H100).gpu, "cuda")
+    assert dev.attention_head_factor("bfloat16", False, 64, 64, 8192, 8192 * 32) == 1.0
+    # at long sequences half the head takes more than half the time (the softmax does not shrink)
+    half = dev.attention_head_factor("bfloat16", False, 32, 64, 8192, 8192 * 32) * 32 / 64
+    assert 0.6 < half < 0.95
+    # float32 has one calibrated head size: the half-precision pair gives its shape
+    assert dev.attention_head_factor("float32", False, 32, 64, 8192, 8192 * 32) == pytest.approx(
+        dev.attention_head_factor("bfloat16", False, 32, 64, 8192, 8192 * 32))
+
+
+def _errors(profile) -> list[float]:
+    out = []
+    for p in sweep_points(SWEEP, "attention_heads"):
+        with torch.device("meta"):
+            q = torch.empty(1, p["batch_heads"], p["seq"], p["head_dim"], dtype=DTYPES[p["dtype"]])
+        t = kernel_s(lambda q, k, v: F.scaled_dot_product_attention(q, k, v), (q, q, q), profile)
+        out.append(t / p["median_s"] - 1)
+    return out
+
+
+def test_off_calibration_heads_against_the_h100(monkeypatch):
+    profile = load_profile_file(H100)
+    errors = _errors(profile)
+    assert statistics.median(abs(e) for e in errors) < 0.15
+    assert max(abs(e) for e in errors) < 0.4
+    # priced proportionally to the head size (the calibrated head's rate), the p90 is far worse
+    monkeypatch.setattr(DeviceModel, "attention_head_factor", lambda *a: 1.0)
+    monkeypatch.setattr(kernels, "half_head_dim", lambda d: d)
+    proportional = sorted(abs(e) for e in _errors(profile))
+    assert proportional[int(0.9 * (len(proportional) - 1))] > 0.3
