@@ -1,6 +1,6 @@
 """Kernels whose time the GEMM curve cannot tell, timed over the shapes real models use.
 
-    python benchmarks/mechanism_sweep.py [--device cuda] [--budget 0.02] [--only convs|gemms|conv_channels|conv_backward|attention_lengths|attention_heads|cat_inputs] --json OUT.json
+    python benchmarks/mechanism_sweep.py [--device cuda] [--budget 0.02] [--only convs|gemms|conv_channels|conv_backward|attention_lengths|attention_heads|grouped_widths|cat_inputs] --json OUT.json
 
 Each family is a mechanism of how the kernel runs, not a model: depthwise convolutions (groups =
 channels: a few FLOPs per byte), grouped convolutions (ResNeXt, RegNet), the other convolutions
@@ -244,6 +244,28 @@ def sweep_attention_heads(device: str, budget: float, out: list) -> None:
                 out.append(dict(family="attention_heads", dtype=dtype, batch_heads=bh, seq=seq, head_dim=head, kernels=names, **t))
 
 
+# grouped convolutions at group widths between and off calibration's (4, 8, 16, 32 at 32 groups):
+# RegNets' 24, 40, 48, 56, 64, 112 and 120 channels per group, at a few groups and at many
+GROUPED_SWEEP_WIDTHS = [8, 16, 24, 32, 40, 48, 56, 64, 112, 120]
+GROUPED_SWEEP_SHAPES = [(32, 3, 56), (32, 12, 28), (1, 12, 28)]  # (batch, groups, side)
+
+
+def sweep_grouped_widths(device: str, budget: float, out: list) -> None:
+    """3x3 grouped convolutions (stride 1, NCHW) over group widths and group counts, float32 and
+    float16: how time follows a group's width where calibration has none."""
+    gen = torch.Generator(device=device).manual_seed(6)
+    with torch.no_grad():
+        for dtype in ("float32", "float16"):
+            for batch, groups, side in GROUPED_SWEEP_SHAPES:
+                for width in GROUPED_SWEEP_WIDTHS:
+                    c = groups * width
+                    x = torch.randn(batch, c, side, side, device=device, dtype=DT[dtype], generator=gen)
+                    w = torch.randn(c, width, 3, 3, device=device, dtype=DT[dtype], generator=gen)
+                    fn = lambda: F.conv2d(x, w, None, 1, 1, 1, groups)  # noqa: E731
+                    t = _time(fn, device, budget)
+                    out.append(dict(family="grouped_widths", dtype=dtype, batch=batch, groups=groups, side=side, width=width, **t))
+
+
 # cats of contiguous inputs: (dim, the inputs' shapes) from DenseNet's blocks (a large input and many
 # of 32 channels), feature pyramids and U-Nets (a few unequal or equal inputs), a key cache grown by
 # one step, and many equal small inputs
@@ -324,7 +346,7 @@ def main() -> int:
     ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     ap.add_argument("--budget", type=float, default=0.02)
     ap.add_argument("--json", required=True)
-    ap.add_argument("--only", choices=["convs", "gemms", "conv_channels", "conv_backward", "attention_lengths", "attention_heads", "cat_inputs"], help="one sweep")
+    ap.add_argument("--only", choices=["convs", "gemms", "conv_channels", "conv_backward", "attention_lengths", "attention_heads", "grouped_widths", "cat_inputs"], help="one sweep")
     args = ap.parse_args()
     t0 = time.perf_counter()
     points: list[dict] = []
@@ -336,6 +358,8 @@ def main() -> int:
         sweep_attention_lengths(args.device, args.budget, points)
     if args.only == "attention_heads":
         sweep_attention_heads(args.device, args.budget, points)
+    if args.only == "grouped_widths":
+        sweep_grouped_widths(args.device, args.budget, points)
     if args.only == "cat_inputs":
         sweep_cat_inputs(args.device, args.budget, points)
     if args.only in (None, "convs"):

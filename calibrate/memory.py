@@ -118,9 +118,16 @@ SELECTION_OPS = ("compare", "masked_fill", "cumsum", "topk", "sort", "max_pool2d
 # not bytes. Max pooling at 2x2 stride 2 has the outputs of the 3x3 stride-2 family (max_pool2d)
 # with 4 taps instead of 9: the two curves part an output's own cost from its taps'; average
 # pooling at 3x3 stride 2, the same outputs again, prices an average's tap (an add, no compare or
-# index to keep) against a max's (roofline.model.kernels.pool_costs). Float32, GPU only (the CPU's
-# pooling loops differ).
-GPU_SELECTION_OPS = ("max_pool2d_2x2", "avg_pool2d_3x3")
+# index to keep) against a max's (roofline.model.kernels.pool_costs). ATen's bilinear resampling
+# of an NCHW image gives each output pixel a thread that loops over every image and channel: time
+# follows that loop's length, each step waiting on its loads (roofline.model.kernels.UPSAMPLE_LOOP);
+# timed as a 64 x 64 image of as many channels as the size asks resampled to 128 x 128. Float32,
+# GPU only (the CPU's loops differ).
+GPU_SELECTION_OPS = ("max_pool2d_2x2", "avg_pool2d_3x3", "upsample_bilinear")
+UPSAMPLE_SIDE = 64  # the calibrated resampling's input side; its output's is twice that
+# a resampling step's time rises from the L2 cache's latency to memory's over the sizes models
+# resample at: calibrated at the sizes x4 apart (the others x16)
+DENSE_SELECTION_OPS = ("upsample_bilinear",)
 # Normalizations and data movement whose kernels run below the copy's rate by how they walk memory:
 # layer_norm and softmax over short rows (ConvNeXt's 96 channels, Swin's 49-token windows: a
 # block per row idles most of its threads), cat (a kernel per input layout) and roll (index
@@ -174,6 +181,9 @@ def _selection_call(op: str, n: int, device: str, dtype: torch.dtype):
             fn = lambda: F.max_pool2d(img, 2, 2)  # noqa: E731
         else:  # 3x3 average, stride 2: the same outputs and taps as max_pool2d
             fn = lambda: F.avg_pool2d(img, 3, 2, 1)  # noqa: E731
+    elif op == "upsample_bilinear":
+        img = _rand(1, max(rows * ROW // UPSAMPLE_SIDE**2, 1), UPSAMPLE_SIDE, UPSAMPLE_SIDE, device=device, dtype=dtype)
+        fn = lambda: F.interpolate(img, size=(2 * UPSAMPLE_SIDE, 2 * UPSAMPLE_SIDE), mode="bilinear", align_corners=False)  # noqa: E731
     elif op in STRIDED_OPS:
         fn = _strided_call(op, rows * ROW, device, dtype)
     else:

@@ -99,6 +99,11 @@ class Plan:
         """Sizes of the selection and layout families: every other pointwise size, up to the cap."""
         return [x for x in self.sin_sizes[::2] if self.selection_max_elements is None or x <= self.selection_max_elements]
 
+    def family_sizes(self, op: str) -> list[int]:
+        """Sizes of one selection-family op: the selection sizes, or the strided ones (x4 apart) for
+        the families whose time bends between points x16 apart (``memory.DENSE_SELECTION_OPS``)."""
+        return self.strided_sizes() if op in memory.DENSE_SELECTION_OPS else self.selection_sizes()
+
     def strided_sizes(self) -> list[int]:
         """Sizes of the layout and strided-copy families: the pointwise sizes (x4 apart) up to the
         largest selection point. Their ops in models lie in the millions of elements, where the cache
@@ -109,7 +114,7 @@ class Plan:
     def steps(self, gpu: bool) -> int:
         n = sum(len(self.grid_for(d)) ** 3 + len(self.probes_for(d)) for d in self.matmul_dtypes)
         n += 3 * len(self.bandwidth_sizes) + len(POINTWISE_OPS) * len(self.pointwise_dtypes) * len(self.sin_sizes) + len(representative_ops("cpu")) + 2
-        n += (len(memory.SELECTION_OPS) + (len(memory.GPU_SELECTION_OPS) if gpu else 0)) * len(self.selection_sizes())
+        n += sum(len(self.family_sizes(op)) for op in (*memory.SELECTION_OPS, *(memory.GPU_SELECTION_OPS if gpu else ())))
         n += (len(memory.LAYOUT_OPS) + len(memory.STRIDED_OPS)) * len(self.pointwise_dtypes) * len(self.strided_sizes())
         n += len(ATTENTION_CURVES) * len(self.attention_seqs) * (len(self.attention_tokens) + (0 if self.quick else 1))
         n += len(self.conv_dtypes) * len(self.conv_shapes)
@@ -351,7 +356,6 @@ def _measure_part(device: str, plan: Plan, progress: _Progress, warnings: list, 
                 )
             )
             lap(f"pointwise {op} {dtype}")
-    selection_sizes = plan.selection_sizes()
     for stage, ops in (("layout", memory.LAYOUT_OPS), ("strided", memory.STRIDED_OPS)):
         for dtype in plan.pointwise_dtypes:
             for op in ops:
@@ -363,7 +367,7 @@ def _measure_part(device: str, plan: Plan, progress: _Progress, warnings: list, 
     for op in (*memory.SELECTION_OPS, *(memory.GPU_SELECTION_OPS if gpu else ())):
         progress.stage(f"{device} selection {op}")
         pointwise.append(
-            memory.measure_pointwise(selection_sizes, device, op=op, dtype_name="float32", budget_s=plan.point_budget_s, warnings=warnings, progress=progress.step)
+            memory.measure_pointwise(plan.family_sizes(op), device, op=op, dtype_name="float32", budget_s=plan.point_budget_s, warnings=warnings, progress=progress.step)
         )
         lap(f"selection {op}")
     if gpu:

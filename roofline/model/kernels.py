@@ -145,6 +145,8 @@ def _memory_s(op: CapturedOp, cost: OpCost, dev: DeviceModel) -> float:
     if run is not None:
         return _run_copy_s(nbytes, run, DTYPE_NAMES.get(_out_dtype(op, cost), "float32"), dev)
     window = _pool_window_s(op, dev)
+    if window is None:
+        window = _upsample_loop_s(op, cost, dev)
     if window is not None:
         return window
     family = _family(op, cost, dev)
@@ -201,6 +203,32 @@ def _pool_window_s(op: CapturedOp, dev: DeviceModel) -> float | None:
     work = op.outputs[0].numel * (a + tap * kernel_taps(kernel, spatial_dims(op)))
     nbytes = max(round(work / (a + POOL_REFERENCE_TAPS) * POOL_REFERENCE_BYTES_PER_OUTPUT), 1)
     return nbytes / dev.family_bytes_per_s("max_pool2d", nbytes, "float32")
+
+
+# ATen's bilinear and bicubic resampling of an NCHW image on the GPU gives each output pixel a
+# thread that loops over every image and channel: a few thousand threads, each step of the loop
+# waiting on its loads, so time follows the loop's length (batch x channels), at a step's latency
+# that grows once the output no longer stays in the L2 cache, and not the bytes (a batch of 32
+# 256-channel maps resampled to 128 x 128 takes 3.2 ms on an H100 that moves its bytes in 0.2 ms).
+# A step is timed by the calibrated family (``calibrate.memory``: a 64 x 64 image of C channels to
+# 128 x 128, C steps) at the op's own working set. Bicubic runs the same loop over 16 taps, priced
+# as bilinear's. A channels-last input runs a kernel with a thread per output element (bytes).
+UPSAMPLE_LOOP = {"aten.upsample_bilinear2d": "upsample_bilinear", "aten.upsample_bicubic2d": "upsample_bilinear"}
+UPSAMPLE_CALIBRATED_STEP_BYTES = 4 * (64 * 64 + 128 * 128)  # float32 in and out per channel of the calibrated loop
+
+
+def _upsample_loop_s(op: CapturedOp, cost: OpCost, dev: DeviceModel) -> float | None:
+    """A GPU bilinear or bicubic NCHW resampling's time: its loop's steps (batch x channels) at the
+    calibrated step time for its working set; None elsewhere or without the family."""
+    family = UPSAMPLE_LOOP.get(op.packet)
+    if dev.kind != "cuda" or family is None or not dev.has_family(family) or not op.outputs:
+        return None
+    x = op.tensor_inputs()[0] if op.tensor_inputs() else None
+    if x is None or x.ndim != 4 or (x.shape[1] > 1 and x.shape[2] * x.shape[3] > 1 and x.stride[1] == 1):
+        return None
+    nbytes = max(cost.bytes_read + cost.bytes_written, 1)
+    step_s = UPSAMPLE_CALIBRATED_STEP_BYTES / dev.family_bytes_per_s(family, nbytes, "float32")
+    return x.shape[0] * x.shape[1] * step_s
 
 
 def _batched_cat_s(op: CapturedOp, nbytes: int, rate: float, dev: DeviceModel) -> float | None:
@@ -581,7 +609,7 @@ POOL_REFERENCE_TAPS, POOL_WINDOW_TAPS = 9, 4
 # float32 value and its int64 index
 POOL_REFERENCE_BYTES_PER_OUTPUT = 4 * 4 + 4 + 8
 POOL_OUTPUT_TAPS_MAX = 64.0  # where the two curves barely differ (launch-bound), an output is all
-GPU_WINDOW_POOLS = {"aten.max_pool2d_with_indices", "aten.max_pool2d", *GPU_POOLING}
+GPU_WINDOW_POOLS = {"aten.max_pool2d_with_indices", "aten.max_pool2d", "aten.avg_pool2d"}  # 3-d pools run kernels of their own
 # families whose kernels are bound by per-element index work, not by the bytes of their values: a
 # dtype the profile did not calibrate is priced as the float32 op over the same elements (fp16 max
 # pooling takes as long as fp32 pooling)

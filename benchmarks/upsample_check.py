@@ -1,0 +1,99 @@
+"""Resampling (``F.interpolate``) timed on the GPU and priced by a profile.
+
+    python benchmarks/upsample_check.py --measure OUT.json              # on the GPU: time the resamplings
+    python benchmarks/upsample_check.py --sweep OUT.json --profile P    # anywhere: price them
+
+ATen's bilinear (and bicubic) NCHW kernels give each output pixel a thread that loops over every
+image and channel, so their time follows the batch x channels a thread walks, not the bytes;
+nearest-neighbour kernels give each output element a thread. The shapes are the ones networks
+resample: a segmentation head's logits to the image (FCN's 21 classes), SegFormer's decode head
+joining four scales at 128 x 128, U-Net and feature-pyramid 2x steps, one image and a batch; in
+float32 and float16, each timed by the shared protocol (``roofline.timing``) and priced as
+``roofline advise`` prices the op.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+
+from benchmarks.sweep_checks import error_line, kernel_s, priced_lines  # noqa: E402
+
+# (mode, input shape (N, C, H, W), output side)
+RESAMPLES = [
+    ("bilinear", (1, 21, 28, 28), 224), ("bilinear", (8, 21, 28, 28), 224), ("bilinear", (32, 21, 28, 28), 224),
+    ("bilinear", (1, 256, 16, 16), 128), ("bilinear", (1, 256, 64, 64), 128), ("bilinear", (32, 256, 16, 16), 128),
+    ("bilinear", (32, 256, 64, 64), 128), ("bilinear", (4, 64, 64, 64), 128), ("bilinear", (16, 128, 32, 32), 64),
+    ("bilinear", (32, 512, 7, 7), 14), ("bilinear", (1, 3, 224, 224), 448), ("bilinear", (8, 3, 512, 512), 224),
+    ("nearest", (16, 128, 32, 32), 64), ("nearest", (32, 256, 16, 16), 32), ("nearest", (1, 256, 20, 20), 40),
+    ("bicubic", (8, 64, 32, 32), 64),
+]
+DTYPES = {"float32": torch.float32, "float16": torch.float16}
+
+
+def _call(mode: str, side: int):
+    corners = False if mode in ("bilinear", "bicubic") else None
+    return lambda x: F.interpolate(x, size=(side, side), mode=mode, align_corners=corners)
+
+
+def cases():
+    for mode, shape, side in RESAMPLES:
+        for dtype in DTYPES:
+            yield dict(mode=mode, shape=list(shape), side=side, dtype=dtype)
+
+
+def _label(p: dict) -> str:
+    return f"{p['mode']:<8} {str(tuple(p['shape'])):<20} -> {p['side']:3d} {p['dtype']}"
+
+
+def measure(path: str) -> None:
+    from benchmarks.mechanism_sweep import kernel_names
+    from roofline.timing import time_fn
+
+    points = []
+    for p in cases():
+        fn = _call(p["mode"], p["side"])
+        x = torch.randn(*p["shape"], device="cuda", dtype=DTYPES[p["dtype"]])
+        t = time_fn(lambda: fn(x), device="cuda", budget_s=0.05, label=_label(p))
+        points.append(dict(p, median_s=t.stat().median_s, kernels=kernel_names(lambda: fn(x), "cuda")))
+        print(f"{_label(p)}: {t.stat().median_s * 1e6:8.1f} us", flush=True)
+    Path(path).write_text(json.dumps(dict(device=torch.cuda.get_device_name(), torch=torch.__version__, points=points), indent=1))
+
+
+def sweep(path: str, profile: str) -> None:
+    from roofline.pipeline import resolve_profile
+
+    prof, _ = resolve_profile(profile, "cuda")
+    points = json.loads(Path(path).read_text())["points"]
+
+    def predicted(p):
+        with torch.device("meta"):
+            x = torch.empty(*p["shape"], dtype=DTYPES[p["dtype"]])
+        return kernel_s(_call(p["mode"], p["side"]), (x,), prof)
+
+    print("resampling: " + error_line(priced_lines(points, predicted, _label)))
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--measure", metavar="OUT.json")
+    ap.add_argument("--sweep", metavar="OUT.json")
+    ap.add_argument("--profile", default="nvidia-h100-80gb-hbm3")
+    args = ap.parse_args()
+    if args.measure:
+        measure(args.measure)
+    if args.sweep:
+        sweep(args.sweep, args.profile)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
