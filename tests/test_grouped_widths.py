@@ -1,0 +1,32 @@
+"""Grouped convolutions past 32 channels a group (RegNets' widths) on the calibrated family's wide
+points, against the H100's timings (``benchmarks/results/h100_grouped_widths.json``, ``python
+benchmarks/mechanism_sweep.py --only grouped_widths`` on the lent H100) with the shipped profile."""
+
+import pytest
+
+from benchmarks.grouped_widths_check import predicted_s
+from benchmarks.sweep_checks import sweep_points
+from roofline.profiles import load_profile_file
+from tests.conftest import REPO
+
+H100 = REPO / "device_profiles" / "nvidia-h100-80gb-hbm3.json"
+WIDE = [p for p in sweep_points(REPO / "benchmarks" / "results" / "h100_grouped_widths.json", "grouped_widths")
+        if p["width"] >= 64 and p["batch"] == 32 and p["groups"] == 12]
+
+
+def _narrow_only(profile):
+    """The profile with its grouped family cut back to widths of at most 32 channels a group."""
+    stripped = profile.model_copy(deep=True)
+    for curve in stripped.gpu.measurements.conv_families:
+        if curve.kind == "grouped":
+            curve.points = [p for p in curve.points if p.channels // p.groups <= 32]
+    return stripped
+
+
+@pytest.mark.parametrize("point", WIDE, ids=lambda p: f"{p['width']} a group {p['dtype']}")
+def test_wide_groups_are_priced_from_the_wide_points(point):
+    profile = load_profile_file(H100)
+    error = predicted_s(profile, point) / point["median_s"] - 1
+    assert abs(error) < 0.5, f"{100 * error:+.0f}% against the H100"
+    carried = predicted_s(_narrow_only(profile), point) / point["median_s"] - 1
+    assert carried > error + 0.4, f"a width-32 rate carried up: {100 * carried:+.0f}% (wide points: {100 * error:+.0f}%)"
