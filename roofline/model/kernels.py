@@ -796,10 +796,7 @@ ATTENTION_TILE = {"float32": 64, "bfloat16": 128, "float16": 128}
 
 
 # Head sizes the GPU's half-precision attention kernels are built for: multiples of 32 (a 40- or
-# 48-wide head runs the 64-wide kernel, as FlashAttention rounds it; `python
-# benchmarks/attention_heads_check.py`: 32-wide steps 12.1% median over the H100 sweep, where 64-wide
-# ones fit the sweep's square attention better, 9.4%, but price SegFormer's 32-wide heads against
-# 256 keys 37-47% over)
+# 48-wide head runs the 64-wide kernel, as FlashAttention rounds it; docs/design.md, "fused attention")
 HALF_HEAD_STEP = 32
 
 
