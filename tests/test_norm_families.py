@@ -142,8 +142,10 @@ def _cpu_batch_norm_s(shape, profile, train: bool = True) -> dict[str, float]:
 def test_cpu_training_batch_norm_follows_its_elements():
     n = 8 * 32 * 16 * 16
     priced = _cpu_batch_norm_s((8, 32, 16, 16), _cpu_profile())
-    assert priced["aten.native_batch_norm"] == pytest.approx(LAUNCH_S + n * TRAIN_NS * 1e-9, rel=0.01)
-    assert priced["aten.native_batch_norm_backward"] == pytest.approx(LAUNCH_S + n * TRAIN_BACKWARD_NS * 1e-9, rel=0.01)
+    # a calibrated call's wall time includes one dispatch, which the timeline adds to the op apart
+    dispatch = _cpu_profile().host.measurements.overheads.dispatch_s.median_s
+    assert priced["aten.native_batch_norm"] == pytest.approx(LAUNCH_S + n * TRAIN_NS * 1e-9 - dispatch, rel=0.01)
+    assert priced["aten.native_batch_norm_backward"] == pytest.approx(LAUNCH_S + n * TRAIN_BACKWARD_NS * 1e-9 - dispatch, rel=0.01)
     # the same elements in planes of another size take the same time
     assert _cpu_batch_norm_s((32, 32, 8, 8), _cpu_profile()) == pytest.approx(priced, rel=1e-6)
     # without the curves, the bytes; eval batch norm is not the training kernel

@@ -265,16 +265,19 @@ class NormFamilyModel:
     """Batch norm (eval on the GPU, training on the CPU) and group norm times from calibrated
     points, per dtype (fp16 and bf16 stand for each other)."""
 
-    def __init__(self, curves: list[NormFamilyCurve]):
+    def __init__(self, curves: list[NormFamilyCurve], included_s: float = 0.0):
         self.curves = {(c.kind, c.dtype): c for c in curves}
+        self.included_s = included_s  # per-call overhead each point's time includes (a CPU call's dispatch)
 
     def __bool__(self) -> bool:
         return bool(self.curves)
 
     def time_s(self, kind: str, dtype: str, rows: int, row: int) -> float | None:
-        """Seconds for one call over ``rows`` rows of ``row`` elements; None without a curve."""
+        """Seconds of work of one call over ``rows`` rows of ``row`` elements, less the overhead its
+        calibrated points include (the timeline adds the op's own dispatch); None without a curve."""
         curve = self.curves.get((kind, dtype)) or self.curves.get((kind, TWIN.get(dtype, "")))
         if curve is None or rows < 1 or row < 1:
             return None
         time = {"batch_norm_eval": plane_time_s, "group_norm": rows_in_flight_time_s}.get(kind, elements_time_s)
-        return time(curve.points, rows, row)
+        t = time(curve.points, rows, row)
+        return max(t - self.included_s, 0.1 * t)
