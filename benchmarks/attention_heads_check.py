@@ -6,7 +6,7 @@ The sweep (``mechanism_sweep.py --only attention_heads``) times SDPA (no mask) a
 and three (batch x heads, length) shapes, in float32 and bfloat16; calibration measures head sizes
 64 and 128 (bfloat16) and 64 (float32). This prices each the way ``roofline advise`` does, time
 affine in the head size between the calibrated ones (``DeviceModel.attention_head_factor``) or,
-with ``--proportional``, the calibrated head size's rate scaled by FLOPs, and prints every point
+with ``--proportional``, the calibrated head size's rate scaled by FLOPs (heads as they are), and prints every point
 and the median |error|.
 """
 
@@ -22,6 +22,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from benchmarks.sweep_checks import DTYPES, check_parser, kernel_s, print_check  # noqa: E402
+from roofline.model import kernels  # noqa: E402
 from roofline.model.device import DeviceModel  # noqa: E402
 
 
@@ -37,6 +38,7 @@ def main() -> int:
     args = ap.parse_args()
     if args.proportional:
         DeviceModel.attention_head_factor = lambda self, dtype, causal, head, calibrated, seq_k, tokens: 1.0
+        kernels.half_head_dim = lambda head_dim: head_dim
     return print_check(args, "attention_heads", predicted_s, lambda p: f"{p['dtype']:<9} {p['batch_heads']:4d} x {p['seq']:4d} head {p['head_dim']:3d}")
 
 

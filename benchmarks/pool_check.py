@@ -5,11 +5,12 @@
 
 ATen's GPU pools give each output a thread that walks its window, so their time follows outputs
 and window taps, not bytes (``roofline.model.kernels.pool_costs``). The pools here are the
-ones networks run, none of them calibration's own two (3x3 and 2x2 max pools of stride 2 over a
+ones networks run, at the shapes they run them (calibration times its three pools over one
 64-channel image): ResNet's and VGG's at a batch of 32, Inception's and GoogLeNet's stride-1 branch
 pools, PoolFormer's token mixer, DenseNet's and ResNet-D's 2x2 averages, a YOLO SPPF 5x5, a 3-d
-video pool; in float32 and float16, each timed by the shared protocol (``roofline.timing``) and
-priced as ``roofline advise`` prices the op.
+video pool, and channels-last ones (their kernels are others, priced by bytes); in float32 and
+float16, each timed by the shared protocol (``roofline.timing``) and priced as ``roofline advise``
+prices the op.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ import torch.nn.functional as F  # noqa: E402
 
 from benchmarks.sweep_checks import error_line, kernel_s, priced_lines  # noqa: E402
 
-# (name, kind, input shape, kernel, stride, padding, ceil_mode, count_include_pad)
+# (name, kind, input shape, kernel, stride, padding, ceil_mode, count_include_pad[, layout])
 POOLS = [
     ("resnet stem max 3x3/2", "max", (32, 64, 112, 112), 3, 2, 1, False, True),
     ("vgg max 2x2/2", "max", (32, 128, 112, 112), 2, 2, 0, False, True),
@@ -41,6 +42,9 @@ POOLS = [
     ("densenet avg 2x2/2", "avg", (32, 256, 56, 56), 2, 2, 0, False, True),
     ("avg 3x3/2", "avg", (32, 64, 112, 112), 3, 2, 1, False, True),
     ("video max3d 2x2x2", "max3d", (4, 64, 16, 56, 56), 2, 2, 0, False, True),
+    ("channels-last max 3x3/2", "max", (32, 64, 112, 112), 3, 2, 1, False, True, "channels_last"),
+    ("channels-last max 2x2/2", "max", (32, 128, 112, 112), 2, 2, 0, False, True, "channels_last"),
+    ("channels-last avg 3x3/1", "avg", (32, 768, 17, 17), 3, 1, 1, False, True, "channels_last"),
 ]
 DTYPES = {"float32": torch.float32, "float16": torch.float16}
 
@@ -54,10 +58,20 @@ def _call(kind: str, kernel: int, stride: int, padding: int, ceil: bool, include
 
 
 def cases():
-    for name, kind, shape, kernel, stride, padding, ceil, include_pad in POOLS:
+    for name, kind, shape, kernel, stride, padding, ceil, include_pad, *layout in POOLS:
         for dtype in DTYPES:
             yield dict(name=name, kind=kind, shape=list(shape), kernel=kernel, stride=stride, padding=padding, ceil=ceil,
-                       include_pad=include_pad, dtype=dtype)
+                       include_pad=include_pad, dtype=dtype, layout=(layout or ["nchw"])[0])
+
+
+def _input(p: dict, device: str):
+    x = torch.randn(*p["shape"], device=device, dtype=DTYPES[p["dtype"]]) if device != "meta" else torch.empty(*p["shape"], device=device, dtype=DTYPES[p["dtype"]])
+    return x.contiguous(memory_format=torch.channels_last) if p.get("layout") == "channels_last" else x
+
+
+def predicted_s(profile, p: dict) -> float:
+    """The kernel time ``roofline advise`` predicts for one recorded pool."""
+    return kernel_s(_call(p["kind"], p["kernel"], p["stride"], p["padding"], p["ceil"], p["include_pad"]), (_input(p, "meta"),), profile)
 
 
 def _label(p: dict) -> str:
@@ -70,7 +84,7 @@ def measure(path: str) -> None:
     points = []
     for p in cases():
         fn = _call(p["kind"], p["kernel"], p["stride"], p["padding"], p["ceil"], p["include_pad"])
-        x = torch.randn(*p["shape"], device="cuda", dtype=DTYPES[p["dtype"]])
+        x = _input(p, "cuda")
         t = time_fn(lambda: fn(x), device="cuda", budget_s=0.05, label=_label(p))
         points.append(dict(p, median_s=t.stat().median_s))
         print(f"{_label(p)}: {t.stat().median_s * 1e6:8.1f} us", flush=True)
@@ -83,13 +97,7 @@ def sweep(path: str, profile: str) -> None:
     prof, _ = resolve_profile(profile, "cuda")
     points = json.loads(Path(path).read_text())["points"]
 
-    def predicted(p):
-        fn = _call(p["kind"], p["kernel"], p["stride"], p["padding"], p["ceil"], p["include_pad"])
-        with torch.device("meta"):
-            x = torch.empty(*p["shape"], dtype=DTYPES[p["dtype"]])
-        return kernel_s(fn, (x,), prof)
-
-    errors = priced_lines(points, predicted, _label)
+    errors = priced_lines(points, lambda p: predicted_s(prof, p), _label)
     print("pools: " + error_line(errors))
 
 

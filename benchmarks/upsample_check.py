@@ -3,13 +3,15 @@
     python benchmarks/upsample_check.py --measure OUT.json              # on the GPU: time the resamplings
     python benchmarks/upsample_check.py --sweep OUT.json --profile P    # anywhere: price them
 
-ATen's bilinear (and bicubic) NCHW kernels give each output pixel a thread that loops over every
-image and channel, so their time follows the batch x channels a thread walks, not the bytes;
+ATen's linear, bilinear, bicubic and trilinear channels-first kernels give each output position a
+thread that loops over every image and channel, so their time follows the batch x channels a
+thread walks, not the bytes (``roofline.model.kernels._upsample_s``); channels-last and
 nearest-neighbour kernels give each output element a thread. The shapes are the ones networks
 resample: a segmentation head's logits to the image (FCN's 21 classes), SegFormer's decode head
-joining four scales at 128 x 128, U-Net and feature-pyramid 2x steps, one image and a batch; in
-float32 and float16, each timed by the shared protocol (``roofline.timing``) and priced as
-``roofline advise`` prices the op.
+joining four scales at 128 x 128 (channels-last, as its permuted maps are), U-Net and
+feature-pyramid 2x steps, an image resized whole, a feature map resized to its own size, a 1-d
+signal and a video clip, one image and a batch; in float32 and float16, each timed by the shared
+protocol (``roofline.timing``) and priced as ``roofline advise`` prices the op.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ import torch.nn.functional as F  # noqa: E402
 
 from benchmarks.sweep_checks import error_line, kernel_s, priced_lines  # noqa: E402
 
-# (mode, input shape (N, C, H, W), output side)
+# (mode, input shape (N, C, spatial...), output side[, layout])
 RESAMPLES = [
     ("bilinear", (1, 21, 28, 28), 224), ("bilinear", (8, 21, 28, 28), 224), ("bilinear", (32, 21, 28, 28), 224),
     ("bilinear", (1, 256, 16, 16), 128), ("bilinear", (1, 256, 64, 64), 128), ("bilinear", (32, 256, 16, 16), 128),
@@ -35,23 +37,39 @@ RESAMPLES = [
     ("bilinear", (32, 512, 7, 7), 14), ("bilinear", (1, 3, 224, 224), 448), ("bilinear", (8, 3, 512, 512), 224),
     ("nearest", (16, 128, 32, 32), 64), ("nearest", (32, 256, 16, 16), 32), ("nearest", (1, 256, 20, 20), 40),
     ("bicubic", (8, 64, 32, 32), 64),
+    ("bilinear", (32, 256, 16, 16), 128, "channels_last"), ("bilinear", (32, 8, 64, 64), 128, "channels_last"),
+    ("bilinear", (1, 3, 1024, 1024), 2048), ("bilinear", (1, 1, 2048, 2048), 4096), ("bilinear", (32, 256, 64, 64), 64),
+    ("linear", (32, 256, 64), 128), ("trilinear", (2, 64, 8, 32, 32), 16),
 ]
 DTYPES = {"float32": torch.float32, "float16": torch.float16}
 
 
-def _call(mode: str, side: int):
-    corners = False if mode in ("bilinear", "bicubic") else None
-    return lambda x: F.interpolate(x, size=(side, side), mode=mode, align_corners=corners)
+def _call(mode: str, side: int, dims: int = 2):
+    corners = False if mode in ("linear", "bilinear", "bicubic", "trilinear") else None
+    size = (side,) * dims if mode != "trilinear" else (side, 4 * side, 4 * side)  # a clip: frames, then a frame's sides
+    return lambda x: F.interpolate(x, size=size, mode=mode, align_corners=corners)
 
 
 def cases():
-    for mode, shape, side in RESAMPLES:
+    for mode, shape, side, *layout in RESAMPLES:
         for dtype in DTYPES:
-            yield dict(mode=mode, shape=list(shape), side=side, dtype=dtype)
+            yield dict(mode=mode, shape=list(shape), side=side, dtype=dtype, layout=(layout or ["nchw"])[0])
+
+
+def _input(p: dict, device: str):
+    make = torch.empty if device == "meta" else torch.randn
+    x = make(*p["shape"], device=device, dtype=DTYPES[p["dtype"]])
+    return x.contiguous(memory_format=torch.channels_last) if p.get("layout") == "channels_last" else x
+
+
+def predicted_s(profile, p: dict) -> float:
+    """The kernel time ``roofline advise`` predicts for one recorded resampling."""
+    return kernel_s(_call(p["mode"], p["side"], len(p["shape"]) - 2), (_input(p, "meta"),), profile)
 
 
 def _label(p: dict) -> str:
-    return f"{p['mode']:<8} {str(tuple(p['shape'])):<20} -> {p['side']:3d} {p['dtype']}"
+    layout = " channels-last" if p.get("layout") == "channels_last" else ""
+    return f"{p['mode']:<9} {str(tuple(p['shape'])):<22} -> {p['side']:4d} {p['dtype']}{layout}"
 
 
 def measure(path: str) -> None:
@@ -60,8 +78,8 @@ def measure(path: str) -> None:
 
     points = []
     for p in cases():
-        fn = _call(p["mode"], p["side"])
-        x = torch.randn(*p["shape"], device="cuda", dtype=DTYPES[p["dtype"]])
+        fn = _call(p["mode"], p["side"], len(p["shape"]) - 2)
+        x = _input(p, "cuda")
         t = time_fn(lambda: fn(x), device="cuda", budget_s=0.05, label=_label(p))
         points.append(dict(p, median_s=t.stat().median_s, kernels=kernel_names(lambda: fn(x), "cuda")))
         print(f"{_label(p)}: {t.stat().median_s * 1e6:8.1f} us", flush=True)
@@ -74,12 +92,7 @@ def sweep(path: str, profile: str) -> None:
     prof, _ = resolve_profile(profile, "cuda")
     points = json.loads(Path(path).read_text())["points"]
 
-    def predicted(p):
-        with torch.device("meta"):
-            x = torch.empty(*p["shape"], dtype=DTYPES[p["dtype"]])
-        return kernel_s(_call(p["mode"], p["side"]), (x,), prof)
-
-    print("resampling: " + error_line(priced_lines(points, predicted, _label)))
+    print("resampling: " + error_line(priced_lines(points, lambda p: predicted_s(prof, p), _label)))
 
 
 def main() -> int:

@@ -13,6 +13,7 @@ import math
 import torch
 
 from calibrate.matmul import DTYPES
+from roofline.model.kernels import POOL_AVERAGE_FAMILY, POOL_REFERENCE_FAMILY, POOL_WINDOW_FAMILY, UPSAMPLE_FAMILY, UPSAMPLE_SIDE
 from roofline.schema.profile import BandwidthCurve, BandwidthPoint, PointwiseCurve, PointwisePoint, Stat
 from roofline.timing import time_fn
 
@@ -120,14 +121,13 @@ SELECTION_OPS = ("compare", "masked_fill", "cumsum", "topk", "sort", "max_pool2d
 # pooling at 3x3 stride 2, the same outputs again, prices an average's tap (an add, no compare or
 # index to keep) against a max's (roofline.model.kernels.pool_costs). ATen's bilinear resampling
 # of an NCHW image gives each output pixel a thread that loops over every image and channel: time
-# follows that loop's length, each step waiting on its loads (roofline.model.kernels.UPSAMPLE_LOOP);
-# timed as a 64 x 64 image of as many channels as the size asks resampled to 128 x 128. Float32,
-# GPU only (the CPU's loops differ).
-GPU_SELECTION_OPS = ("max_pool2d_2x2", "avg_pool2d_3x3", "upsample_bilinear")
-UPSAMPLE_SIDE = 64  # the calibrated resampling's input side; its output's is twice that
+# follows that loop's length, each step waiting on its loads (roofline.model.kernels._upsample_s);
+# timed as an UPSAMPLE_SIDE-square image of as many channels as the size asks resampled to twice
+# its side. Float32, GPU only (the CPU's loops differ); timed and recorded as one stage, "pooling".
+GPU_SELECTION_OPS = (POOL_WINDOW_FAMILY, POOL_AVERAGE_FAMILY, UPSAMPLE_FAMILY)
 # a resampling step's time rises from the L2 cache's latency to memory's over the sizes models
-# resample at: calibrated at the sizes x4 apart (the others x16)
-DENSE_SELECTION_OPS = ("upsample_bilinear",)
+# resample at: calibrated at the sizes x4 apart (the others x16), from one channel on
+DENSE_SELECTION_OPS = (UPSAMPLE_FAMILY,)
 # Normalizations and data movement whose kernels run below the copy's rate by how they walk memory:
 # layer_norm and softmax over short rows (ConvNeXt's 96 channels, Swin's 49-token windows: a
 # block per row idles most of its threads), cat (a kernel per input layout) and roll (index
@@ -171,17 +171,17 @@ def _selection_call(op: str, n: int, device: str, dtype: torch.dtype):
         a = _rand(rows, 1, ROW // 4, device=device, dtype=dtype)
         b = _rand(rows, 3, ROW // 4, device=device, dtype=dtype)
         fn = lambda: torch.cat([a, b], dim=1)  # noqa: E731
-    elif op in ("roll", "max_pool2d", "max_pool2d_2x2", "avg_pool2d_3x3"):
+    elif op in ("roll", POOL_REFERENCE_FAMILY, POOL_WINDOW_FAMILY, POOL_AVERAGE_FAMILY):
         img = _rand(1, 64, side, side, device=device, dtype=dtype)
         if op == "roll":
             fn = lambda: torch.roll(img, shifts=(3, 3), dims=(2, 3))  # noqa: E731
-        elif op == "max_pool2d":  # 3x3, stride 2, over 64 channels, as a CNN's stem pools
+        elif op == POOL_REFERENCE_FAMILY:  # 3x3, stride 2, over 64 channels, as a CNN's stem pools
             fn = lambda: F.max_pool2d(img, 3, 2, 1)  # noqa: E731
-        elif op == "max_pool2d_2x2":  # 2x2, stride 2: the same outputs (an even side), 4 taps each
+        elif op == POOL_WINDOW_FAMILY:  # 2x2, stride 2: the same outputs (an even side), 4 taps each
             fn = lambda: F.max_pool2d(img, 2, 2)  # noqa: E731
-        else:  # 3x3 average, stride 2: the same outputs and taps as max_pool2d
+        else:  # 3x3 average, stride 2: the same outputs and taps as the 3x3 max pool
             fn = lambda: F.avg_pool2d(img, 3, 2, 1)  # noqa: E731
-    elif op == "upsample_bilinear":
+    elif op == UPSAMPLE_FAMILY:
         img = _rand(1, max(rows * ROW // UPSAMPLE_SIDE**2, 1), UPSAMPLE_SIDE, UPSAMPLE_SIDE, device=device, dtype=dtype)
         fn = lambda: F.interpolate(img, size=(2 * UPSAMPLE_SIDE, 2 * UPSAMPLE_SIDE), mode="bilinear", align_corners=False)  # noqa: E731
     elif op in STRIDED_OPS:

@@ -51,12 +51,12 @@ def measure_layouts(device: str, *, budget_s: float, warnings: list, quick: bool
 
 
 def measure_pooling(device: str, *, budget_s: float, warnings: list, quick: bool):
-    """The pooling and resampling families as calibration measures them (``calibrate.memory``: the
-    3x3 stride-2 max pool of the selection families, its 2x2 and average twins, bilinear
-    resampling), float32 over the selection sizes."""
+    """The pooling and resampling families as calibration measures them (``calibrate.memory.GPU_SELECTION_OPS``:
+    the 2x2 max pool and the 3x3 average beside the selection families' 3x3 max pool, bilinear
+    resampling), float32 over their sizes."""
     plan = gpu_plan(quick, torch.cuda.get_device_properties(device).total_memory)
     return [memory.measure_pointwise(plan.family_sizes(op), device, op=op, dtype_name="float32", budget_s=budget_s, warnings=warnings)
-            for op in ("max_pool2d", *memory.GPU_SELECTION_OPS)]
+            for op in memory.GPU_SELECTION_OPS]
 
 
 class Stage(NamedTuple):

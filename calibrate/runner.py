@@ -102,7 +102,9 @@ class Plan:
     def family_sizes(self, op: str) -> list[int]:
         """Sizes of one selection-family op: the selection sizes, or the strided ones (x4 apart) for
         the families whose time bends between points x16 apart (``memory.DENSE_SELECTION_OPS``)."""
-        return self.strided_sizes() if op in memory.DENSE_SELECTION_OPS else self.selection_sizes()
+        if op in memory.DENSE_SELECTION_OPS:  # a resampling of at least one channel
+            return [x for x in self.strided_sizes() if x >= memory.UPSAMPLE_SIDE**2]
+        return self.selection_sizes()
 
     def strided_sizes(self) -> list[int]:
         """Sizes of the layout and strided-copy families: the pointwise sizes (x4 apart) up to the
@@ -364,12 +366,19 @@ def _measure_part(device: str, plan: Plan, progress: _Progress, warnings: list, 
                     memory.measure_pointwise(plan.strided_sizes(), device, op=op, dtype_name=dtype, budget_s=plan.point_budget_s, warnings=warnings, progress=progress.step)
                 )
         lap(stage)  # one key per stage, as calibrate.refresh records the layout stage
-    for op in (*memory.SELECTION_OPS, *(memory.GPU_SELECTION_OPS if gpu else ())):
+    for op in memory.SELECTION_OPS:
         progress.stage(f"{device} selection {op}")
         pointwise.append(
             memory.measure_pointwise(plan.family_sizes(op), device, op=op, dtype_name="float32", budget_s=plan.point_budget_s, warnings=warnings, progress=progress.step)
         )
         lap(f"selection {op}")
+    if gpu:  # one stage, as calibrate.refresh --stage pooling measures it again
+        for op in memory.GPU_SELECTION_OPS:
+            progress.stage(f"{device} pooling {op}")
+            pointwise.append(
+                memory.measure_pointwise(plan.family_sizes(op), device, op=op, dtype_name="float32", budget_s=plan.point_budget_s, warnings=warnings, progress=progress.step)
+            )
+        lap("pooling")
     if gpu:
         progress.stage(f"{device} cat grid")
         pointwise += memory.measure_cat_grid(device, budget_s=plan.point_budget_s, warnings=warnings, quick=plan.quick, progress=progress.step)

@@ -4,6 +4,7 @@ turned into a function of an op's size, the host costs, and the float32 math mod
 from __future__ import annotations
 
 import math
+from bisect import bisect_left
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -145,11 +146,11 @@ class DeviceModel:
         """How much longer fused attention at ``head_dim`` takes than at the ``calibrated`` head
         size of its curve, at this key length and tokens in flight. A score's two products grow
         with the head size and its softmax (max, exp, rescale) does not, so time is affine in the
-        head size, not proportional: between and beyond two calibrated head sizes a < b of the
-        dtype (else of the half-precision kernels, where a float32 curve has one) the time at this
-        point is interpolated linearly, below ``a`` never under the products' share. 1 where no
-        dtype has two head sizes (then the FLOPs, proportional, price it)."""
-        if head_dim == calibrated:
+        head size, not proportional: between and beyond the two calibrated head sizes a < b of the
+        dtype nearest it (else of the half-precision kernels, where a float32 curve has one) the time
+        at this point is interpolated linearly, below ``a`` never under the products' share. 1
+        where no dtype has two head sizes (then the FLOPs, proportional, price it)."""
+        if head_dim == calibrated or head_dim < 1 or calibrated < 1:
             return 1.0
         for alike in ({dtype_name, _TWIN.get(dtype_name, dtype_name)}, {"bfloat16", "float16"}):
             keys = [k for k in self.attention if k[0] in alike]
@@ -157,9 +158,10 @@ class DeviceModel:
             sizes = sorted({k[1] for k in keys})
             if len(sizes) < 2:
                 continue
-            a, b = sizes[0], sizes[-1]
+            i = min(max(bisect_left(sizes, head_dim), 1), len(sizes) - 1)
+            a, b = sizes[i - 1], sizes[i]
             at = {d: next(self.attention[k] for k in keys if k[1] == d) for d in (a, b)}
-            # time per score row at this point on each curve: its FLOPs per score over its rate
+            # time per score at this point on each curve: its FLOPs per score over its rate
             t_a = 4 * a / at[a].flop_per_s(seq_k, tokens)
             t_b = 4 * b / at[b].flop_per_s(seq_k, tokens)
 

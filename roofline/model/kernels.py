@@ -9,7 +9,8 @@ main kernel.
 - B / W: bytes over the bandwidth the op family's own calibrated kernel reaches at this size (sin,
   unary, add, add with a broadcast operand, layer_norm, softmax), else the plain copy, read or write
   curve; eval batch norm and group norm take their calibrated row families' time instead
-  (``model.families.NormFamilyModel``).
+  (``model.families.NormFamilyModel``); GPU pools and resampling are priced by the work of their
+  threads (``pool_costs``, ``_upsample_s``), not their bytes.
 - floor: the device's least time per kernel (a kernel inside a CUDA graph).
 """
 
@@ -146,7 +147,7 @@ def _memory_s(op: CapturedOp, cost: OpCost, dev: DeviceModel) -> float:
         return _run_copy_s(nbytes, run, DTYPE_NAMES.get(_out_dtype(op, cost), "float32"), dev)
     window = _pool_window_s(op, dev)
     if window is None:
-        window = _upsample_loop_s(op, cost, dev)
+        window = _upsample_s(op, cost, dev)
     if window is not None:
         return window
     family = _family(op, cost, dev)
@@ -172,7 +173,7 @@ def pool_costs(dev: DeviceModel) -> tuple[float, float] | None:
     at their largest common size (the same outputs), where the kernels stream: 3x3 over 2x2 takes
     r = (a + 9) / (a + 4); the average over the 2x2 max takes (a + 9 t) / (a + 4). None without
     the 2x2 curve; an average's tap as a max's without the average's."""
-    curves = [dev.family.get((f, "float32")) for f in ("max_pool2d", POOL_WINDOW_FAMILY, POOL_AVERAGE_FAMILY)]
+    curves = [dev.family.get((f, "float32")) for f in (POOL_REFERENCE_FAMILY, POOL_WINDOW_FAMILY, POOL_AVERAGE_FAMILY)]
     if not all(c and c.curve for c in curves[:2]):
         return None
     at = [{p.elements: p.time.median_s for p in c.curve.points} if c and c.curve else {} for c in curves]
@@ -188,47 +189,84 @@ def pool_costs(dev: DeviceModel) -> tuple[float, float] | None:
     return a, min(max(tap, 0.05), 1.0)
 
 
-def _pool_window_s(op: CapturedOp, dev: DeviceModel) -> float | None:
-    """A GPU pool's time as the calibrated 3x3 stride-2 max pool doing its work (outputs x (output
-    cost + taps x a tap's cost)); None off the GPU, for other ops, or where the profile lacks the
-    2x2 curve."""
-    if dev.kind != "cuda" or op.packet not in GPU_WINDOW_POOLS or not op.outputs:
-        return None
+def window_work_s(outputs: int, taps: float, dev: DeviceModel, average: bool = True) -> float | None:
+    """Time of a GPU kernel that gives each of ``outputs`` a thread reading ``taps`` values (a
+    pool's window, a resampling's neighbours; ``average``: weighted adds, else a max's compares),
+    as the calibrated 3x3 stride-2 max pool doing the same work: outputs x (an output's cost +
+    taps x a tap's cost), in that pool's bytes at its rate. None without the window families."""
     costs = pool_costs(dev)
-    kernel = arguments(op).get("kernel_size")
-    if costs is None or kernel is None:
+    if costs is None or outputs < 1:
         return None
     a, avg_tap = costs
-    tap = avg_tap if "avg" in op.packet else 1.0
-    work = op.outputs[0].numel * (a + tap * kernel_taps(kernel, spatial_dims(op)))
+    work = outputs * (a + (avg_tap if average else 1.0) * taps)
     nbytes = max(round(work / (a + POOL_REFERENCE_TAPS) * POOL_REFERENCE_BYTES_PER_OUTPUT), 1)
-    return nbytes / dev.family_bytes_per_s("max_pool2d", nbytes, "float32")
+    return nbytes / dev.family_bytes_per_s(POOL_REFERENCE_FAMILY, nbytes, "float32")
 
 
-# ATen's bilinear and bicubic resampling of an NCHW image on the GPU gives each output pixel a
-# thread that loops over every image and channel: a few thousand threads, each step of the loop
-# waiting on its loads, so time follows the loop's length (batch x channels), at a step's latency
-# that grows once the output no longer stays in the L2 cache, and not the bytes (a batch of 32
-# 256-channel maps resampled to 128 x 128 takes 3.2 ms on an H100 that moves its bytes in 0.2 ms).
-# A step is timed by the calibrated family (``calibrate.memory``: a 64 x 64 image of C channels to
-# 128 x 128, C steps) at the op's own working set. Bicubic runs the same loop over 16 taps, priced
-# as bilinear's. A channels-last input runs a kernel with a thread per output element (bytes).
-UPSAMPLE_LOOP = {"aten.upsample_bilinear2d": "upsample_bilinear", "aten.upsample_bicubic2d": "upsample_bilinear"}
-UPSAMPLE_CALIBRATED_STEP_BYTES = 4 * (64 * 64 + 128 * 128)  # float32 in and out per channel of the calibrated loop
+def _channels_last(x) -> bool:
+    """A 4-d or 5-d tensor whose channels are its innermost dimension (more than one channel and
+    one position)."""
+    return x.ndim in (4, 5) and x.shape[1] > 1 and math.prod(x.shape[2:]) > 1 and x.stride[1] == 1
 
 
-def _upsample_loop_s(op: CapturedOp, cost: OpCost, dev: DeviceModel) -> float | None:
-    """A GPU bilinear or bicubic NCHW resampling's time: its loop's steps (batch x channels) at the
-    calibrated step time for its working set; None elsewhere or without the family."""
-    family = UPSAMPLE_LOOP.get(op.packet)
-    if dev.kind != "cuda" or family is None or not dev.has_family(family) or not op.outputs:
+def _pool_window_s(op: CapturedOp, dev: DeviceModel) -> float | None:
+    """A GPU 2-d NCHW pool's time by its window work (``window_work_s``); None off the GPU, for
+    other ops and layouts, or where the profile lacks the window families."""
+    if dev.kind != "cuda" or op.packet not in GPU_WINDOW_POOLS or not op.outputs or not op.tensor_inputs():
         return None
-    x = op.tensor_inputs()[0] if op.tensor_inputs() else None
-    if x is None or x.ndim != 4 or (x.shape[1] > 1 and x.shape[2] * x.shape[3] > 1 and x.stride[1] == 1):
+    kernel = arguments(op).get("kernel_size")
+    if kernel is None or _channels_last(op.tensor_inputs()[0]):
+        return None
+    return window_work_s(op.outputs[0].numel, kernel_taps(kernel, spatial_dims(op)), dev, average="avg" in op.packet)
+
+
+# ATen's linear, bilinear, bicubic and trilinear resampling of a channels-first input on the GPU
+# gives each output position a thread that loops over every image and channel: with an output of
+# a few thousand positions each step of the loop waits on its loads, so time follows the loop's
+# length (batch x channels) at a step's latency, which grows once the output leaves the L2 cache
+# (a batch of 32 256-channel maps resampled to 128 x 128 takes 3.2 ms on an H100 that moves its
+# bytes in 0.2 ms). A step is timed by the calibrated family (``calibrate.memory``: a
+# ``UPSAMPLE_SIDE``-square image of C channels to twice its side, C steps) at the op's own working
+# set. An output of more positions than the GPU holds threads (an image resized whole) runs its
+# threads in waves and is bound by the work of a thread per output reading its neighbours
+# (``window_work_s``), which is all a channels-last input's kernel does (a thread per output
+# element); a resampling to the input's own size is a copy.
+UPSAMPLE_FAMILY = "upsample_bilinear"
+UPSAMPLE_SIDE = 64
+UPSAMPLE_TAPS = {"aten.upsample_linear1d": 2, "aten.upsample_bilinear2d": 4, "aten.upsample_bicubic2d": 16, "aten.upsample_trilinear3d": 8}
+UPSAMPLE_CALIBRATED_STEP_BYTES = 4 * (UPSAMPLE_SIDE**2 + (2 * UPSAMPLE_SIDE) ** 2)  # float32 in and out per channel of the calibrated loop
+
+
+def _upsample_s(op: CapturedOp, cost: OpCost, dev: DeviceModel) -> float | None:
+    """A GPU resampling's time: the larger of its loop over images and channels (channels-first)
+    and its threads' window work, never under its bytes' time; None elsewhere, for a resampling to
+    the same size, or without the families."""
+    taps = UPSAMPLE_TAPS.get(op.packet)
+    if dev.kind != "cuda" or taps is None or not dev.has_family(UPSAMPLE_FAMILY, "float32") or not op.outputs or not op.tensor_inputs():
+        return None
+    x, out = op.tensor_inputs()[0], op.outputs[0]
+    if x.ndim < 3 or tuple(x.shape[2:]) == tuple(out.shape[2:]):
         return None
     nbytes = max(cost.bytes_read + cost.bytes_written, 1)
-    step_s = UPSAMPLE_CALIBRATED_STEP_BYTES / dev.family_bytes_per_s(family, nbytes, "float32")
-    return x.shape[0] * x.shape[1] * step_s
+    bytes_s = nbytes / dev.bandwidth.bytes_per_s(nbytes, "copy")
+    positions = math.prod(out.shape[2:])
+    if _channels_last(x) or positions > resident_threads(dev):
+        return max(window_work_s(out.numel, taps, dev) or 0.0, bytes_s)
+    step_s = UPSAMPLE_CALIBRATED_STEP_BYTES / dev.family_bytes_per_s(UPSAMPLE_FAMILY, nbytes, "float32")
+    return max(x.shape[0] * x.shape[1] * step_s, bytes_s)
+
+
+# threads one SM holds at once, by compute capability (CUDA's occupancy tables: 2048 on Volta, the
+# A100 and Hopper, 1536 on other Ampere and Ada parts, 1024 on Turing)
+THREADS_PER_SM = {"7.5": 1024, "8.6": 1536, "8.7": 1536, "8.9": 1536}
+
+
+def resident_threads(dev: DeviceModel) -> int:
+    """Threads the GPU holds at once (SMs x threads per SM; 132 SMs of 2048 where the profile
+    names neither)."""
+    ident = dev.part.identity
+    sms = getattr(ident, "sm_count", None) or 132
+    return sms * THREADS_PER_SM.get(str(getattr(ident, "compute_capability", "")), 2048)
 
 
 def _batched_cat_s(op: CapturedOp, nbytes: int, rate: float, dev: DeviceModel) -> float | None:
@@ -594,8 +632,8 @@ SELECTION_FAMILY = {
     "aten.max_pool2d_with_indices": "max_pool2d", "aten.max_pool2d": "max_pool2d",
     "aten.cat": "cat", "aten.roll": "roll",
 }
-# On a GPU, ATen pools with one thread per output element looping over its window, max or average,
-# 2-D or 3-D alike: all are priced on the max-pool family there (the CPU's loops differ by kind).
+# On a GPU, a pool the window model does not price (3-d, channels-last, or a profile without the
+# window families) moves its bytes at the max-pool family's rate (the CPU's loops differ by kind).
 GPU_POOLING = {f"aten.{p}": "max_pool2d" for p in ("max_pool3d_with_indices", "max_pool3d", "avg_pool2d", "avg_pool3d")}
 # ATen's GPU pooling kernels give each output a thread that walks its window: the time follows the
 # outputs (index arithmetic; the value, and a max pool's index, written) and the window taps (a load
@@ -603,13 +641,14 @@ GPU_POOLING = {f"aten.{p}": "max_pool2d" for p in ("max_pool3d_with_indices", "m
 # PoolFormer) costs twice the bytes' worth and a 2x2 stride-2 one (VGG, UNets) less. Priced as the
 # calibrated 3x3 stride-2 max pool (``max_pool2d``) doing the same work, in taps (``pool_costs``: an
 # output's own cost from the 2x2 curve, an average's tap from the average's; the same outputs each).
-POOL_WINDOW_FAMILY, POOL_AVERAGE_FAMILY = "max_pool2d_2x2", "avg_pool2d_3x3"
-POOL_REFERENCE_TAPS, POOL_WINDOW_TAPS = 9, 4
+POOL_REFERENCE_FAMILY, POOL_WINDOW_FAMILY, POOL_AVERAGE_FAMILY = "max_pool2d", "max_pool2d_2x2", "avg_pool2d_3x3"
+POOL_REFERENCE_TAPS, POOL_WINDOW_TAPS = 9, 4  # the 3x3 and the 2x2 pool's window (calibrate.memory)
 # bytes the reference pool moves per output as the registry counts them: 4 float32 inputs, the
 # float32 value and its int64 index
 POOL_REFERENCE_BYTES_PER_OUTPUT = 4 * 4 + 4 + 8
 POOL_OUTPUT_TAPS_MAX = 64.0  # where the two curves barely differ (launch-bound), an output is all
-GPU_WINDOW_POOLS = {"aten.max_pool2d_with_indices", "aten.max_pool2d", "aten.avg_pool2d"}  # 3-d pools run kernels of their own
+# 3-d pools, and channels-last 2-d ones, run kernels of their own
+GPU_WINDOW_POOLS = {"aten.max_pool2d_with_indices", "aten.max_pool2d", "aten.avg_pool2d"}
 # families whose kernels are bound by per-element index work, not by the bytes of their values: a
 # dtype the profile did not calibrate is priced as the float32 op over the same elements (fp16 max
 # pooling takes as long as fp32 pooling)
@@ -800,6 +839,17 @@ ATTENTION_TILE = {"float32": 64, "bfloat16": 128, "float16": 128}
 HALF_HEAD_STEP = 32
 
 
+def _runs_half_head_kernels(op: CapturedOp, dtype: str) -> bool:
+    """A half-precision attention forward that runs FlashAttention's or cuDNN's kernels on the GPU:
+    not the memory-efficient kernel (float32, a mask, or chosen by name) nor a backward."""
+    if dtype == "float32" or "backward" in op.packet or "efficient" in op.packet:
+        return False
+    if op.packet.endswith("_for_cpu"):  # traced on the CPU: a masked attention would run the memory-efficient kernel
+        mask = arguments(op).get("attn_mask")
+        return mask is None
+    return True
+
+
 def half_head_dim(head_dim: int) -> int:
     """The head size the GPU's half-precision attention kernels run a head of ``head_dim`` at."""
     return -(-head_dim // HALF_HEAD_STEP) * HALF_HEAD_STEP
@@ -834,6 +884,6 @@ def _attention_time(op: CapturedOp, cost: OpCost, dev: DeviceModel) -> float | N
     q_run, k_run = _tiled(s_q, tile), _tiled(s_k, tile)
     flops = cost.flops * (q_run * k_run) / (s_q * s_k) if s_q and s_k else cost.flops
     tokens = batch_heads * q_run
-    run_dim = half_head_dim(head_dim) if dtype != "float32" and dev.kind == "cuda" else head_dim
+    run_dim = half_head_dim(head_dim) if dev.kind == "cuda" and _runs_half_head_kernels(op, dtype) else head_dim
     flops *= dev.attention_head_factor(dtype, causal, run_dim, model.curve.head_dim, k_run, tokens) * run_dim / head_dim
     return flops / model.flop_per_s(k_run, tokens)
