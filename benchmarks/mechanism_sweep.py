@@ -244,7 +244,7 @@ def sweep_attention_heads(device: str, budget: float, out: list) -> None:
                 out.append(dict(family="attention_heads", dtype=dtype, batch_heads=bh, seq=seq, head_dim=head, kernels=names, **t))
 
 
-# grouped convolutions at group widths between and off calibration's (4, 8, 16, 32 at 32 groups):
+# grouped convolutions at group widths between and off calibration's (4-32 in 32 groups, 64 and 128 in 12):
 # RegNets' 24, 40, 48, 56, 64, 112 and 120 channels per group, at a few groups and at many
 GROUPED_SWEEP_WIDTHS = [8, 16, 24, 32, 40, 48, 56, 64, 112, 120]
 GROUPED_SWEEP_SHAPES = [(32, 3, 56), (32, 12, 28), (1, 12, 28)]  # (batch, groups, side)

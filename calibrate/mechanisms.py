@@ -52,10 +52,9 @@ DEPTHWISE_KINDS = [("float32", "nchw"), ("float16", "nchw"), ("float16", "channe
 # the H100), and a 5x5 is priced at its nearest filter's rate; the zoo's channels-last depthwise
 # convolutions (ConvNeXt's 7x7) priced the same without the 5x5 and stride-2 3x3 points
 CHANNELS_LAST_FILTERS = [(3, 1), (3, 2), (7, 1)]
-# grouped: group width -> (channels, size); batches; stride 2 at two widths. ResNeXt runs widths
+# grouped: group width -> (channels, size); batches; stride 2 at one width. ResNeXt runs widths
 # 4-32 with 32 groups; RegNets run 24 to over 100 channels a group in a dozen groups or fewer,
-# where cuDNN's kernels do more work per second than at 32 (a width-32 rate carried to 64-120
-# priced them 2-3x over on the H100: ``python benchmarks/grouped_widths_check.py``)
+# where cuDNN's kernels do more work per second than at 32 (``python benchmarks/grouped_widths_check.py``)
 GROUPED_WIDTHS = {4: (128, 56), 8: (256, 28), 16: (512, 28), 32: (1024, 14), 64: (768, 28), 128: (1536, 14)}
 GROUPED_BATCHES = [1, 32]
 GROUPED_STRIDE2 = {8: (256, 56)}

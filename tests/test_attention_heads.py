@@ -6,10 +6,9 @@
 import statistics
 
 import pytest
-import torch
-import torch.nn.functional as F
 
-from benchmarks.sweep_checks import DTYPES, kernel_s, sweep_points
+from benchmarks.attention_heads_check import predicted_s
+from benchmarks.sweep_checks import sweep_points
 from roofline.model import kernels
 from roofline.model.device import DeviceModel
 from roofline.profiles import load_profile_file
@@ -35,13 +34,7 @@ def test_the_head_factor_is_affine_between_calibrated_sizes_not_proportional():
 
 
 def _errors(profile) -> list[float]:
-    out = []
-    for p in sweep_points(SWEEP, "attention_heads"):
-        with torch.device("meta"):
-            q = torch.empty(1, p["batch_heads"], p["seq"], p["head_dim"], dtype=DTYPES[p["dtype"]])
-        t = kernel_s(lambda q, k, v: F.scaled_dot_product_attention(q, k, v), (q, q, q), profile)
-        out.append(t / p["median_s"] - 1)
-    return out
+    return [predicted_s(profile, p) / p["median_s"] - 1 for p in sweep_points(SWEEP, "attention_heads")]
 
 
 def test_off_calibration_heads_against_the_h100(monkeypatch):

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import torch
 
-from benchmarks.zoo.registry import VOCAB_BERT, ZooCase, ZooModel, _with_defaults, cases, hf, images, seq2seq, tm, tokens, tv
+from benchmarks.zoo.registry import VOCAB_BERT, ZooCase, ZooModel, cases, hf, images, seq2seq, tm, tokens, tv, with_defaults
 
 HELDOUT: list[ZooModel] = [
     # torchvision
@@ -67,7 +67,8 @@ HELDOUT: list[ZooModel] = [
     ZooModel("hf_clip_vision", "transformers", "vit", hf("CLIPVisionModel", "CLIPVisionConfig"),
              lambda b: ((), {"pixel_values": torch.randn(b, 3, 224, 224)})),
 ]
-HELDOUT = [_with_defaults(m) for m in HELDOUT]
+HELDOUT = [with_defaults(m) for m in HELDOUT]
+
 
 def heldout_cases(available_only: bool = True) -> list[ZooCase]:
     """Every held-out model's cases, as ``registry.cases`` makes the zoo's."""

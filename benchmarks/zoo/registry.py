@@ -343,13 +343,13 @@ MODELS: list[ZooModel] = [
 ]
 
 
-def _with_defaults(m: ZooModel) -> ZooModel:
+def with_defaults(m: ZooModel) -> ZooModel:
     batches = m.batches or (1, TYPICAL_BATCH[m.family])
     dtypes = m.dtypes or ((torch.float32,) if m.family == "rnn" else (torch.float32, HALF[m.family]))
     return ZooModel(m.name, m.library, m.family, m.make, m.inputs, batches, dtypes)
 
 
-MODELS = [_with_defaults(m) for m in MODELS]
+MODELS = [with_defaults(m) for m in MODELS]
 
 
 @functools.lru_cache(maxsize=None)
