@@ -13,7 +13,7 @@ import math
 import torch
 
 from calibrate.matmul import DTYPES
-from roofline.model.kernels import POOL_AVERAGE_FAMILY, POOL_REFERENCE_FAMILY, POOL_WINDOW_FAMILY, UPSAMPLE_FAMILY, UPSAMPLE_SIDE
+from roofline.model.kernels import POOL_AVERAGE_FAMILY, POOL_REFERENCE_FAMILY, POOL_WINDOW_FAMILY, UPSAMPLE_FAMILY, UPSAMPLE_NEAREST_FAMILY, UPSAMPLE_SIDE
 from roofline.schema.profile import BandwidthCurve, BandwidthPoint, PointwiseCurve, PointwisePoint, Stat
 from roofline.timing import time_fn
 
@@ -123,11 +123,12 @@ SELECTION_OPS = ("compare", "masked_fill", "cumsum", "topk", "sort", "max_pool2d
 # of an NCHW image gives each output pixel a thread that loops over every image and channel: time
 # follows that loop's length, each step waiting on its loads (roofline.model.kernels._upsample_s);
 # timed as an UPSAMPLE_SIDE-square image of as many channels as the size asks resampled to twice
-# its side. Float32, GPU only (the CPU's loops differ); timed and recorded as one stage, "pooling".
-GPU_SELECTION_OPS = (POOL_WINDOW_FAMILY, POOL_AVERAGE_FAMILY, UPSAMPLE_FAMILY)
+# its side; nearest-neighbour resampling of the same image (a thread per output element). Float32,
+# GPU only (the CPU's loops differ); timed and recorded as one stage, "pooling".
+GPU_SELECTION_OPS = (POOL_WINDOW_FAMILY, POOL_AVERAGE_FAMILY, UPSAMPLE_FAMILY, UPSAMPLE_NEAREST_FAMILY)
 # a resampling step's time rises from the L2 cache's latency to memory's over the sizes models
 # resample at: calibrated at the sizes x4 apart (the others x16), from one channel on
-DENSE_SELECTION_OPS = (UPSAMPLE_FAMILY,)
+DENSE_SELECTION_OPS = (UPSAMPLE_FAMILY, UPSAMPLE_NEAREST_FAMILY)
 # Normalizations and data movement whose kernels run below the copy's rate by how they walk memory:
 # layer_norm and softmax over short rows (ConvNeXt's 96 channels, Swin's 49-token windows: a
 # block per row idles most of its threads), cat (a kernel per input layout) and roll (index
@@ -181,9 +182,12 @@ def _selection_call(op: str, n: int, device: str, dtype: torch.dtype):
             fn = lambda: F.max_pool2d(img, 2, 2)  # noqa: E731
         else:  # 3x3 average, stride 2: the same outputs and taps as the 3x3 max pool
             fn = lambda: F.avg_pool2d(img, 3, 2, 1)  # noqa: E731
-    elif op == UPSAMPLE_FAMILY:
+    elif op in (UPSAMPLE_FAMILY, UPSAMPLE_NEAREST_FAMILY):
         img = _rand(1, max(rows * ROW // UPSAMPLE_SIDE**2, 1), UPSAMPLE_SIDE, UPSAMPLE_SIDE, device=device, dtype=dtype)
-        fn = lambda: F.interpolate(img, size=(2 * UPSAMPLE_SIDE, 2 * UPSAMPLE_SIDE), mode="bilinear", align_corners=False)  # noqa: E731
+        if op == UPSAMPLE_FAMILY:
+            fn = lambda: F.interpolate(img, size=(2 * UPSAMPLE_SIDE, 2 * UPSAMPLE_SIDE), mode="bilinear", align_corners=False)  # noqa: E731
+        else:
+            fn = lambda: F.interpolate(img, size=(2 * UPSAMPLE_SIDE, 2 * UPSAMPLE_SIDE), mode="nearest")  # noqa: E731
     elif op in STRIDED_OPS:
         fn = _strided_call(op, rows * ROW, device, dtype)
     else:

@@ -102,7 +102,7 @@ class Plan:
     def family_sizes(self, op: str) -> list[int]:
         """Sizes of one selection-family op: the selection sizes, or the strided ones (x4 apart) for
         the families whose time bends between points x16 apart (``memory.DENSE_SELECTION_OPS``)."""
-        if op in memory.DENSE_SELECTION_OPS:  # a resampling of at least one channel
+        if op in memory.DENSE_SELECTION_OPS:  # resamplings of at least one channel
             return [x for x in self.strided_sizes() if x >= memory.UPSAMPLE_SIDE**2]
         return self.selection_sizes()
 

@@ -233,6 +233,13 @@ def _pool_window_s(op: CapturedOp, dev: DeviceModel) -> float | None:
 # element); a resampling to the input's own size is a copy.
 UPSAMPLE_FAMILY = "upsample_bilinear"
 UPSAMPLE_SIDE = 64
+# Nearest-neighbour resampling gives each output element a thread that computes its source index:
+# below the copy's rate (about half on the H100), priced on its own calibrated family (the same
+# image doubled), by bytes.
+UPSAMPLE_NEAREST_FAMILY = "upsample_nearest"
+GPU_NEAREST = {f"aten.{p}": UPSAMPLE_NEAREST_FAMILY for p in (
+    "upsample_nearest1d", "upsample_nearest2d", "upsample_nearest3d", "_upsample_nearest_exact1d", "_upsample_nearest_exact2d",
+    "_upsample_nearest_exact3d")}
 UPSAMPLE_TAPS = {"aten.upsample_linear1d": 2, "aten.upsample_bilinear2d": 4, "aten.upsample_bicubic2d": 16, "aten.upsample_trilinear3d": 8}
 UPSAMPLE_CALIBRATED_STEP_BYTES = 4 * (UPSAMPLE_SIDE**2 + (2 * UPSAMPLE_SIDE) ** 2)  # float32 in and out per channel of the calibrated loop
 
@@ -807,7 +814,7 @@ def _run_copy_s(nbytes: int, run: int, dtype: str, dev: DeviceModel) -> float:
 
 def _family(op: CapturedOp, cost: OpCost, dev: DeviceModel) -> str | None:
     """Which calibrated op-family curve prices this op's memory traffic, if any."""
-    selection = SELECTION_FAMILY.get(op.packet) or (GPU_POOLING.get(op.packet) if dev.kind == "cuda" else None)
+    selection = SELECTION_FAMILY.get(op.packet) or ((GPU_POOLING.get(op.packet) or GPU_NEAREST.get(op.packet)) if dev.kind == "cuda" else None)
     if selection is not None and dev.has_family(selection):
         return selection
     if cost.category == "transcendental":
