@@ -54,3 +54,12 @@ def test_a_resize_to_its_own_size_is_a_copy():
     # ATen copies the input: 32 x 256 maps of 64 x 64 take a copy's 92 us, not a loop's 3.3 ms
     error = _error(load_profile_file(H100), _find("bilinear", [32, 256, 64, 64], 64))
     assert abs(error) < 0.25, f"{100 * error:+.0f}%"
+
+
+def test_nearest_neighbour_resampling_runs_below_the_copy_rate():
+    # a thread per output element computing its source index: about half the copy's rate, on its own family
+    point = _find("nearest", [16, 128, 32, 32], 64)
+    profile = load_profile_file(H100)
+    assert abs(_error(profile, point)) < 0.25
+    as_a_copy = without_stages(profile, "cuda", ["pointwise:upsample_nearest"])
+    assert _error(as_a_copy, point) < -0.4
