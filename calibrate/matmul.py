@@ -118,9 +118,8 @@ def measure_curve(
 
 
 # Shapes measured in a dtype whose cube may be derived from its twin's (float16 from bfloat16: the
-# same tensor-core kernels at the same rate; on the H100 their 216 points agree at a median ratio of
-# 1.002, 5-95% within 0.96-1.05). They span the cube, the degenerate k=1 products whose kernels
-# differ (4096x1x1: float16 0.66x) and mid shapes where cuBLAS's picks might.
+# same tensor-core kernels at the same rate; docs/design.md, "Calibration"). They span the cube, the
+# degenerate k=1 products whose kernels differ, and mid shapes where cuBLAS's picks might.
 TWIN_CHECKS = [
     (1, 1024, 1024), (1, 8192, 8192), (64, 64, 64), (64, 1024, 1024), (256, 4096, 4096), (1024, 1024, 1024),
     (1024, 1024, 1), (4096, 1, 1), (1024, 8192, 4096), (4096, 256, 1024), (4096, 4096, 4096), (8192, 8192, 8192),

@@ -47,14 +47,13 @@ DEPTHWISE_SIZES = [(1, 192, 28), (32, 144, 56)]
 # ~0.1 s of algorithm search). float32 channels-last (ConvNeXt's depthwise 7x7 after its permuted
 # block) runs a kernel of its own, faster than float32's NCHW one.
 DEPTHWISE_KINDS = [("float32", "nchw"), ("float16", "nchw"), ("float16", "channels_last"), ("bfloat16", "nchw"), ("float32", "channels_last")]
-# channels-last kinds at fewer filters: each new cuDNN shape in that layout costs ~0.3 s of plan
-# building on its first call in a process (``benchmarks/calibration_trace.py``: 5.2 s for 16 shapes on
-# the H100), and a 5x5 is priced at its nearest filter's rate; the zoo's channels-last depthwise
-# convolutions (ConvNeXt's 7x7) priced the same without the 5x5 and stride-2 3x3 points
+# channels-last kinds at fewer filters: each new cuDNN shape in that layout builds a plan on its
+# first call in a process (tenths of a second), and a 5x5 is priced at its nearest filter's rate
+# (docs/design.md, "Calibration")
 CHANNELS_LAST_FILTERS = [(3, 1), (3, 2), (7, 1)]
-# grouped: group width -> (channels, size); batches; stride 2 at one width. ResNeXt runs widths
-# 4-32 with 32 groups; RegNets run 24 to over 100 channels a group in a dozen groups or fewer,
-# where cuDNN's kernels do more work per second than at 32 (``python benchmarks/grouped_widths_check.py``)
+# grouped: group width -> (channels, size); batches; stride 2 at one width. The widths span the
+# networks' groups: 4-32 channels in 32 groups as ResNeXt runs them, 64 and 128 in 12 as RegNets run
+# their wide ones, where cuDNN runs other kernels than at 32 (docs/design.md, "depthwise and grouped")
 GROUPED_WIDTHS = {4: (128, 56), 8: (256, 28), 16: (512, 28), 32: (1024, 14), 64: (768, 28), 128: (1536, 14)}
 GROUPED_BATCHES = [1, 32]
 GROUPED_STRIDE2 = {8: (256, 56)}

@@ -7,8 +7,8 @@ synchronize. The optimizer and the loss are the ones the prediction captured
 every kernel of the step still runs, but the parameters keep their initial values. A measurement
 repeats one batch, and with a learning rate the model memorizes it within a few hundred steps: its
 loss collapses and its gradients underflow into subnormal floats, which x86 cores compute with
-many times slower (a small MLP's CPU step went from 1.8 ms to 11 ms), a cost of the repetition
-that a user's training on changing batches does not pay.
+several times slower (docs/design.md, "Training steps"), a cost of the repetition that a user's
+training on changing batches does not pay.
 
 - The step: timed by the shared protocol (``roofline.timing``) after warm-up, in rounds beside the
   host-speed index when the profile recorded one (``roofline.measure.host_speed``).
