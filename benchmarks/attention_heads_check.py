@@ -15,21 +15,13 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-import torch
-import torch.nn.functional as F
-
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from benchmarks.sweep_checks import DTYPES, check_parser, kernel_s, print_check  # noqa: E402
+from benchmarks.attention_lengths_check import predicted_s  # noqa: E402
+from benchmarks.sweep_checks import check_parser, print_check  # noqa: E402
 from roofline.model import kernels  # noqa: E402
 from roofline.model.device import DeviceModel  # noqa: E402
-
-
-def predicted_s(profile, p: dict) -> float:
-    with torch.device("meta"):
-        q = torch.empty(1, p["batch_heads"], p["seq"], p["head_dim"], dtype=DTYPES[p["dtype"]])
-    return kernel_s(lambda q, k, v: F.scaled_dot_product_attention(q, k, v), (q, q, q), profile)
 
 
 def main() -> int:

@@ -12,8 +12,6 @@ protocol (``roofline.timing``) and priced as ``roofline advise`` prices the op
 
 from __future__ import annotations
 
-import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -22,7 +20,7 @@ sys.path.insert(0, str(REPO))
 
 import torch  # noqa: E402
 
-from benchmarks.sweep_checks import error_line, kernel_s, priced_lines  # noqa: E402
+from benchmarks.sweep_checks import kernel_s, timed_check_main  # noqa: E402
 
 # (rows, K, N, experts): up projections (K = hidden, N = 2 x intermediate) and down projections
 SHAPES = [
@@ -44,45 +42,25 @@ def grouped(x, w, offs):
     return torch._grouped_mm(x, w, offs=offs)
 
 
-def measure(path: str) -> None:
-    from roofline.timing import time_fn
-
-    points = []
-    for rows, k, n, g in SHAPES:
-        x, w, offs = _operands(rows, k, n, g, "cuda")
-        t = time_fn(lambda: grouped(x, w, offs), device="cuda", budget_s=0.05, label=f"grouped_mm {rows}x{k}x{n} over {g}")
-        points.append(dict(rows=rows, k=k, n=n, groups=g, median_s=t.stat().median_s))
-        print(f"{rows:6d} rows, K {k:5d}, N {n:5d}, {g:2d} experts: {t.stat().median_s * 1e6:8.1f} us", flush=True)
-    Path(path).write_text(json.dumps(dict(device=torch.cuda.get_device_name(), torch=torch.__version__, points=points), indent=1))
+def _points() -> list[dict]:
+    return [dict(rows=rows, k=k, n=n, groups=g) for rows, k, n, g in SHAPES]
 
 
-def sweep(path: str, profile: str) -> None:
-    from roofline.pipeline import resolve_profile
-
-    prof, _ = resolve_profile(profile, "cuda")
-    points = json.loads(Path(path).read_text())["points"]
-
-    def predicted(p):
-        with torch.device("meta"):
-            operands = _operands(p["rows"], p["k"], p["n"], p["groups"], "meta")
-        return kernel_s(grouped, operands, prof)
-
-    errors = priced_lines(points, predicted, lambda p: f"{p['rows']:6d} rows, K {p['k']:5d}, N {p['n']:5d}, {p['groups']:2d} experts")
-    print("grouped_mm: " + error_line(errors))
+def _timed_call(p: dict):
+    operands = _operands(p["rows"], p["k"], p["n"], p["groups"], "cuda")
+    return lambda: grouped(*operands)
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--measure", metavar="OUT.json")
-    ap.add_argument("--sweep", metavar="OUT.json")
-    ap.add_argument("--profile", default="nvidia-h100-80gb-hbm3")
-    args = ap.parse_args()
-    if args.measure:
-        measure(args.measure)
-    if args.sweep:
-        sweep(args.sweep, args.profile)
-    return 0
+def predicted_s(profile, p: dict) -> float:
+    """The kernel time ``roofline advise`` predicts for one recorded grouped GEMM."""
+    with torch.device("meta"):
+        operands = _operands(p["rows"], p["k"], p["n"], p["groups"], "meta")
+    return kernel_s(grouped, operands, profile)
+
+
+def _label(p: dict) -> str:
+    return f"{p['rows']:6d} rows, K {p['k']:5d}, N {p['n']:5d}, {p['groups']:2d} experts"
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(timed_check_main(__doc__, "grouped_mm", _points, _timed_call, predicted_s, _label))

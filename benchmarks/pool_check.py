@@ -15,8 +15,6 @@ prices the op.
 
 from __future__ import annotations
 
-import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -26,7 +24,7 @@ sys.path.insert(0, str(REPO))
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
-from benchmarks.sweep_checks import error_line, kernel_s, priced_lines  # noqa: E402
+from benchmarks.sweep_checks import kernel_s, timed_check_main  # noqa: E402
 
 # (name, kind, input shape, kernel, stride, padding, ceil_mode, count_include_pad[, layout])
 POOLS = [
@@ -78,41 +76,10 @@ def _label(p: dict) -> str:
     return f"{p['name']:<30} {str(tuple(p['shape'])):<24} {p['dtype']}"
 
 
-def measure(path: str) -> None:
-    from roofline.timing import time_fn
-
-    points = []
-    for p in cases():
-        fn = _call(p["kind"], p["kernel"], p["stride"], p["padding"], p["ceil"], p["include_pad"])
-        x = _input(p, "cuda")
-        t = time_fn(lambda: fn(x), device="cuda", budget_s=0.05, label=_label(p))
-        points.append(dict(p, median_s=t.stat().median_s))
-        print(f"{_label(p)}: {t.stat().median_s * 1e6:8.1f} us", flush=True)
-    Path(path).write_text(json.dumps(dict(device=torch.cuda.get_device_name(), torch=torch.__version__, points=points), indent=1))
-
-
-def sweep(path: str, profile: str) -> None:
-    from roofline.pipeline import resolve_profile
-
-    prof, _ = resolve_profile(profile, "cuda")
-    points = json.loads(Path(path).read_text())["points"]
-
-    errors = priced_lines(points, lambda p: predicted_s(prof, p), _label)
-    print("pools: " + error_line(errors))
-
-
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--measure", metavar="OUT.json")
-    ap.add_argument("--sweep", metavar="OUT.json")
-    ap.add_argument("--profile", default="nvidia-h100-80gb-hbm3")
-    args = ap.parse_args()
-    if args.measure:
-        measure(args.measure)
-    if args.sweep:
-        sweep(args.sweep, args.profile)
-    return 0
+def _timed_call(p: dict):
+    fn, x = _call(p["kind"], p["kernel"], p["stride"], p["padding"], p["ceil"], p["include_pad"]), _input(p, "cuda")
+    return lambda: fn(x)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(timed_check_main(__doc__, "pools", lambda: list(cases()), _timed_call, predicted_s, _label))

@@ -12,8 +12,6 @@ step) and priced as ``roofline advise`` prices the call (its whole predicted tim
 
 from __future__ import annotations
 
-import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -22,7 +20,7 @@ sys.path.insert(0, str(REPO))
 
 import torch  # noqa: E402
 
-from benchmarks.sweep_checks import error_line, priced_lines  # noqa: E402
+from benchmarks.sweep_checks import timed_check_main  # noqa: E402
 
 STEPS = 64
 
@@ -44,18 +42,9 @@ def _label(p: dict) -> str:
     return f"{p['kind']:<4} hidden {p['hidden']:4d} layers {p['layers']} batch {p['batch']:2d}"
 
 
-def measure(path: str) -> None:
-    from roofline.timing import time_fn
-
-    points = []
-    with torch.no_grad():
-        for p in cases():
-            layer = _layer(p, "cuda")
-            x = torch.randn(p["batch"], p["steps"], p["hidden"], device="cuda")
-            t = time_fn(lambda: layer(x), device="cuda", budget_s=0.2, label=_label(p))
-            points.append(dict(p, median_s=t.stat().median_s))
-            print(f"{_label(p)}: {t.stat().median_s * 1e3:8.3f} ms", flush=True)
-    Path(path).write_text(json.dumps(dict(device=torch.cuda.get_device_name(), torch=torch.__version__, points=points), indent=1))
+def _timed_call(p: dict):
+    layer, x = _layer(p, "cuda"), torch.randn(p["batch"], p["steps"], p["hidden"], device="cuda")
+    return torch.no_grad()(lambda: layer(x))
 
 
 def predicted_s(profile, p: dict) -> float:
@@ -68,26 +57,5 @@ def predicted_s(profile, p: dict) -> float:
     return Analysis.of(layer, (x,), None, profile, Options(device="cuda", capture_device="cpu", batch_sweep=False)).total_s
 
 
-def sweep(path: str, profile: str) -> None:
-    from roofline.pipeline import resolve_profile
-
-    prof, _ = resolve_profile(profile, "cuda")
-    points = json.loads(Path(path).read_text())["points"]
-    print("rnn: " + error_line(priced_lines(points, lambda p: predicted_s(prof, p), _label)))
-
-
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--measure", metavar="OUT.json")
-    ap.add_argument("--sweep", metavar="OUT.json")
-    ap.add_argument("--profile", default="nvidia-h100-80gb-hbm3")
-    args = ap.parse_args()
-    if args.measure:
-        measure(args.measure)
-    if args.sweep:
-        sweep(args.sweep, args.profile)
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(timed_check_main(__doc__, "rnn", lambda: list(cases()), _timed_call, predicted_s, _label, budget_s=0.2))

@@ -67,3 +67,45 @@ def print_check(args: argparse.Namespace, family: str, predicted_s: Callable, de
     profile = load_profile_file(Path(args.profile))
     print(error_line(priced_lines(sweep_points(args.sweep, family), lambda p: predicted_s(profile, p), describe)))
     return 0
+
+
+def time_points(path: str | Path, points: list[dict], call_of: Callable[[dict], Callable], describe: Callable[[dict], str],
+                budget_s: float = 0.05, kernels: bool = False) -> None:
+    """On the GPU: time each point's call (``call_of(point)``, a callable of no arguments) by the
+    shared protocol, print it, and write the points with their medians (and, with ``kernels``, the
+    kernels each call ran) to ``path``, with the device and torch version."""
+    from roofline.timing import time_fn
+
+    timed = []
+    for p in points:
+        fn = call_of(p)
+        t = time_fn(fn, device="cuda", budget_s=budget_s, label=describe(p)).stat()
+        extra = {}
+        if kernels:
+            from benchmarks.mechanism_sweep import kernel_names
+
+            extra["kernels"] = kernel_names(fn, "cuda")
+        timed.append(dict(p, median_s=t.median_s, **extra))
+        print(f"{describe(p)}: {t.median_s * 1e6:9.1f} us", flush=True)
+    Path(path).write_text(json.dumps(dict(device=torch.cuda.get_device_name(), torch=torch.__version__, points=timed), indent=1))
+
+
+def timed_check_main(doc: str, name: str, points: Callable[[], list[dict]], call_of: Callable[[dict], Callable],
+                     predicted_s: Callable, describe: Callable[[dict], str], budget_s: float = 0.05, kernels: bool = False) -> int:
+    """The command line of a check that times its points on the GPU and prices a record of them:
+    ``--measure OUT.json`` (``time_points``), ``--sweep OUT.json [--profile P]`` (each point's line
+    and one line of their errors, ``predicted_s(profile, point)``)."""
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
+    ap.add_argument("--measure", metavar="OUT.json")
+    ap.add_argument("--sweep", metavar="OUT.json")
+    ap.add_argument("--profile", default="nvidia-h100-80gb-hbm3")
+    args = ap.parse_args()
+    if args.measure:
+        time_points(args.measure, points(), call_of, describe, budget_s, kernels)
+    if args.sweep:
+        from roofline.pipeline import resolve_profile
+
+        profile, _ = resolve_profile(args.profile, "cuda")
+        recorded = json.loads(Path(args.sweep).read_text())["points"]
+        print(f"{name}: " + error_line(priced_lines(recorded, lambda p: predicted_s(profile, p), describe)))
+    return 0

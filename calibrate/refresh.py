@@ -21,7 +21,7 @@ from typing import Callable, NamedTuple
 
 import torch
 
-from calibrate import conv, mechanisms, memory
+from calibrate import conv, mechanisms, memory, runner
 from calibrate.runner import ATTENTION_CURVES, gpu_plan
 from roofline import __version__
 from roofline.errors import DeviceNotAvailable, ProfileError, RooflineError
@@ -54,9 +54,7 @@ def measure_pooling(device: str, *, budget_s: float, warnings: list, quick: bool
     """The pooling and resampling families as calibration measures them (``calibrate.memory.GPU_SELECTION_OPS``:
     the 2x2 max pool and the 3x3 average beside the selection families' 3x3 max pool, bilinear
     resampling), float32 over their sizes."""
-    plan = gpu_plan(quick, torch.cuda.get_device_properties(device).total_memory)
-    return [memory.measure_pointwise(plan.family_sizes(op), device, op=op, dtype_name="float32", budget_s=budget_s, warnings=warnings)
-            for op in memory.GPU_SELECTION_OPS]
+    return runner.measure_pooling(gpu_plan(quick, torch.cuda.get_device_properties(device).total_memory), device, budget_s=budget_s, warnings=warnings)
 
 
 class Stage(NamedTuple):

@@ -41,14 +41,12 @@ from roofline.units import count
 POINTWISE_OPS = ("sin", "unary", "add", "mul_broadcast", "layer_norm", "softmax")
 
 
-# The host CPU's bf16 GEMM grid on a GPU machine: there the CPU curves decide placement, which a
-# replay of the H100's placement cases got right as often without the 512 point (41 of 44 each way:
-# benchmarks/advice_check.py --replay), and the 27 points take 1 s where 64 took 2.5 s.
+# The host CPU's bf16 GEMM grid on a GPU machine: there the CPU curves only decide placement, for
+# which three sizes serve (docs/design.md, "Calibration")
 CPU_HALF_GRID_BESIDE_GPU = [1, 128, 1024]
 
 # float16's GEMM cube derived from bfloat16's where a dozen check shapes agree (calibrate.matmul.twin_curve):
-# on the H100 the derived cube priced the zoo's matmuls at 9.1% median |error| against 9.5% with the
-# measured one (the same end to end), and takes 0.1 s where the cube took 1.4-1.6 s
+# the same tensor-core kernels, a tenth of the cube's calibration time (docs/design.md, "Calibration")
 GPU_MATMUL_TWINS = {"float16": "bfloat16"}
 
 QUICK_FAMILY_TOP = 1 << 24  # elements: the largest op-family point of a quick CPU plan (64 MiB of float32)
@@ -184,6 +182,12 @@ def cpu_plan(ident, quick: bool, beside_gpu: bool = False) -> Plan:
         conv_dtypes=["float32"],
         conv_shapes=conv.CPU_SHAPES,
     )
+
+
+def measure_pooling(plan: Plan, device: str, *, budget_s: float, warnings: list, progress=None) -> list:
+    """The GPU's pooling and resampling families (``memory.GPU_SELECTION_OPS``), float32 over their sizes."""
+    return [memory.measure_pointwise(plan.family_sizes(op), device, op=op, dtype_name="float32", budget_s=budget_s, warnings=warnings, progress=progress)
+            for op in memory.GPU_SELECTION_OPS]
 
 
 def gpu_plan(quick: bool, memory_bytes: int) -> Plan:
@@ -373,11 +377,8 @@ def _measure_part(device: str, plan: Plan, progress: _Progress, warnings: list, 
         )
         lap(f"selection {op}")
     if gpu:  # one stage, as calibrate.refresh --stage pooling measures it again
-        for op in memory.GPU_SELECTION_OPS:
-            progress.stage(f"{device} pooling {op}")
-            pointwise.append(
-                memory.measure_pointwise(plan.family_sizes(op), device, op=op, dtype_name="float32", budget_s=plan.point_budget_s, warnings=warnings, progress=progress.step)
-            )
+        progress.stage(f"{device} pooling")
+        pointwise += measure_pooling(plan, device, budget_s=plan.point_budget_s, warnings=warnings, progress=progress.step)
         lap("pooling")
     if gpu:
         progress.stage(f"{device} cat grid")

@@ -205,7 +205,7 @@ def window_work_s(outputs: int, taps: float, dev: DeviceModel, average: bool = T
 
 def _channels_last(x) -> bool:
     """A 4-d or 5-d tensor whose channels are its innermost dimension (more than one channel and
-    one position)."""
+    one position: a 1 x 1 plane has stride 1 in channels either way)."""
     return x.ndim in (4, 5) and x.shape[1] > 1 and math.prod(x.shape[2:]) > 1 and x.stride[1] == 1
 
 
@@ -223,9 +223,8 @@ def _pool_window_s(op: CapturedOp, dev: DeviceModel) -> float | None:
 # ATen's linear, bilinear, bicubic and trilinear resampling of a channels-first input on the GPU
 # gives each output position a thread that loops over every image and channel: with an output of
 # a few thousand positions each step of the loop waits on its loads, so time follows the loop's
-# length (batch x channels) at a step's latency, which grows once the output leaves the L2 cache
-# (a batch of 32 256-channel maps resampled to 128 x 128 takes 3.2 ms on an H100 that moves its
-# bytes in 0.2 ms). A step is timed by the calibrated family (``calibrate.memory``: a
+# length (batch x channels) at a step's latency, which grows once the output leaves the L2 cache,
+# many times what its bytes would take. A step is timed by the calibrated family (``calibrate.memory``: a
 # ``UPSAMPLE_SIDE``-square image of C channels to twice its side, C steps) at the op's own working
 # set. An output of more positions than the GPU holds threads (an image resized whole) runs its
 # threads in waves and is bound by the work of a thread per output reading its neighbours
@@ -543,8 +542,8 @@ def _onednn_conv_s(op: CapturedOp, cost: OpCost, dev: DeviceModel, gemm_s: float
     x, w = inputs[0], inputs[1]
     if x.ndim != 4 or w.ndim != 4 or x.dtype != torch.float32 or w.dtype != torch.float32 or not op.outputs:
         return None
-    if x.shape[1] > 1 and x.shape[2] * x.shape[3] > 1 and x.stride[1] == 1:
-        return None  # channels-last: no reorders (a 1 x 1 plane has stride 1 in channels either way)
+    if _channels_last(x):
+        return None  # no reorders
     a = arguments(op)
     stride = [int(v) for v in a.get("stride", [1])] if isinstance(a.get("stride", [1]), (list, tuple)) else [int(a["stride"])]
     dilation = a.get("dilation", [1])
