@@ -65,6 +65,14 @@ GPU_SHAPES = [
     _S(32, 128, 64, 56, 2, 2, 0, transposed=True), _S(32, 512, 256, 14, 2, 2, 0, transposed=True),
     _S(4, 32, 64, 28, 3, 1, 1, dims=3), _S(4, 3, 32, 56, 3, 1, 1, dims=3),
 ]
+# Half-precision NCHW 1x1 convolutions of stride 1 over small planes whose output channels are not a
+# multiple of 64 (``roofline.model.curves.conv_out_aligned``): cuDNN's legacy SIMT kernel over
+# 14x14 and 16x16 planes (expansions of MobileNet-style blocks), layout transforms over 7x7; one
+# image and 32. Float32 has no such key.
+GPU_HALF_SHAPES = [
+    _S(32, 112, 672, 14, 1, 1, 0), _S(32, 80, 200, 14, 1, 1, 0), _S(32, 120, 40, 14, 1, 1, 0), _S(32, 88, 528, 16, 1, 1, 0),
+    _S(32, 600, 100, 7, 1, 1, 0), _S(1, 112, 672, 14, 1, 1, 0),
+]
 # Dense convolutions over the channel counts networks use: multiples of 64 and the 8- and
 # 16-multiples of width multipliers (24, 40, 72, 112, 120, 144, 240, 480, 672, ...). cuDNN picks
 # among its kernels (cuBLAS for an aligned 1x1, its own GEMMs, NHWC kernels behind layout

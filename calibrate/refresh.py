@@ -30,7 +30,7 @@ from roofline.profiles import load_profile_file, save_profile
 def measure_convs(device: str, *, budget_s: float, warnings: list, quick: bool):
     """The dense convolutions of calibration's plan, every dtype of it (``calibrate.conv``)."""
     plan = gpu_plan(quick, torch.cuda.get_device_properties(device).total_memory)
-    return [conv.measure_conv(dtype, plan.conv_shapes, device, budget_s=budget_s, warnings=warnings, keyed=plan.conv_keyed)
+    return [conv.measure_conv(dtype, plan.conv_shapes_for(dtype), device, budget_s=budget_s, warnings=warnings, keyed=plan.conv_keyed)
             for dtype in plan.conv_dtypes]
 
 

@@ -79,6 +79,7 @@ class Plan:
     pointwise_dtypes: list[str] = field(default_factory=lambda: ["float32"])
     conv_shapes: list[tuple] = field(default_factory=list)  # calibrate.conv.ConvShape
     conv_keyed: bool = False  # the conv shapes span kind, taps, stride and alignment (roofline.model.curves.ConvKey)
+    conv_half_shapes: list[tuple] = field(default_factory=list)  # more, for half precision only (keys only it has)
     rnn_dtypes: list[str] = field(default_factory=list)
     rnn_shapes: list[tuple[int, int]] = field(default_factory=list)  # (batch, hidden)
     selection_max_elements: int | None = None  # the largest selection/layout family point (CPU: a sort of 2^24 takes seconds)
@@ -86,6 +87,9 @@ class Plan:
     quick: bool = False
     matmul_grids: dict[str, list[int]] = field(default_factory=dict)  # a dtype's own grid, where not ``matmul_grid``
     matmul_twins: dict[str, str] = field(default_factory=dict)  # dtype -> the dtype its cube may be derived from (calibrate.matmul.twin_curve)
+
+    def conv_shapes_for(self, dtype: str) -> list[tuple]:
+        return self.conv_shapes + (self.conv_half_shapes if dtype in ("float16", "bfloat16") else [])
 
     def grid_for(self, dtype: str) -> list[int]:
         return self.matmul_grids.get(dtype, self.matmul_grid)
@@ -117,7 +121,7 @@ class Plan:
         n += sum(len(self.family_sizes(op)) for op in (*memory.SELECTION_OPS, *(memory.GPU_SELECTION_OPS if gpu else ())))
         n += (len(memory.LAYOUT_OPS) + len(memory.STRIDED_OPS)) * len(self.pointwise_dtypes) * len(self.strided_sizes())
         n += len(ATTENTION_CURVES) * len(self.attention_seqs) * (len(self.attention_tokens) + (0 if self.quick else 1))
-        n += len(self.conv_dtypes) * len(self.conv_shapes)
+        n += sum(len(self.conv_shapes_for(d)) for d in self.conv_dtypes)
         n += len(rnn.KINDS) * len(self.rnn_dtypes) * len(self.rnn_shapes)
         if gpu:
             n += 4 * len(self.transfer_sizes) + len(memory.CAT_GRID_BYTES[1::2] if self.quick else memory.CAT_GRID_BYTES)
@@ -234,6 +238,7 @@ def gpu_plan(quick: bool, memory_bytes: int) -> Plan:
         conv_dtypes=["float32", "bfloat16", "float16"],
         conv_shapes=conv.GPU_SHAPES + conv.channel_shapes(),
         conv_keyed=True,
+        conv_half_shapes=conv.GPU_HALF_SHAPES,
         pointwise_dtypes=["float32", "bfloat16"],
         rnn_dtypes=["float32", "bfloat16"],
         rnn_shapes=rnn.GPU_SHAPES,
@@ -402,7 +407,7 @@ def _measure_part(device: str, plan: Plan, progress: _Progress, warnings: list, 
     for dtype in plan.conv_dtypes:
         progress.stage(f"{device} conv {dtype}")
         convs.append(conv.measure_conv(
-            dtype, plan.conv_shapes, device, budget_s=plan.point_budget_s, warnings=warnings, progress=progress.step, keyed=plan.conv_keyed,
+            dtype, plan.conv_shapes_for(dtype), device, budget_s=plan.point_budget_s, warnings=warnings, progress=progress.step, keyed=plan.conv_keyed,
         ))
     if plan.conv_dtypes:
         lap("conv")

@@ -234,3 +234,58 @@ def test_measure_conv_on_the_cpu_times_every_kind():
               ConvShape(1, 8, 4, 8, 2, 2, 0, transposed=True), ConvShape(1, 4, 8, 6, 3, 1, 1, dims=3)]
     curve = measure_conv("float32", shapes, "cpu", budget_s=0.005, warnings=[], keyed=True)
     assert curve.keyed and [(p.dims, p.transposed) for p in curve.points] == [(1, False), (2, False), (2, True), (3, False)]
+
+
+def test_half_precision_1x1_convolutions_key_on_their_output_channel_tiles():
+    """Over planes of at most 16x16, cuDNN runs a half-precision NCHW 1x1 convolution of stride 1
+    whose output channels are not a multiple of 64 on another kernel than its neighbours (its
+    legacy SIMT implicit_convolve_sgemm at 14x14 and 16x16); every other convolution has no such key."""
+    from roofline.model.curves import conv_out_aligned
+
+    assert not conv_out_aligned("2d", 1, False, 672, 14 * 14, 2) and conv_out_aligned("2d", 1, False, 640, 14 * 14, 2)
+    assert not conv_out_aligned("2d", 1, False, 720, 16 * 16, 2) and conv_out_aligned("2d", 1, False, 768, 16 * 16, 2)
+    assert conv_out_aligned("2d", 1, False, 672, 28 * 28, 2), "28x28 and larger planes: cuBLAS runs them"
+    assert conv_out_aligned("2d", 1, False, 672, 14 * 14, 4), "float32: no key"
+    assert conv_out_aligned("2d", 1, False, 672, 14 * 14, 2, channels_last=True), "channels-last: no key"
+    assert conv_out_aligned("2d", 9, False, 672, 14 * 14, 2) and conv_out_aligned("2d", 1, True, 672, 14 * 14, 2)
+
+
+def _legacy_errors(profile) -> list[float]:
+    """Relative errors of the profile's kernel time on the recorded H100 legacy-kernel 1x1
+    convolutions that are not calibration points (tests/fixtures/h100_conv1x1_kernels.json)."""
+    import json
+
+    from calibrate.conv import GPU_HALF_SHAPES, GPU_SHAPES, channel_shapes
+
+    rows = json.loads((Path(__file__).parent / "fixtures" / "h100_conv1x1_kernels.json").read_text())["rows"]
+    calibrated = {(s.batch, s.in_channels, s.out_channels, s.size) for s in GPU_SHAPES + GPU_HALF_SHAPES + channel_shapes()
+                  if s.kernel == 1 and s.stride == 1}
+    out = []
+    for r in rows:
+        if not r["legacy"] or (32, r["cin"], r["cout"], r["side"]) in calibrated:
+            continue
+        with torch.device("meta"):
+            conv = torch.nn.Conv2d(r["cin"], r["cout"], 1, bias=False, dtype=torch.float16)
+            x = torch.randn(32, r["cin"], r["side"], r["side"], dtype=torch.float16)
+        (op,) = [o for o in analyze(conv, (x,), profile, device="cuda", batch_sweep=False).ops if o.category == "conv"]
+        out.append(op.kernel_s * 1e6 / r["kernels_us"] - 1)
+    return out
+
+
+def test_the_shipped_h100_profile_prices_held_out_legacy_kernel_convolutions(monkeypatch):
+    """Ten held-out 1x1 convolutions cuDNN ran on its legacy kernel on the H100: within 25% in the
+    median with the output-channel key, about half their time without it (priced as the GEMMs their
+    aligned neighbours run)."""
+    import statistics
+
+    import roofline.model.curves as curves
+    import roofline.model.kernels as kernels
+
+    shipped = Path(__file__).parent.parent / "device_profiles" / "nvidia-h100-80gb-hbm3.json"
+    keyed = _legacy_errors(load_profile_file(shipped))
+    assert len(keyed) >= 8
+    assert statistics.median(abs(e) for e in keyed) < 0.25
+    for module in (curves, kernels):
+        monkeypatch.setattr(module, "conv_out_aligned", lambda *a, **k: True)
+    unkeyed = _legacy_errors(load_profile_file(shipped))
+    assert statistics.median(abs(e) for e in unkeyed) > 0.4

@@ -94,6 +94,10 @@ def test_the_conv_stage_measures_calibrations_shapes_in_every_conv_dtype(monkeyp
     assert refresh_mod.STAGES["conv"].budget_share == 1.0 and refresh_mod.STAGES["gemm_ratios"].budget_share == 0.5
     got = refresh_mod.measure_convs("cuda:0", budget_s=plan.point_budget_s, warnings=[], quick=False)
     assert got == plan.conv_dtypes == ["float32", "bfloat16", "float16"]
-    assert all(shapes == plan.conv_shapes and budget == pytest.approx(plan.point_budget_s) and keyed for _, shapes, _, budget, keyed in calls)
+    assert all(shapes == plan.conv_shapes_for(dtype) and budget == pytest.approx(plan.point_budget_s) and keyed for dtype, shapes, _, budget, keyed in calls)
+    # the half-precision-only shapes (output channels off the 64-channel tile) in half precision only
+    half = set(refresh_mod.conv.GPU_HALF_SHAPES)
+    assert half and all(half <= set(shapes) for dtype, shapes, *_ in calls if dtype != "float32")
+    assert not half & set(next(shapes for dtype, shapes, *_ in calls if dtype == "float32"))
     assert set(refresh_mod.conv.channel_shapes()) <= set(plan.conv_shapes)
     assert refresh_mod.STAGES["conv"].seconds_key == "gpu conv"  # calibration's stage_seconds key for the stage

@@ -242,13 +242,15 @@ class ConvKey:
     convolution (``1d``, ``2d``, ``3d``, ``transposed``), the filter taps, whether it is strided, and
     whether a pixel's input channels fill whole 16-byte vectors (``in_channels x itemsize % 16``:
     3-channel images and odd widths do not, and run on slower kernels, as misaligned GEMMs do), and
-    for a half-precision 1x1 of stride 1 whether its output plane does (``conv_plane_aligned``)."""
+    for a half-precision 1x1 of stride 1 whether its output plane does (``conv_plane_aligned``) and
+    whether its output channels are a multiple of 64 (``conv_out_aligned``)."""
 
     kind: str
     taps: int
     strided: bool
     aligned: bool
     plane_aligned: bool = True
+    out_aligned: bool = True
 
 
 def conv_aligned(in_channels: int, itemsize: int) -> bool:
@@ -267,6 +269,25 @@ def conv_plane_aligned(kind: str, taps: int, strided: bool, out_positions: int, 
     return out_positions * itemsize % 16 == 0
 
 
+# cuDNN's tiles over a half-precision 1x1 convolution's output channels, and the largest output
+# plane (positions) it runs on its own kernels whatever the plane's alignment
+OUT_CHANNEL_TILE = 64
+OWN_KERNEL_PLANE_MAX = 16 * 16
+
+
+def conv_out_aligned(kind: str, taps: int, strided: bool, out_channels: int, out_positions: int, itemsize: int,
+                     channels_last: bool = False) -> bool:
+    """Whether an NCHW half-precision 1x1 convolution of stride 1 over a small output plane (at most
+    ``OWN_KERNEL_PLANE_MAX`` positions) has a whole number of ``OUT_CHANNEL_TILE``-channel tiles.
+    cuDNN's heuristics send one that has not to other kernels than its neighbours: over 14x14 and
+    16x16 planes its legacy SIMT ``implicit_convolve_sgemm`` (3-8x slower than the channels-last
+    or aligned GEMM), over 7x7 NHWC kernels behind layout transforms; over 28x28 and larger planes
+    cuBLAS runs them (``python benchmarks/conv1x1_kernels.py``). True for every other convolution."""
+    if kind != "2d" or taps != 1 or strided or itemsize != 2 or channels_last or out_positions > OWN_KERNEL_PLANE_MAX:
+        return True
+    return out_channels % OUT_CHANNEL_TILE == 0
+
+
 def conv_kind(dims: int, transposed: bool) -> str:
     return "transposed" if transposed else f"{dims}d"
 
@@ -274,14 +295,16 @@ def conv_kind(dims: int, transposed: bool) -> str:
 def _keyed_rows(rows: list, key: ConvKey) -> list:
     """The calibrated rows (``(ConvKey, values)``) that share the convolution's keys, most important
     first, each narrowing only when some rows match: its kind (else the 2-d points), its input
-    alignment, the filter taps nearest in log, its stride (strided or not), its plane's alignment."""
+    alignment, the filter taps nearest in log, its stride (strided or not), its plane's alignment,
+    its output channels' alignment."""
     same = [r for r in rows if r[0].kind == key.kind] or [r for r in rows if r[0].kind == "2d"] or rows
     same = [r for r in same if r[0].aligned == key.aligned] or same
     gap = {r[0].taps: abs(math.log(r[0].taps / key.taps)) for r in same}
     nearest = min(gap.values())
     same = [r for r in same if gap[r[0].taps] == nearest]
     same = [r for r in same if r[0].strided == key.strided] or same
-    return [r for r in same if r[0].plane_aligned == key.plane_aligned] or same
+    same = [r for r in same if r[0].plane_aligned == key.plane_aligned] or same
+    return [r for r in same if r[0].out_aligned == key.out_aligned] or same
 
 
 class ConvModel:
@@ -314,7 +337,8 @@ class ConvModel:
             if self.keyed:
                 kind = conv_kind(p.dims, p.transposed)
                 plane = conv_plane_aligned(kind, taps, p.stride > 1, p.out_size**p.dims, itemsize)
-                keyed_rows.append((ConvKey(kind, taps, p.stride > 1, conv_aligned(p.in_channels, itemsize), plane), values))
+                out = conv_out_aligned(kind, taps, p.stride > 1, p.out_channels, p.out_size**p.dims, itemsize)
+                keyed_rows.append((ConvKey(kind, taps, p.stride > 1, conv_aligned(p.in_channels, itemsize), plane, out), values))
             else:
                 rows.append((taps, *values))
         self._rows = np.array(rows, dtype=np.float64)

@@ -25,7 +25,7 @@ from roofline.costs.conv import is_transposed
 from roofline.costs.pooling import kernel_taps, spatial_dims
 from roofline.costs.registry import arguments
 from roofline.graph.ops import CapturedOp, TensorMeta
-from roofline.model.curves import ConvKey, conv_aligned, conv_kind, conv_plane_aligned
+from roofline.model.curves import ConvKey, conv_aligned, conv_kind, conv_out_aligned, conv_plane_aligned
 from roofline.model.device import DeviceModel
 from roofline.model.kernel_table import kernel_key
 from roofline.model.reuse import Reach
@@ -523,8 +523,10 @@ def _conv_ratio(op: CapturedOp, cost: OpCost, dev: DeviceModel, tf32: bool) -> f
     kind = conv_kind(x.ndim - 2, is_transposed(op))
     out = op.outputs[0] if op.outputs else None
     positions = math.prod(out.shape[2:]) if out is not None and out.ndim == x.ndim else 0
-    plane = conv_plane_aligned(kind, taps, strided, positions, x.itemsize, channels_last=x.shape[1] > 1 and x.stride[1] == 1)
-    key = ConvKey(kind, taps, strided, conv_aligned(x.shape[1], x.itemsize), plane)
+    channels_last = x.shape[1] > 1 and x.stride[1] == 1
+    plane = conv_plane_aligned(kind, taps, strided, positions, x.itemsize, channels_last=channels_last)
+    out_aligned = conv_out_aligned(kind, taps, strided, w.shape[0], positions, x.itemsize, channels_last=channels_last)
+    key = ConvKey(kind, taps, strided, conv_aligned(x.shape[1], x.itemsize), plane, out_aligned)
     return model.ratio(m, n, k, taps, key)
 
 

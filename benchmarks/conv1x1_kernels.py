@@ -1,0 +1,70 @@
+"""1x1 convolutions on the GPU: which kernels cuDNN runs for each, their summed time per call, in NCHW
+and in channels-last, half precision and TF32.
+
+    python benchmarks/conv1x1_kernels.py [--json OUT.json]
+
+Shapes are the zoo's and the held-out zoo's 1x1 convolutions at 32 images (``benchmarks/results``'
+records hold their measured times inside whole models), plus neighbours that move one channel count
+to a multiple of 64. The summed kernel time is what the zoo's per-op figure compares with.
+"""
+import argparse
+import json
+
+import torch
+import torch.nn.functional as F
+
+# (in channels, plane side, out channels, stride)
+SHAPES = [
+    (120, 16, 720, 1), (88, 16, 528, 1), (112, 14, 672, 1), (112, 14, 336, 1), (80, 14, 480, 1), (72, 14, 432, 1),
+    (80, 14, 200, 1), (24, 56, 144, 1), (24, 56, 72, 1), (72, 56, 72, 1), (256, 32, 96, 1), (256, 32, 1024, 1),
+    (120, 14, 40, 1), (600, 7, 100, 1), (768, 7, 140, 1), (64, 73, 80, 1),
+    (128, 14, 512, 1), (64, 14, 384, 1), (240, 14, 120, 1), (120, 14, 128, 1), (160, 14, 192, 1), (1024, 14, 256, 1),
+    (64, 56, 256, 1), (256, 56, 64, 1), (160, 56, 128, 1), (1280, 8, 384, 1), (512, 28, 128, 1), (48, 56, 104, 1),
+    (112, 14, 640, 1), (112, 14, 704, 1), (128, 14, 672, 1), (96, 14, 672, 1), (112, 16, 672, 1), (128, 16, 768, 1),
+    (120, 16, 768, 1), (128, 16, 720, 1), (80, 14, 512, 1), (64, 14, 480, 1), (128, 14, 480, 1), (80, 28, 480, 1),
+    (256, 56, 512, 2), (512, 28, 1024, 2), (1024, 14, 2048, 2), (64, 56, 256, 2),
+]
+
+
+def kernels(fn, reps: int = 20):
+    fn()
+    torch.cuda.synchronize()
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as p:
+        for _ in range(reps):
+            fn()
+        torch.cuda.synchronize()
+    ks = [e for e in p.events() if e.device_type.name == "CUDA"]
+    t = lambda e: getattr(e, "device_time", None) if hasattr(e, "device_time") else e.cuda_time  # noqa: E731
+    per = {}
+    for e in ks:
+        per.setdefault(e.name, []).append(t(e))
+    total_us = sum(t(e) for e in ks) / reps
+    return total_us, {name[:90]: (len(v) / reps, sum(v) / len(v)) for name, v in per.items()}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--json")
+    args = ap.parse_args()
+    torch.backends.cudnn.benchmark = False
+    rows = []
+    for dt in (torch.float16, torch.float32):
+        for cin, side, cout, stride in SHAPES:
+            if dt == torch.float32 and (cin, side, cout) not in {(120, 16, 720), (112, 14, 672), (80, 14, 480), (128, 14, 512), (256, 56, 512), (64, 56, 256)}:
+                continue
+            for layout in ("nchw", "channels_last"):
+                x = torch.randn(32, cin, side, side, device="cuda", dtype=dt)
+                w = torch.randn(cout, cin, 1, 1, device="cuda", dtype=dt)
+                if layout == "channels_last":
+                    x, w = x.to(memory_format=torch.channels_last), w.to(memory_format=torch.channels_last)
+                total, names = kernels(lambda: F.conv2d(x, w, None, stride))
+                rows.append(dict(dtype=str(dt).split(".")[-1], cin=cin, side=side, cout=cout, stride=stride, layout=layout, kernels_us=total, names=names))
+                short = "; ".join(f"{n[:60]} x{c:.0f} {us:.1f}us" for n, (c, us) in names.items())
+                print(f"{rows[-1]['dtype']:8s} {layout:13s} {cin:5d}->{cout:5d} {side:3d}^2 s{stride}: {total:7.1f} us  {short}", flush=True)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(dict(device=torch.cuda.get_device_name(), torch=torch.__version__, cudnn=torch.backends.cudnn.version(), rows=rows), f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,56 @@
+"""Does a dense convolution's time depend on what calibration feeds it? Kernel time per call of the
+same convolution with random normal input (as calibration times it), with the input through a ReLU
+(half zeros, as between a network's layers), and with a memory-bound copy between calls (as in a
+network, where the GPU does not run the convolution back to back).
+
+    python benchmarks/conv_data_probe.py
+
+Summed kernel time per call from the profiler (what the zoo's per-op figure compares with), and
+``roofline.timing.time_fn``'s span (what calibration records).
+"""
+import torch
+import torch.nn.functional as F
+
+from roofline.timing import time_fn
+
+SHAPES = [(32, 128, 128, 28, 3), (32, 256, 256, 14, 3), (32, 64, 64, 56, 3), (32, 512, 512, 14, 3), (32, 64, 256, 56, 1)]
+
+
+def kernel_us(fn, conv_only: bool, reps: int = 30) -> float:
+    fn()
+    torch.cuda.synchronize()
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as p:
+        for _ in range(reps):
+            fn()
+        torch.cuda.synchronize()
+    ks = [e for e in p.events() if e.device_type.name == "CUDA"]
+    if conv_only:
+        ks = [e for e in ks if "copy" not in e.name.lower() and "elementwise" not in e.name.lower() and "memcpy" not in e.name.lower()]
+    t = (lambda e: e.device_time) if ks and hasattr(ks[0], "device_time") else (lambda e: e.cuda_time)
+    return sum(t(e) for e in ks) / reps
+
+
+def main() -> None:
+    torch.backends.cudnn.benchmark = False
+    big = torch.empty(64 << 20, device="cuda")
+    other = torch.empty_like(big)
+    for dt in (torch.float32, torch.float16):
+        for b, cin, cout, size, k in SHAPES:
+            x = torch.randn(b, cin, size, size, device="cuda", dtype=dt)
+            xr = torch.relu(x)
+            w = torch.randn(cout, cin, k, k, device="cuda", dtype=dt) / (cin * k * k) ** 0.5
+            run = lambda inp: F.conv2d(inp, w, None, 1, k // 2)  # noqa: E731
+
+            def interleaved():
+                run(x)
+                other.copy_(big)
+
+            span = time_fn(lambda: run(x), device="cuda", budget_s=0.05).stat().median_s * 1e6
+            span_r = time_fn(lambda: run(xr), device="cuda", budget_s=0.05).stat().median_s * 1e6
+            print(f"{str(dt).split('.')[-1]:8s} b{b} {cin}->{cout} {size}^2 k{k}: kernels randn {kernel_us(lambda: run(x), True):6.1f} us, "
+                  f"relu {kernel_us(lambda: run(xr), True):6.1f} us, randn between copies {kernel_us(interleaved, True):6.1f} us; "
+                  f"time_fn span randn {span:6.1f} us, relu {span_r:6.1f} us", flush=True)
+
+
+if __name__ == "__main__":
+    main()
