@@ -40,6 +40,7 @@ class ConvShape(NamedTuple):
     padding: int
     dims: int = 2
     transposed: bool = False
+    layout: str = "nchw"  # or "channels_last" (2-d)
 
 
 _S = ConvShape
@@ -64,6 +65,16 @@ GPU_SHAPES = [
     _S(8, 128, 128, 1024, 3, 1, 1, dims=1), _S(8, 256, 256, 2048, 3, 2, 1, dims=1),
     _S(32, 128, 64, 56, 2, 2, 0, transposed=True), _S(32, 512, 256, 14, 2, 2, 0, transposed=True),
     _S(4, 32, 64, 28, 3, 1, 1, dims=3), _S(4, 3, 32, 56, 3, 1, 1, dims=3),
+]
+# Strided channels-last 2-d convolutions: cuDNN runs its NHWC kernels on them directly, where the
+# same convolution in NCHW pays layout transforms around those kernels (strided 1x1s and 3x3s, the 7x7
+# stem); 32 images and one. A channels-last convolution of stride 1 runs what its NCHW twin's points
+# say closely enough (``roofline.model.curves.ConvKey``).
+GPU_CHANNELS_LAST_SHAPES = [
+    _S(32, 64, 128, 56, 3, 2, 1, layout="channels_last"), _S(32, 256, 256, 28, 3, 2, 1, layout="channels_last"),
+    _S(1, 128, 256, 28, 3, 2, 1, layout="channels_last"), _S(32, 256, 512, 56, 1, 2, 0, layout="channels_last"),
+    _S(32, 1024, 2048, 14, 1, 2, 0, layout="channels_last"), _S(1, 512, 1024, 28, 1, 2, 0, layout="channels_last"),
+    _S(8, 3, 64, 224, 7, 2, 3, layout="channels_last"), _S(1, 3, 64, 224, 7, 2, 3, layout="channels_last"),
 ]
 # Half-precision NCHW 1x1 convolutions of stride 1 over small planes whose output channels are not a
 # multiple of 64 (``roofline.model.curves.conv_out_aligned``): cuDNN's legacy SIMT kernel over
@@ -130,6 +141,8 @@ def measure_conv(dtype_name: str, shapes: list[tuple], device: str, *, budget_s:
             x_shape, w_shape, _ = point.shapes()
             x = torch.randn(x_shape, device=device, dtype=dtype)
             w = torch.randn(w_shape, device=device, dtype=dtype) / (s.in_channels * s.kernel**s.dims) ** 0.5
+            if s.layout == "channels_last":
+                x, w = x.contiguous(memory_format=torch.channels_last), w.contiguous(memory_format=torch.channels_last)
             conv = _CONV[(s.dims, s.transposed)]
             t = time_fn(
                 lambda: conv(x, w, None, s.stride, s.padding), device=device, budget_s=budget_s, warmup_budget_s=budget_s,

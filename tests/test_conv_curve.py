@@ -289,3 +289,34 @@ def test_the_shipped_h100_profile_prices_held_out_legacy_kernel_convolutions(mon
         monkeypatch.setattr(module, "conv_out_aligned", lambda *a, **k: True)
     unkeyed = _legacy_errors(load_profile_file(shipped))
     assert statistics.median(abs(e) for e in unkeyed) > 0.4
+
+
+def _channels_last_strided_errors(profile) -> list[float]:
+    """Relative errors of the profile's kernel time on the recorded H100 channels-last strided 1x1
+    convolutions (tests/fixtures/h100_conv1x1_kernels.json)."""
+    import json
+
+    rows = json.loads((Path(__file__).parent / "fixtures" / "h100_conv1x1_kernels.json").read_text())["channels_last_strided"]
+    out = []
+    for r in rows:
+        dtype = {"float16": torch.float16, "float32": torch.float32}[r["dtype"]]
+        with torch.device("meta"):
+            conv = torch.nn.Conv2d(r["cin"], r["cout"], 1, r["stride"], bias=False, dtype=dtype).to(memory_format=torch.channels_last)
+            x = torch.randn(32, r["cin"], r["side"], r["side"], dtype=dtype).to(memory_format=torch.channels_last)
+        (op,) = [o for o in analyze(conv, (x,), profile, device="cuda", batch_sweep=False).ops if o.category == "conv"]
+        out.append(op.kernel_s * 1e6 / r["kernels_us"] - 1)
+    return out
+
+
+def test_strided_channels_last_convolutions_price_on_their_own_points(monkeypatch):
+    """cuDNN runs a strided channels-last convolution on its NHWC kernel alone, where the NCHW twin
+    pays layout transforms around it (92 us against 20 us for a 256 -> 512 stride-2 1x1 over 56x56
+    in float16 on the H100): priced on the NCHW points they read 2.5-5.7x their time; on the
+    channels-last points within 60% each."""
+    import roofline.model.kernels as kernels
+
+    shipped = load_profile_file(Path(__file__).parent.parent / "device_profiles" / "nvidia-h100-80gb-hbm3.json")
+    keyed = _channels_last_strided_errors(shipped)
+    assert len(keyed) >= 6 and max(abs(e) for e in keyed) < 0.6
+    monkeypatch.setattr(kernels, "_channels_last", lambda x: False)
+    assert sorted(_channels_last_strided_errors(shipped))[len(keyed) // 2] > 1.0

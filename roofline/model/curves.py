@@ -243,7 +243,11 @@ class ConvKey:
     whether a pixel's input channels fill whole 16-byte vectors (``in_channels x itemsize % 16``:
     3-channel images and odd widths do not, and run on slower kernels, as misaligned GEMMs do), and
     for a half-precision 1x1 of stride 1 whether its output plane does (``conv_plane_aligned``) and
-    whether its output channels are a multiple of 64 (``conv_out_aligned``)."""
+    whether its output channels are a multiple of 64 (``conv_out_aligned``), and whether a strided 2-d
+    one is channels-last: cuDNN runs NHWC kernels on it directly, where its NCHW twin pays layout
+    transforms around the same kernels (``python benchmarks/conv1x1_kernels.py``: a 256 -> 512
+    stride-2 1x1 over 56x56 in float16, 92 us in NCHW, 20 us channels-last). A channels-last
+    convolution of stride 1 is keyed as NCHW: its NCHW twin's points price it within about 30%."""
 
     kind: str
     taps: int
@@ -251,6 +255,7 @@ class ConvKey:
     aligned: bool
     plane_aligned: bool = True
     out_aligned: bool = True
+    channels_last: bool = False
 
 
 def conv_aligned(in_channels: int, itemsize: int) -> bool:
@@ -294,10 +299,12 @@ def conv_kind(dims: int, transposed: bool) -> str:
 
 def _keyed_rows(rows: list, key: ConvKey) -> list:
     """The calibrated rows (``(ConvKey, values)``) that share the convolution's keys, most important
-    first, each narrowing only when some rows match: its kind (else the 2-d points), its input
+    first, each narrowing only when some rows match: its kind (else the 2-d points), its layout
+    (a profile without channels-last points prices channels-last convolutions on NCHW ones), its input
     alignment, the filter taps nearest in log, its stride (strided or not), its plane's alignment,
     its output channels' alignment."""
     same = [r for r in rows if r[0].kind == key.kind] or [r for r in rows if r[0].kind == "2d"] or rows
+    same = [r for r in same if r[0].channels_last == key.channels_last] or same
     same = [r for r in same if r[0].aligned == key.aligned] or same
     gap = {r[0].taps: abs(math.log(r[0].taps / key.taps)) for r in same}
     nearest = min(gap.values())
@@ -336,9 +343,10 @@ class ConvModel:
             values = (math.log(m), math.log(n), math.log(k), math.log(ratio))
             if self.keyed:
                 kind = conv_kind(p.dims, p.transposed)
-                plane = conv_plane_aligned(kind, taps, p.stride > 1, p.out_size**p.dims, itemsize)
-                out = conv_out_aligned(kind, taps, p.stride > 1, p.out_channels, p.out_size**p.dims, itemsize)
-                keyed_rows.append((ConvKey(kind, taps, p.stride > 1, conv_aligned(p.in_channels, itemsize), plane, out), values))
+                last = p.layout == "channels_last"
+                plane = conv_plane_aligned(kind, taps, p.stride > 1, p.out_size**p.dims, itemsize, channels_last=last)
+                out = conv_out_aligned(kind, taps, p.stride > 1, p.out_channels, p.out_size**p.dims, itemsize, channels_last=last)
+                keyed_rows.append((ConvKey(kind, taps, p.stride > 1, conv_aligned(p.in_channels, itemsize), plane, out, last), values))
             else:
                 rows.append((taps, *values))
         self._rows = np.array(rows, dtype=np.float64)

@@ -523,10 +523,11 @@ def _conv_ratio(op: CapturedOp, cost: OpCost, dev: DeviceModel, tf32: bool) -> f
     kind = conv_kind(x.ndim - 2, is_transposed(op))
     out = op.outputs[0] if op.outputs else None
     positions = math.prod(out.shape[2:]) if out is not None and out.ndim == x.ndim else 0
-    channels_last = x.shape[1] > 1 and x.stride[1] == 1
-    plane = conv_plane_aligned(kind, taps, strided, positions, x.itemsize, channels_last=channels_last)
-    out_aligned = conv_out_aligned(kind, taps, strided, w.shape[0], positions, x.itemsize, channels_last=channels_last)
-    key = ConvKey(kind, taps, strided, conv_aligned(x.shape[1], x.itemsize), plane, out_aligned)
+    # a 1 x 1 plane reads as channels-last by its strides: no plane or output-channel key for it
+    unit_channels = x.shape[1] > 1 and x.stride[1] == 1
+    plane = conv_plane_aligned(kind, taps, strided, positions, x.itemsize, channels_last=unit_channels)
+    out_aligned = conv_out_aligned(kind, taps, strided, w.shape[0], positions, x.itemsize, channels_last=unit_channels)
+    key = ConvKey(kind, taps, strided, conv_aligned(x.shape[1], x.itemsize), plane, out_aligned, kind == "2d" and strided and _channels_last(x))
     return model.ratio(m, n, k, taps, key)
 
 

@@ -230,7 +230,8 @@ def conv2d_output_size(size: int, kernel: int, stride: int, padding: int) -> int
 
 class ConvPoint(_Strict):
     """One dense convolution forward on square (cubic) input, without bias, as cuDNN (or oneDNN)
-    picks the algorithm by default (no cudnn.benchmark): NCHW (NCL, NCDHW), ungrouped."""
+    picks the algorithm by default (no cudnn.benchmark): NCHW (NCL, NCDHW) unless ``layout`` says
+    channels-last, ungrouped."""
 
     batch: int = Field(ge=1, description="Images.")
     in_channels: int = Field(ge=1, description="Input channels.")
@@ -243,6 +244,9 @@ class ConvPoint(_Strict):
     transposed: bool = Field(default=False, description="A transposed convolution (weight: in, out, *kernel).")
     gradient: Literal["none", "input", "weight"] = Field(
         default="none", description="What was timed: the forward (none), or convolution_backward asked for the input's or the weight's gradient alone.",
+    )
+    layout: Literal["nchw", "channels_last"] = Field(
+        default="nchw", description="Memory format of the input and weight (channels_last: a 2-d convolution in NHWC, as cuDNN's NHWC kernels take it).",
     )
     time: Stat = Field(description="Time of one call.")
     flop_per_s: float = Field(gt=0, le=MAX_FLOP_PER_S, description="FLOPs (as flop_counter counts: 2 x N x conv positions x Cout x Cin x taps) / median time.")
