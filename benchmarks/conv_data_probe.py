@@ -8,26 +8,27 @@ network, where the GPU does not run the convolution back to back).
 Summed kernel time per call from the profiler (what the zoo's per-op figure compares with), and
 ``roofline.timing.time_fn``'s span (what calibration records).
 """
+import sys
+from pathlib import Path
+
 import torch
 import torch.nn.functional as F
 
-from roofline.timing import time_fn
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchmarks.conv1x1_kernels import kernels  # noqa: E402
+from roofline.timing import time_fn  # noqa: E402
 
 SHAPES = [(32, 128, 128, 28, 3), (32, 256, 256, 14, 3), (32, 64, 64, 56, 3), (32, 512, 512, 14, 3), (32, 64, 256, 56, 1)]
 
 
 def kernel_us(fn, conv_only: bool, reps: int = 30) -> float:
-    fn()
-    torch.cuda.synchronize()
-    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as p:
-        for _ in range(reps):
-            fn()
-        torch.cuda.synchronize()
-    ks = [e for e in p.events() if e.device_type.name == "CUDA"]
-    if conv_only:
-        ks = [e for e in ks if "copy" not in e.name.lower() and "elementwise" not in e.name.lower() and "memcpy" not in e.name.lower()]
-    t = (lambda e: e.device_time) if ks and hasattr(ks[0], "device_time") else (lambda e: e.cuda_time)
-    return sum(t(e) for e in ks) / reps
+    """Summed kernel time of one call of ``fn``, us; ``conv_only``: leaving out the copies between calls."""
+    total, names = kernels(fn, reps)
+    if not conv_only:
+        return total
+    copies = ("copy", "elementwise", "memcpy")
+    return sum(calls * us for name, (calls, us) in names.items() if not any(c in name.lower() for c in copies))
 
 
 def main() -> None:
