@@ -320,3 +320,19 @@ def test_strided_channels_last_convolutions_price_on_their_own_points(monkeypatc
     assert len(keyed) >= 6 and max(abs(e) for e in keyed) < 0.6
     monkeypatch.setattr(kernels, "_channels_last", lambda x: False)
     assert sorted(_channels_last_strided_errors(shipped))[len(keyed) // 2] > 1.0
+
+
+def test_output_channel_key_narrows_before_the_inputs_alignment():
+    """The legacy kernel runs whatever the input channels: RexNet's 117 -> 702 over 14x14 (input
+    channels not a multiple of 8) prices from the legacy points, not from the misaligned-input ones."""
+    from roofline.model.curves import conv_out_aligned, conv_plane_aligned
+
+    dev = DeviceModel(load_profile_file(FIXTURE).gpu, "cuda")
+    shapes = {ConvShape(32, 112, 672, 14, 1, 1, 0): 5.0, ConvShape(32, 112, 640, 14, 1, 1, 0): 1.0, ConvShape(32, 99, 256, 14, 1, 1, 0): 2.0}
+    curve = ConvCurve(dtype="bfloat16", tf32=False, keyed=True, points=[_keyed_point(s, r * _roofline_s(dev, "bfloat16", s)[0]) for s, r in shapes.items()])
+    model = ConvModel(curve, dev.matmul_model("bfloat16"))
+    key = ConvKey("2d", 1, False, conv_aligned(117, 2), conv_plane_aligned("2d", 1, False, 196, 2), conv_out_aligned("2d", 1, False, 702, 196, 2))
+    assert not key.aligned and not key.out_aligned
+    assert model.ratio(32 * 196, 702, 117, 1, key) == pytest.approx(5.0, rel=1e-6)
+    aligned_out = ConvKey("2d", 1, False, False, False, True)
+    assert model.ratio(32 * 196, 256, 117, 1, aligned_out) == pytest.approx(2.0, rel=1e-6)

@@ -300,18 +300,19 @@ def conv_kind(dims: int, transposed: bool) -> str:
 def _keyed_rows(rows: list, key: ConvKey) -> list:
     """The calibrated rows (``(ConvKey, values)``) that share the convolution's keys, most important
     first, each narrowing only when some rows match: its kind (else the 2-d points), its layout
-    (a profile without channels-last points prices channels-last convolutions on NCHW ones), its input
-    alignment, the filter taps nearest in log, its stride (strided or not), its plane's alignment,
-    its output channels' alignment."""
+    (a profile without channels-last points prices channels-last convolutions on NCHW ones), its
+    output channels' alignment, its input alignment, the filter taps nearest in log, its stride
+    (strided or not), its plane's alignment."""
     same = [r for r in rows if r[0].kind == key.kind] or [r for r in rows if r[0].kind == "2d"] or rows
     same = [r for r in same if r[0].channels_last == key.channels_last] or same
+    # before the input's alignment: the legacy kernel runs whatever the input channels (RexNet's 117)
+    same = [r for r in same if r[0].out_aligned == key.out_aligned] or same
     same = [r for r in same if r[0].aligned == key.aligned] or same
     gap = {r[0].taps: abs(math.log(r[0].taps / key.taps)) for r in same}
     nearest = min(gap.values())
     same = [r for r in same if gap[r[0].taps] == nearest]
     same = [r for r in same if r[0].strided == key.strided] or same
-    same = [r for r in same if r[0].plane_aligned == key.plane_aligned] or same
-    return [r for r in same if r[0].out_aligned == key.out_aligned] or same
+    return [r for r in same if r[0].plane_aligned == key.plane_aligned] or same
 
 
 class ConvModel:
