@@ -11,7 +11,8 @@ measure, so the points must span what makes a convolution run faster or slower t
   dimension does cuBLAS;
 - the GEMM's size: positions (batch x output pixels, from 7x7 to 224x224 images) and channels.
 
-Shapes are grid points of these parameters, not layers of particular models. NCHW, no bias (ATen
+Shapes are grid points of these parameters, not layers of particular models. NCHW unless a shape
+says channels-last (strided ones, whose NCHW twins pay layout transforms), no bias (ATen
 adds a conv's bias with its own kernel), default algorithm selection (torch.backends.cudnn.benchmark
 off, PyTorch's default).
 """
@@ -123,7 +124,7 @@ _CONV = {(1, False): F.conv1d, (2, False): F.conv2d, (3, False): F.conv3d,
 
 
 def _label(dtype_name: str, s: ConvShape) -> str:
-    kind = f"{'transposed ' if s.transposed else ''}{s.dims}d"
+    kind = f"{'transposed ' if s.transposed else ''}{s.dims}d{' channels-last' if s.layout == 'channels_last' else ''}"
     return f"conv {kind} {dtype_name} {s.batch}x{s.in_channels}x{s.size}^{s.dims} k{s.kernel} s{s.stride} -> {s.out_channels}"
 
 

@@ -336,3 +336,34 @@ def test_output_channel_key_narrows_before_the_inputs_alignment():
     assert model.ratio(32 * 196, 702, 117, 1, key) == pytest.approx(5.0, rel=1e-6)
     aligned_out = ConvKey("2d", 1, False, False, False, True)
     assert model.ratio(32 * 196, 256, 117, 1, aligned_out) == pytest.approx(2.0, rel=1e-6)
+
+
+def test_channels_last_points_serve_strided_channels_last_convolutions_of_their_own_filter():
+    """Channels-last points price only strided 2-d channels-last convolutions, after the filter and
+    the stride narrowed: a stride-1 channels-last convolution and a channels-last stem whose filter
+    has no channels-last points take the NCHW points; a curve without channels-last points prices a
+    strided channels-last one on its NCHW twin."""
+    from roofline.model.curves import conv_channels_last_key
+
+    assert conv_channels_last_key("2d", True, True) and not conv_channels_last_key("2d", False, True)
+    assert not conv_channels_last_key("3d", True, True) and not conv_channels_last_key("2d", True, False)
+    dev = DeviceModel(load_profile_file(FIXTURE).gpu, "cuda")
+    nchw = {ConvShape(32, 256, 512, 56, 1, 2, 0): 4.0, ConvShape(32, 64, 64, 56, 3, 1, 1): 2.0, ConvShape(32, 3, 32, 224, 3, 2, 1): 3.0}
+    last = {ConvShape(32, 256, 512, 56, 1, 2, 0, layout="channels_last"): 1.0, ConvShape(32, 64, 64, 56, 3, 1, 1, layout="channels_last"): 0.5,
+            ConvShape(8, 3, 64, 224, 7, 2, 3, layout="channels_last"): 7.0}
+
+    def model(shapes):
+        curve = ConvCurve(dtype="bfloat16", tf32=False, keyed=True, points=[_keyed_point(s, r * _roofline_s(dev, "bfloat16", s)[0]) for s, r in shapes.items()])
+        return ConvModel(curve, dev.matmul_model("bfloat16"))
+
+    both = model({**nchw, **last})
+    strided_1x1 = (32 * 28 * 28, 512, 256, 1)
+    assert both.ratio(*strided_1x1, ConvKey("2d", 1, True, True, channels_last=True)) == pytest.approx(1.0, rel=1e-6)
+    assert both.ratio(*strided_1x1, ConvKey("2d", 1, True, True)) == pytest.approx(4.0, rel=1e-6)
+    # stride 1 is keyed NCHW (conv_channels_last_key), whatever the layout: the 3x3 NCHW point
+    assert both.ratio(32 * 56 * 56, 64, 576, 9, ConvKey("2d", 9, False, True, channels_last=conv_channels_last_key("2d", False, True))) == pytest.approx(2.0, rel=1e-6)
+    # a 3-channel 3x3 stride-2 stem in channels-last: its NCHW twin, not the channels-last 7x7 stem
+    assert both.ratio(32 * 112 * 112, 32, 27, 9, ConvKey("2d", 9, True, False, channels_last=True)) == pytest.approx(3.0, rel=1e-6)
+    assert model(nchw).ratio(*strided_1x1, ConvKey("2d", 1, True, True, channels_last=True)) == pytest.approx(4.0, rel=1e-6)
+    with pytest.raises(ValidationError):
+        _keyed_point(ConvShape(4, 32, 64, 28, 3, 1, 1, dims=3, layout="channels_last"), 1e-4)

@@ -242,12 +242,13 @@ class ConvKey:
     convolution (``1d``, ``2d``, ``3d``, ``transposed``), the filter taps, whether it is strided, and
     whether a pixel's input channels fill whole 16-byte vectors (``in_channels x itemsize % 16``:
     3-channel images and odd widths do not, and run on slower kernels, as misaligned GEMMs do), and
-    for a half-precision 1x1 of stride 1 whether its output plane does (``conv_plane_aligned``) and
-    whether its output channels are a multiple of 64 (``conv_out_aligned``), and whether a strided 2-d
-    one is channels-last: cuDNN runs NHWC kernels on it directly, where its NCHW twin pays layout
-    transforms around the same kernels (``python benchmarks/conv1x1_kernels.py``: a 256 -> 512
-    stride-2 1x1 over 56x56 in float16, 92 us in NCHW, 20 us channels-last). A channels-last
-    convolution of stride 1 is keyed as NCHW: its NCHW twin's points price it within about 30%."""
+    for a half-precision NCHW 1x1 of stride 1 whether its output plane does (``conv_plane_aligned``)
+    and, over a plane of at most 16x16, whether its output channels are a multiple of 64
+    (``conv_out_aligned``), and whether a strided 2-d one is channels-last (``conv_channels_last_key``):
+    cuDNN runs NHWC kernels on it directly, where its NCHW twin pays layout transforms around the same
+    kernels (``python benchmarks/conv1x1_kernels.py``: a 256 -> 512 stride-2 1x1 over 56x56 in
+    float16, 92 us in NCHW, 20 us channels-last). A channels-last convolution of stride 1 is keyed as
+    NCHW: its NCHW twin's points price it at 25% in the median."""
 
     kind: str
     taps: int
@@ -293,18 +294,22 @@ def conv_out_aligned(kind: str, taps: int, strided: bool, out_channels: int, out
     return out_channels % OUT_CHANNEL_TILE == 0
 
 
+def conv_channels_last_key(kind: str, strided: bool, channels_last: bool) -> bool:
+    """Whether a convolution prices from channels-last points: a strided 2-d one in channels-last."""
+    return kind == "2d" and strided and channels_last
+
+
 def conv_kind(dims: int, transposed: bool) -> str:
     return "transposed" if transposed else f"{dims}d"
 
 
 def _keyed_rows(rows: list, key: ConvKey) -> list:
     """The calibrated rows (``(ConvKey, values)``) that share the convolution's keys, most important
-    first, each narrowing only when some rows match: its kind (else the 2-d points), its layout
-    (a profile without channels-last points prices channels-last convolutions on NCHW ones), its
-    output channels' alignment, its input alignment, the filter taps nearest in log, its stride
-    (strided or not), its plane's alignment."""
+    first, each narrowing only when some rows match: its kind (else the 2-d points), its output
+    channels' alignment, its input alignment, the filter taps nearest in log, its stride (strided or
+    not), its layout (a profile without channels-last points prices channels-last convolutions on
+    NCHW ones), its plane's alignment."""
     same = [r for r in rows if r[0].kind == key.kind] or [r for r in rows if r[0].kind == "2d"] or rows
-    same = [r for r in same if r[0].channels_last == key.channels_last] or same
     # before the input's alignment: the legacy kernel runs whatever the input channels (RexNet's 117)
     same = [r for r in same if r[0].out_aligned == key.out_aligned] or same
     same = [r for r in same if r[0].aligned == key.aligned] or same
@@ -312,6 +317,9 @@ def _keyed_rows(rows: list, key: ConvKey) -> list:
     nearest = min(gap.values())
     same = [r for r in same if gap[r[0].taps] == nearest]
     same = [r for r in same if r[0].strided == key.strided] or same
+    # after taps and stride: a channels-last stem or patch filter without points of its own takes
+    # its NCHW twin's, not the channels-last points of other filters
+    same = [r for r in same if r[0].channels_last == key.channels_last] or same
     return [r for r in same if r[0].plane_aligned == key.plane_aligned] or same
 
 
@@ -347,6 +355,8 @@ class ConvModel:
                 last = p.layout == "channels_last"
                 plane = conv_plane_aligned(kind, taps, p.stride > 1, p.out_size**p.dims, itemsize, channels_last=last)
                 out = conv_out_aligned(kind, taps, p.stride > 1, p.out_channels, p.out_size**p.dims, itemsize, channels_last=last)
+                # a point keeps its own layout: a channels-last point of stride 1 prices no convolution
+                # (those are keyed NCHW, ``conv_channels_last_key``) rather than blend into the NCHW ones
                 keyed_rows.append((ConvKey(kind, taps, p.stride > 1, conv_aligned(p.in_channels, itemsize), plane, out, last), values))
             else:
                 rows.append((taps, *values))

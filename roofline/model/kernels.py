@@ -25,7 +25,7 @@ from roofline.costs.conv import is_transposed
 from roofline.costs.pooling import kernel_taps, spatial_dims
 from roofline.costs.registry import arguments
 from roofline.graph.ops import CapturedOp, TensorMeta
-from roofline.model.curves import ConvKey, conv_aligned, conv_kind, conv_out_aligned, conv_plane_aligned
+from roofline.model.curves import ConvKey, conv_aligned, conv_channels_last_key, conv_kind, conv_out_aligned, conv_plane_aligned
 from roofline.model.device import DeviceModel
 from roofline.model.kernel_table import kernel_key
 from roofline.model.reuse import Reach
@@ -523,11 +523,16 @@ def _conv_ratio(op: CapturedOp, cost: OpCost, dev: DeviceModel, tf32: bool) -> f
     kind = conv_kind(x.ndim - 2, is_transposed(op))
     out = op.outputs[0] if op.outputs else None
     positions = math.prod(out.shape[2:]) if out is not None and out.ndim == x.ndim else 0
-    # a 1 x 1 plane reads as channels-last by its strides: no plane or output-channel key for it
+    # channels with unit stride: a channels-last input, or an NCHW one over a 1 x 1 plane; neither
+    # takes the plane or output-channel key of an NCHW 1x1
     unit_channels = x.shape[1] > 1 and x.stride[1] == 1
     plane = conv_plane_aligned(kind, taps, strided, positions, x.itemsize, channels_last=unit_channels)
-    out_aligned = conv_out_aligned(kind, taps, strided, w.shape[0], positions, x.itemsize, channels_last=unit_channels)
-    key = ConvKey(kind, taps, strided, conv_aligned(x.shape[1], x.itemsize), plane, out_aligned, kind == "2d" and strided and _channels_last(x))
+    # the output-channel key is the forward's kernel choice: a gradient's stand-in (costs.backward)
+    # runs other kernels, and an op without its output has no plane to key on
+    out_aligned = (cost.conv_gradient is not None or out is None or positions == 0
+                   or conv_out_aligned(kind, taps, strided, out.shape[1], positions, x.itemsize, channels_last=unit_channels))
+    last = cost.conv_gradient is None and conv_channels_last_key(kind, strided, _channels_last(x))
+    key = ConvKey(kind, taps, strided, conv_aligned(x.shape[1], x.itemsize), plane, out_aligned, last)
     return model.ratio(m, n, k, taps, key)
 
 

@@ -275,6 +275,8 @@ class ConvPoint(_Strict):
     def _rate_matches_time(self):
         if self.out_size < 1:
             raise ValueError(f"conv point: kernel {self.kernel} does not fit input {self.size} with padding {self.padding}")
+        if self.layout == "channels_last" and (self.dims != 2 or self.transposed):
+            raise ValueError("conv point: channels-last is a layout of 2-d forward convolutions")
         if not _close(self.flops / self.time.median_s, self.flop_per_s):
             raise ValueError("conv point: flop_per_s does not match its shape and time")
         return self
