@@ -246,9 +246,8 @@ class ConvKey:
     and, over a plane of at most 16x16, whether its output channels are a multiple of 64
     (``conv_out_aligned``), and whether a strided 2-d one is channels-last (``conv_channels_last_key``):
     cuDNN runs NHWC kernels on it directly, where its NCHW twin pays layout transforms around the same
-    kernels (``python benchmarks/conv1x1_kernels.py``: a 256 -> 512 stride-2 1x1 over 56x56 in
-    float16, 92 us in NCHW, 20 us channels-last). A channels-last convolution of stride 1 is keyed as
-    NCHW: its NCHW twin's points price it at 25% in the median."""
+    kernels. A channels-last convolution of stride 1 is keyed as NCHW: its NCHW twin's points price
+    it closely enough (docs/design.md, "convolutions", has the evidence)."""
 
     kind: str
     taps: int
@@ -286,9 +285,9 @@ def conv_out_aligned(kind: str, taps: int, strided: bool, out_channels: int, out
     """Whether an NCHW half-precision 1x1 convolution of stride 1 over a small output plane (at most
     ``OWN_KERNEL_PLANE_MAX`` positions) has a whole number of ``OUT_CHANNEL_TILE``-channel tiles.
     cuDNN's heuristics send one that has not to other kernels than its neighbours: over 14x14 and
-    16x16 planes its legacy SIMT ``implicit_convolve_sgemm`` (3-8x slower than the channels-last
-    or aligned GEMM), over 7x7 NHWC kernels behind layout transforms; over 28x28 and larger planes
-    cuBLAS runs them (``python benchmarks/conv1x1_kernels.py``). True for every other convolution."""
+    16x16 planes its legacy SIMT ``implicit_convolve_sgemm``, several times slower than the
+    channels-last or aligned GEMM, over 7x7 NHWC kernels behind layout transforms; over 28x28 and
+    larger planes cuBLAS runs them (docs/design.md). True for every other convolution."""
     if kind != "2d" or taps != 1 or strided or itemsize != 2 or channels_last or out_positions > OWN_KERNEL_PLANE_MAX:
         return True
     return out_channels % OUT_CHANNEL_TILE == 0
@@ -310,7 +309,7 @@ def _keyed_rows(rows: list, key: ConvKey) -> list:
     not), its layout (a profile without channels-last points prices channels-last convolutions on
     NCHW ones), its plane's alignment."""
     same = [r for r in rows if r[0].kind == key.kind] or [r for r in rows if r[0].kind == "2d"] or rows
-    # before the input's alignment: the legacy kernel runs whatever the input channels (RexNet's 117)
+    # before the input's alignment: the legacy kernel runs whatever the input channels (an odd 117 too)
     same = [r for r in same if r[0].out_aligned == key.out_aligned] or same
     same = [r for r in same if r[0].aligned == key.aligned] or same
     gap = {r[0].taps: abs(math.log(r[0].taps / key.taps)) for r in same}
