@@ -247,7 +247,7 @@ class ConvKey:
     (``conv_out_aligned``), and whether a strided 2-d one is channels-last (``conv_channels_last_key``):
     cuDNN runs NHWC kernels on it directly, where its NCHW twin pays layout transforms around the same
     kernels. A channels-last convolution of stride 1 is keyed as NCHW: its NCHW twin's points price
-    it closely enough (docs/design.md, "convolutions", has the evidence)."""
+    it closely enough (docs/design.md, "The model of time", dense convolutions, has the evidence)."""
 
     kind: str
     taps: int
