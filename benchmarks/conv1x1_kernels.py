@@ -1,7 +1,11 @@
 """1x1 convolutions on the GPU: which kernels cuDNN runs for each, their summed time per call, in NCHW
-and in channels-last, half precision and TF32.
+and in channels-last, half precision and TF32; and a profile's prices of a recorded run.
 
     python benchmarks/conv1x1_kernels.py [--json OUT.json]
+    python benchmarks/conv1x1_kernels.py --check benchmarks/results/h100_conv1x1_kernels.json [--profile P]
+
+``--check`` (no GPU needed) prints the |error| of the profile's kernel time by group (NCHW on
+cuDNN's legacy kernel or not, channels-last of stride 1 or 2), leaving out calibration's own shapes.
 
 Shapes are the zoo's and the held-out zoo's 1x1 convolutions at 32 images (``benchmarks/results``'
 records hold their measured times inside whole models), plus neighbours that move one channel count
@@ -9,9 +13,15 @@ to a multiple of 64. The summed kernel time is what the zoo's per-op figure comp
 """
 import argparse
 import json
+import sys
+from collections import defaultdict
+from pathlib import Path
 
 import torch
 import torch.nn.functional as F
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
 
 # (in channels, plane side, out channels, stride)
 SHAPES = [
@@ -44,10 +54,44 @@ def kernels(fn, reps: int = 20) -> tuple[float, dict[str, tuple[float, float]]]:
     return total_us, {name: (len(v) / reps, sum(v) / len(v)) for name, v in per.items()}
 
 
+def check(record: Path, profile_path: Path) -> None:
+    """The profile's price of each recorded convolution against its summed kernel time, by group."""
+    from benchmarks.sweep_checks import error_line, kernel_s
+    from calibrate.conv import GPU_CHANNELS_LAST_SHAPES, GPU_HALF_SHAPES, GPU_SHAPES, channel_shapes
+    from roofline.profiles import load_profile_file
+
+    profile = load_profile_file(profile_path)
+    calibrated = {(s.batch, s.in_channels, s.out_channels, s.size, s.stride, s.layout)
+                  for s in GPU_SHAPES + GPU_HALF_SHAPES + GPU_CHANNELS_LAST_SHAPES + channel_shapes() if s.kernel == 1}
+    errors: dict[str, list[float]] = defaultdict(list)
+    for r in json.loads(record.read_text())["rows"]:
+        if (32, r["cin"], r["cout"], r["side"], r["stride"], r["layout"]) in calibrated:
+            continue
+        dtype = getattr(torch, r["dtype"])
+        with torch.device("meta"):
+            x, w = torch.empty(32, r["cin"], r["side"], r["side"], dtype=dtype), torch.empty(r["cout"], r["cin"], 1, 1, dtype=dtype)
+        if r["layout"] == "channels_last":
+            x, w = x.to(memory_format=torch.channels_last), w.to(memory_format=torch.channels_last)
+        predicted_us = 1e6 * kernel_s(lambda x, w, s=r["stride"]: F.conv2d(x, w, None, s), (x, w), profile)
+        if r["layout"] == "nchw":
+            group = "nchw " + ("legacy kernel" if any("implicit_convolve_sgemm" in n for n in r["names"]) else "other kernels")
+        else:
+            group = f"channels-last stride {r['stride']}"
+        errors[f"{r['dtype']:8s} {group}"].append(predicted_us / r["kernels_us"] - 1)
+    print(f"{profile_path.name} on {record.name}, calibration's own shapes left out:")
+    for key in sorted(errors):
+        print(f"  {key:<34} {error_line(errors[key])}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--json")
+    ap.add_argument("--check", type=Path, help="a recorded run to price (no GPU needed)")
+    ap.add_argument("--profile", type=Path, default=REPO / "device_profiles" / "nvidia-h100-80gb-hbm3.json")
     args = ap.parse_args()
+    if args.check:
+        check(args.check, args.profile)
+        return
     torch.backends.cudnn.benchmark = False
     rows = []
     for dt in (torch.float16, torch.float32):

@@ -250,26 +250,33 @@ def test_half_precision_1x1_convolutions_key_on_their_output_channel_tiles():
     assert conv_out_aligned("2d", 9, False, 672, 14 * 14, 2) and conv_out_aligned("2d", 1, True, 672, 14 * 14, 2)
 
 
-def _legacy_errors(profile) -> list[float]:
-    """Relative errors of the profile's kernel time on the recorded H100 legacy-kernel 1x1
-    convolutions that are not calibration points (tests/fixtures/h100_conv1x1_kernels.json)."""
+def _conv1x1_us(profile, cin: int, cout: int, side: int, stride: int = 1, dtype=torch.float16, channels_last: bool = False) -> float:
+    """The profile's kernel time of a 1x1 convolution of 32 images, us, as ``roofline advise`` prices it."""
+    with torch.device("meta"):
+        conv = torch.nn.Conv2d(cin, cout, 1, stride, bias=False, dtype=dtype)
+        x = torch.randn(32, cin, side, side, dtype=dtype)
+    if channels_last:
+        conv, x = conv.to(memory_format=torch.channels_last), x.to(memory_format=torch.channels_last)
+    (op,) = [o for o in analyze(conv, (x,), profile, device="cuda", batch_sweep=False).ops if o.category == "conv"]
+    return op.kernel_s * 1e6
+
+
+def _recorded_1x1(part: str) -> list[dict]:
+    """A part of the recorded H100 1x1 convolutions (tests/fixtures/h100_conv1x1_kernels.json)."""
     import json
 
+    return json.loads((Path(__file__).parent / "fixtures" / "h100_conv1x1_kernels.json").read_text())[part]
+
+
+def _legacy_errors(profile) -> list[float]:
+    """Relative errors of the profile's kernel time on the recorded H100 legacy-kernel 1x1
+    convolutions that are not calibration points."""
     from calibrate.conv import GPU_HALF_SHAPES, GPU_SHAPES, channel_shapes
 
-    rows = json.loads((Path(__file__).parent / "fixtures" / "h100_conv1x1_kernels.json").read_text())["rows"]
     calibrated = {(s.batch, s.in_channels, s.out_channels, s.size) for s in GPU_SHAPES + GPU_HALF_SHAPES + channel_shapes()
                   if s.kernel == 1 and s.stride == 1}
-    out = []
-    for r in rows:
-        if not r["legacy"] or (32, r["cin"], r["cout"], r["side"]) in calibrated:
-            continue
-        with torch.device("meta"):
-            conv = torch.nn.Conv2d(r["cin"], r["cout"], 1, bias=False, dtype=torch.float16)
-            x = torch.randn(32, r["cin"], r["side"], r["side"], dtype=torch.float16)
-        (op,) = [o for o in analyze(conv, (x,), profile, device="cuda", batch_sweep=False).ops if o.category == "conv"]
-        out.append(op.kernel_s * 1e6 / r["kernels_us"] - 1)
-    return out
+    return [_conv1x1_us(profile, r["cin"], r["cout"], r["side"]) / r["kernels_us"] - 1 for r in _recorded_1x1("rows")
+            if r["legacy"] and (32, r["cin"], r["cout"], r["side"]) not in calibrated]
 
 
 def test_the_shipped_h100_profile_prices_held_out_legacy_kernel_convolutions(monkeypatch):
@@ -293,19 +300,9 @@ def test_the_shipped_h100_profile_prices_held_out_legacy_kernel_convolutions(mon
 
 def _channels_last_strided_errors(profile) -> list[float]:
     """Relative errors of the profile's kernel time on the recorded H100 channels-last strided 1x1
-    convolutions (tests/fixtures/h100_conv1x1_kernels.json)."""
-    import json
-
-    rows = json.loads((Path(__file__).parent / "fixtures" / "h100_conv1x1_kernels.json").read_text())["channels_last_strided"]
-    out = []
-    for r in rows:
-        dtype = {"float16": torch.float16, "float32": torch.float32}[r["dtype"]]
-        with torch.device("meta"):
-            conv = torch.nn.Conv2d(r["cin"], r["cout"], 1, r["stride"], bias=False, dtype=dtype).to(memory_format=torch.channels_last)
-            x = torch.randn(32, r["cin"], r["side"], r["side"], dtype=dtype).to(memory_format=torch.channels_last)
-        (op,) = [o for o in analyze(conv, (x,), profile, device="cuda", batch_sweep=False).ops if o.category == "conv"]
-        out.append(op.kernel_s * 1e6 / r["kernels_us"] - 1)
-    return out
+    convolutions."""
+    return [_conv1x1_us(profile, r["cin"], r["cout"], r["side"], r["stride"], getattr(torch, r["dtype"]), channels_last=True) / r["kernels_us"] - 1
+            for r in _recorded_1x1("channels_last_strided")]
 
 
 def test_strided_channels_last_convolutions_price_on_their_own_points(monkeypatch):
