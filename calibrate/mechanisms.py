@@ -81,6 +81,14 @@ ADDMM_GRID = dict(m=[1, 32, 64, 128, 256, 1024], k=[256, 512, 1024, 4096], n=[76
 ADDMM_GRID_DTYPES = ["float32", "tf32"]
 ADDMM_SHAPES = [(1, 768, 768), (32, 768, 3072), (128, 768, 768), (64, 1024, 1024), (256, 1024, 1024), (1024, 3072, 768), (1024, 768, 3072), (8192, 768, 768)]
 ADDMM_DTYPES = ["float32", "tf32", "float16"]
+# Batches of small products, (batch, m, n, k), timed beside the same rows stacked into one tall GEMM
+# (kept for reading; the model prices a batch against its own price of that GEMM): the score and
+# value products of windowed, text-length and ViT-length attention written by hand, a long sequence,
+# 4-wide talking-heads mixing (m x 4 @ 4 x 4), and a few larger products. Another draw than
+# benchmarks/results/h100_gemm_sweep.json's bmm points, which check it (benchmarks/bmm_check.py).
+BMM_SHAPES = [(2048, 49, 49, 32), (2048, 49, 32, 49), (512, 77, 77, 64), (512, 77, 64, 77), (64, 197, 197, 64), (64, 197, 64, 197),
+              (32, 1024, 1024, 64), (32, 1024, 64, 1024), (4096, 196, 4, 4), (16, 256, 256, 64), (8, 512, 512, 512)]
+BMM_DTYPES = ["float32", "bfloat16", "float16"]
 ADDMM_PLAUSIBLE = (0.5, 3.0)
 ADDMM_RETRIES = 2
 # eval batch norm: plane sides (7x7 ... 112x112), each at a launch-bound count of planes and at
@@ -206,6 +214,18 @@ def measure_gemm_ratios(device: str, *, budget_s: float, warnings: list, progres
                     if progress:
                         progress()
             curves.append(GemmRatioCurve(kind="addmm", dtype=dtype_name, points=points))
+        for dtype_name in (BMM_DTYPES[:1] if quick else BMM_DTYPES):
+            dtype, points = DTYPES[dtype_name], []
+            for batch, m, n, k in (BMM_SHAPES[:2] if quick else BMM_SHAPES):
+                a = torch.randn(batch, m, k, device=device, dtype=dtype, generator=gen)
+                b = torch.randn(batch, k, n, device=device, dtype=dtype, generator=gen)
+                tall, w = a.reshape(batch * m, k), torch.randn(k, n, device=device, dtype=dtype, generator=gen)
+                ref = _stat(lambda: torch.mm(tall, w), device, budget_s, f"gemm {dtype_name} {batch * m}x{n}x{k}", warnings)
+                stat = _stat(lambda: torch.bmm(a, b), device, budget_s, f"bmm {dtype_name} {batch}x{m}x{n}x{k}", warnings)
+                points.append(GemmRatioPoint(m=m, n=n, k=k, batch=batch, time=stat, reference=ref))
+                if progress:
+                    progress()
+            curves.append(GemmRatioCurve(kind="bmm", dtype=dtype_name, points=points))
     return curves
 
 
@@ -319,9 +339,9 @@ def steps(quick: bool) -> int:
     """Progress steps of both stages."""
     gradients = len(GRADIENT_MASKS) * len(DEPTHWISE_SIZES)  # per (dtype, layout) and filter
     if quick:
-        return len(DEPTHWISE_SIZES) + gradients + len(GROUPED_BATCHES) + 2 * 3 + 2
+        return len(DEPTHWISE_SIZES) + gradients + len(GROUPED_BATCHES) + 2 * 3 + 2 + 2
     forward = sum(len(_filters(layout, False)) for _, layout in DEPTHWISE_KINDS) * len(DEPTHWISE_SIZES)
     dw = forward + len(DEPTHWISE_GRADIENT_KINDS) * gradients * len(DEPTHWISE_FILTERS)
     grouped = len(GROUPED_DTYPES) * (len(GROUPED_WIDTHS) + len(GROUPED_STRIDE2)) * len(GROUPED_BATCHES)
     misaligned = sum(len(v) for v in MISALIGNED_N.values()) * len(MISALIGNED_M)
-    return dw + grouped + misaligned + sum(len(addmm_shapes(d)) for d in ADDMM_DTYPES)
+    return dw + grouped + misaligned + sum(len(addmm_shapes(d)) for d in ADDMM_DTYPES) + len(BMM_DTYPES) * len(BMM_SHAPES)

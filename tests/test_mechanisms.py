@@ -342,3 +342,51 @@ def test_the_cat_grid_adds_nothing_to_equal_inputs():
     big_bytes = 32 * 256 * 14 * 14 * 4
     assert cat_s(big, *[small] * 24) == pytest.approx(2 * big_bytes / 2e12 + 24 * big_bytes / 4e12, rel=0.01)
     assert cat_s(big, big) == pytest.approx(4 * big_bytes / 2e12, rel=0.01)  # equal inputs: their bytes
+
+
+# ---- batches of small products (tests/fixtures/h100_bmm.json) ----
+
+
+def _bmm_errors(prof, checks) -> dict[tuple[str, bool], list[float]]:
+    """Relative errors of torch.bmm priced with ``prof`` at the recorded sweep's held-out shapes, by
+    (dtype, whether the rows are 16-byte aligned)."""
+    out: dict[tuple[str, bool], list[float]] = {}
+    for p in checks:
+        dt = DT[p["dtype"]]
+        a = torch.empty(p["batch"], p["m"], p["k"], dtype=dt)
+        b = torch.empty(p["batch"], p["k"], p["n"], dtype=dt) if p["layout"] == "nn" else torch.empty(p["batch"], p["n"], p["k"], dtype=dt).transpose(1, 2)
+        aligned = (p["n"] * dt.itemsize) % 16 == 0 and (p["k"] * dt.itemsize) % 16 == 0
+        out.setdefault((p["dtype"], aligned), []).append(kernel_s(torch.bmm, (a, b), prof) / p["median_s"] - 1)
+    return out
+
+
+@pytest.fixture(scope="module")
+def bmm_errors():
+    recorded = json.loads((FIXTURES / "h100_bmm.json").read_text())
+    without = load_profile_file(FIXTURES / "h100_profile.json")
+    assert not any(c.kind == "bmm" for c in without.gpu.measurements.gemm_ratios)
+    with_bmm = load_profile_file(FIXTURES / "h100_profile.json")
+    with_bmm.gpu.measurements.gemm_ratios += [GemmRatioCurve(**c) for c in recorded["gemm_ratios"]]
+    return _bmm_errors(without, recorded["checks"]), _bmm_errors(with_bmm, recorded["checks"])
+
+
+def test_batched_small_products_are_priced_on_their_calibrated_shapes(bmm_errors):
+    """Hand-written attention's score and value products (77, 197 and 49 long, misaligned rows) run
+    up to 2-3x the tall GEMM of all their rows that the matmul curve prices: the calibrated bmm
+    shapes carry that to the sweep's other shapes."""
+    without, with_bmm = bmm_errors
+    med = lambda errs: statistics.median(abs(e) for v in errs.values() for e in v)  # noqa: E731
+    misaligned = lambda errs: statistics.median(e for (d, al), v in errs.items() if not al for e in v)  # noqa: E731
+    assert misaligned(without) < -0.3, misaligned(without)  # the mechanism: far under on the curve alone
+    assert abs(misaligned(with_bmm)) < 0.2, misaligned(with_bmm)
+    assert med(with_bmm) < 0.15 and med(with_bmm) < 0.6 * med(without), (med(with_bmm), med(without))
+
+
+def test_aligned_small_products_read_only_aligned_calibration_shapes(bmm_errors):
+    """Products with 16-byte rows (128 long) run the tall GEMM's kernels: misaligned neighbours in
+    log-shape, 2x slower, must not price them."""
+    _, with_bmm = bmm_errors
+    aligned = [e for (d, al), v in with_bmm.items() if al for e in v]
+    assert len(aligned) >= 30
+    assert statistics.median(abs(e) for e in aligned) < 0.2, sorted(aligned)
+

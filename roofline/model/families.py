@@ -28,10 +28,11 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_left
+from typing import Callable
 
 import numpy as np
 
-from roofline.schema.profile import ConvFamilyCurve, ConvFamilyPoint, GemmRatioCurve, NormFamilyCurve, NormFamilyPoint
+from roofline.schema.profile import ConvFamilyCurve, ConvFamilyPoint, GemmRatioCurve, GemmRatioPoint, NormFamilyCurve, NormFamilyPoint
 
 TWIN = {"bfloat16": "float16", "float16": "bfloat16"}
 
@@ -128,15 +129,29 @@ class ConvFamilyModel:
         return t if stride <= 1 else t * self._stride_ratio(curve.points, kernel, stride, macs)
 
 
-class GemmRatioModel:
-    """Ratios to the plain aligned GEMM: misaligned leading dimensions and addmm's epilogue."""
+def _row_align_bytes(dtype: str, n: int, k: int) -> int:
+    """The alignment (up to the 16 bytes cuBLAS's vectorized kernels need) of the rows of a
+    contiguous (m x k) @ (k x n) product and its output."""
+    itemsize = 4 if dtype == "float32" else 2
+    return min(math.gcd(16, n * itemsize), math.gcd(16, k * itemsize))
 
-    def __init__(self, curves: list[GemmRatioCurve]):
+
+class GemmRatioModel:
+    """Ratios to the plain aligned GEMM: misaligned leading dimensions, addmm's epilogue, and batches
+    of small products."""
+
+    def __init__(self, curves: list[GemmRatioCurve], matmul_s: Callable[[str, int, int, int], float] | None = None):
+        """``matmul_s(dtype, rows, n, k)``: the matmul curve's time, against which a batch of small
+        products is read (without it, batches take no ratio)."""
         self.misaligned: dict[tuple[str, int], list[tuple[float, float]]] = {}
         self.addmm: dict[str, np.ndarray] = {}
         self.addmm_grid: dict[str, tuple[list[np.ndarray], np.ndarray]] = {}
+        self.bmm: dict[str, np.ndarray] = {}
+        bmm = []
         for c in curves:
-            if c.kind == "addmm":
+            if c.kind == "bmm":
+                bmm.append(c)
+            elif c.kind == "addmm":
                 self.addmm[c.dtype] = np.array([
                     (math.log(p.m), math.log(p.n), math.log(p.k), math.log(p.time.median_s / p.reference.median_s)) for p in c.points
                 ])
@@ -146,6 +161,11 @@ class GemmRatioModel:
             else:
                 align = int(c.kind.rsplit("_", 1)[1])
                 self.misaligned[(c.dtype, align)] = sorted((2.0 * p.m * p.n * p.k, p.time.median_s / p.reference.median_s) for p in c.points)
+        for c in bmm if matmul_s else []:  # after the misaligned curves, which the stacked GEMM's price includes
+            self.bmm[c.dtype] = np.array([
+                (math.log(p.m), math.log(p.n), math.log(p.k), math.log(p.time.median_s / self._stacked_s(matmul_s, c.dtype, p)), _row_align_bytes(c.dtype, p.n, p.k) == 16)
+                for p in c.points
+            ])
 
     def misaligned_ratio(self, dtype: str, align_bytes: int, m: int, n: int, k: int) -> float:
         """How much slower a product with rows aligned to ``align_bytes`` (2, 4 or 8) runs; 1 when
@@ -161,6 +181,31 @@ class GemmRatioModel:
             ys = [math.log(max(r, 1.0)) for _, r in pts]
             return math.exp(float(np.interp(math.log(max(flops, 1.0)), xs, ys)))
         return 1.0
+
+    def _stacked_s(self, matmul_s: Callable[[str, int, int, int], float], dtype: str, p: GemmRatioPoint) -> float:
+        """A calibration batch priced as the kernel path prices a contiguous bmm without this ratio:
+        its rows stacked into one GEMM on the matmul curve, slowed by the misalignment of its rows."""
+        align = _row_align_bytes(dtype, p.n, p.k)
+        ratio = self.misaligned_ratio(dtype, align, p.m, p.n, p.k) if align < 16 else 1.0
+        return matmul_s(dtype, p.batch * p.m, p.n, p.k) * ratio
+
+    def bmm_ratio(self, dtype: str, m: int, n: int, k: int, aligned: bool) -> float:
+        """A batch of (m, n, k) products over what the kernel path prices without this ratio (their
+        rows stacked into one GEMM): the geometric mean of the (up to) three calibrated shapes of the
+        same alignment of rows nearest in log(m, n, k), weighted by inverse squared distance
+        (misaligned products run other kernels than aligned ones of a similar size); 1 without a
+        curve (TF32 among them: calibration times float32 batches on the SIMT path only)."""
+        rows = self.bmm.get(dtype)
+        if rows is None:
+            rows = self.bmm.get(TWIN.get(dtype, ""))
+        if rows is None:
+            return 1.0
+        same = rows[rows[:, 4] == float(aligned)]
+        rows = same if len(same) else rows
+        d2 = ((rows[:, :3] - np.log([m, n, k])) ** 2).sum(axis=1)
+        pick = np.argsort(d2)[:3]
+        w = 1.0 / (d2[pick] + 1e-3)
+        return float(np.exp((w * rows[pick, 3]).sum() / w.sum()))
 
     def addmm_ratio(self, dtype: str, m: int, n: int, k: int) -> float:
         """addmm (bias in the epilogue) over mm: interpolated in log(m, n, k) over the calibrated

@@ -94,7 +94,7 @@ def kernel_terms(op: CapturedOp, cost: OpCost, dev: DeviceModel, reach: Reach = 
             if ratio != 1.0:  # the calibrated ratio is to the conv's roofline: its GEMM or its bytes
                 compute = max(compute, _memory_s(op, cost, dev)) * ratio
         if cost.category == "matmul" and compute and dev.kind == "cuda":
-            compute *= _gemm_ratio(op, cost, dev, curve_name, m, n, k)
+            compute *= _gemm_ratio(op, cost, dev, curve_name, m, n, k, batch)
         # FLOPs beyond the GEMM's own (bias, scaling) at the vector rate.
         compute += max(cost.flops - 2 * max(batch, 1) * m * n * k, 0) / dev.vector_flop_per_s
     else:
@@ -605,11 +605,12 @@ def _leading_bytes(t) -> int | None:
     return None
 
 
-def _gemm_ratio(op: CapturedOp, cost: OpCost, dev: DeviceModel, curve_name: str, m: int, n: int, k: int) -> float:
+def _gemm_ratio(op: CapturedOp, cost: OpCost, dev: DeviceModel, curve_name: str, m: int, n: int, k: int, batch: int = 1) -> float:
     """A GEMM's time over the aligned mm's: a leading dimension not a multiple of 16 bytes sends
-    cuBLAS to slower kernels; addmm's bias epilogue picks other kernels than mm. ``(m, n, k)``: one
-    product of a batch: small batched products run other kernels, which alignment does not slow.)"""
-    ratio = 1.0
+    cuBLAS to slower kernels; addmm's bias epilogue picks other kernels than mm; a batch of small
+    products runs tiles of one product each, not the tall GEMM of all their rows that the matmul
+    curve prices, and reads the calibrated batches of its own row alignment. ``(m, n, k)``: one
+    product of a batch."""
     align = 16
     for t in (*op.tensor_inputs(), *op.outputs[:1]):
         lead = _leading_bytes(t)
@@ -617,6 +618,7 @@ def _gemm_ratio(op: CapturedOp, cost: OpCost, dev: DeviceModel, curve_name: str,
             align = min(align, math.gcd(16, lead))
         if t.storage_offset:
             align = min(align, math.gcd(16, t.storage_offset * t.itemsize))
+    ratio = dev.gemm_ratios.bmm_ratio(curve_name, m, n, k, aligned=align == 16) if batch > 1 else 1.0
     if align < 16:
         ratio *= dev.gemm_ratios.misaligned_ratio(curve_name, align, m, n, k)
     if op.packet == "aten.addmm" and op.tensor_inputs() and op.tensor_inputs()[0].ndim >= 1 and op.tensor_inputs()[0].numel > 1:

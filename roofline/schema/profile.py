@@ -342,17 +342,20 @@ class GemmRatioPoint(_Strict):
     m: int = Field(ge=1)
     n: int = Field(ge=1)
     k: int = Field(ge=1)
-    time: Stat = Field(description="The mechanism's time: the misaligned product, or addmm with a bias.")
-    reference: Stat = Field(description="The same product as mm with every dimension a multiple of 64 (misaligned: rounded up), same dtype.")
+    batch: int = Field(default=1, ge=1, description="Products in the batch (bmm); 1 otherwise.")
+    time: Stat = Field(description="The mechanism's time: the misaligned product, addmm with a bias, or the batched product.")
+    reference: Stat = Field(description="The same product as mm with every dimension a multiple of 64 (misaligned: rounded up), same dtype; "
+                            "for bmm, the batch's products stacked into one tall mm (batch x m rows).")
 
 
 class GemmRatioCurve(_Strict):
     """How much slower than the plain GEMM a mechanism runs, over size, for one dtype:
     ``misaligned_2/4/8`` (a leading dimension aligned to only 2, 4 or 8 bytes, not the 16 that
-    cuBLAS's vectorized kernels need: an odd vocabulary of 50257) or ``addmm`` (a bias added in the
-    GEMM's epilogue, whose kernel choice differs from mm's)."""
+    cuBLAS's vectorized kernels need: an odd vocabulary of 50257), ``addmm`` (a bias added in the
+    GEMM's epilogue, whose kernel choice differs from mm's) or ``bmm`` (a batch of small products,
+    which cuBLAS tiles one product at a time, against the same rows stacked into one tall GEMM)."""
 
-    kind: Literal["misaligned_2", "misaligned_4", "misaligned_8", "addmm"]
+    kind: Literal["misaligned_2", "misaligned_4", "misaligned_8", "addmm", "bmm"]
     dtype: MatmulDtype
     points: list[GemmRatioPoint] = Field(min_length=1)
 
