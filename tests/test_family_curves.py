@@ -192,7 +192,7 @@ def test_layer_norm_of_a_strided_input_pays_the_copy_aten_makes_first():
     assert strided - row_major == pytest.approx(nbytes / dev.bandwidth.bytes_per_s(nbytes, "copy"), rel=1e-6)
 
 
-def test_gpu_softmax_rows_run_at_their_next_power_of_two():
+def test_gpu_softmax_rows_below_64_run_at_their_next_power_of_two():
     profile = _profile_with(_flat_curve("softmax", "float32", 2e12), _flat_curve("softmax_short", "float32", 1e12))
 
     def softmax_s(shape, dim=-1):
@@ -201,6 +201,34 @@ def test_gpu_softmax_rows_run_at_their_next_power_of_two():
         return op.kernel_s
 
     assert softmax_s((4096, 49)) == pytest.approx(softmax_s((4096, 64)), rel=0.01)  # a row of 49 runs as one of 64
-    assert softmax_s((4096, 600)) == pytest.approx(softmax_s((4096, 1024)), rel=0.01)
+    assert softmax_s((4096, 600)) < 0.7 * softmax_s((4096, 1024))  # from 64 on, the row's own bytes
+    assert softmax_s((4096, 196)) == pytest.approx(softmax_s((4096, 256)) * 196 / 256, rel=0.1)
     assert softmax_s((1024, 1500)) == pytest.approx(1024 * 1500 * 8 / 2e12, rel=0.01)  # past 1024: a block per row, unpadded
     assert softmax_s((49, 4096), dim=0) < softmax_s((64, 4096), dim=0) * 0.9  # not the innermost dimension
+
+
+def test_gpu_layer_norm_time_is_linear_in_one_over_its_row_length():
+    # ATen's vectorized layer norm gives every row a block: over the same bytes its time is a fixed
+    # time per row plus a time per element, fixed by the short-row (64) and long-row (1024) curves,
+    # and carried below the short row
+    profile = _profile_with(_flat_curve("layer_norm", "float32", 2e12), _flat_curve("layer_norm_short", "float32", 1e12))
+    elements = 1 << 20
+
+    def ln(row, fn=lambda x: torch.nn.functional.layer_norm(x, x.shape[-1:])):
+        """(kernel seconds, bytes) of the op"""
+        report = analyze(fn, (torch.randn(elements // row, row),), profile, device="cuda", batch_sweep=False)
+        (op,) = [o for o in report.ops if "layer_norm" in o.target or "softmax" in o.target]
+        return op.kernel_s, op.bytes_read + op.bytes_written
+
+    def expected_s(row):
+        nbytes = ln(row)[1]
+        return nbytes / 2e12 + (nbytes / 1e12 - nbytes / 2e12) * (1 / row - 1 / 1024) / (1 / 64 - 1 / 1024)
+
+    for row in (16, 32, 64, 128, 256, 1024):
+        assert ln(row)[0] == pytest.approx(expected_s(row), rel=0.01), row
+    assert ln(64)[0] == pytest.approx(ln(64)[1] / 1e12, rel=0.01)
+    assert ln(16)[0] > 2.5 * ln(16)[1] / 1e12  # not held at the short row's rate
+    # softmax keeps its warp-per-row reading: no time per row below the short row
+    softmax = lambda x: torch.softmax(x, -1)  # noqa: E731
+    profile.gpu.measurements.pointwise += [_flat_curve("softmax", "float32", 2e12), _flat_curve("softmax_short", "float32", 1e12)]
+    assert ln(16, softmax)[0] == pytest.approx(ln(16, softmax)[1] / 1e12, rel=0.02)

@@ -296,23 +296,24 @@ def _batched_cat_s(op: CapturedOp, nbytes: int, rate: float, dev: DeviceModel) -
     return sum(max(nbytes * size / sum(sizes) / rate, grid_s) for size in sizes)
 
 
-# ATen's softmax on the GPU gives rows of at most 1024 elements (and 4 KB) along the innermost
-# dimension to a warp each, in registers sized for the next power of two: a row of 49 runs as a
-# row of 64 would (SoftMax.cu, dispatch_softmax_forward and its backward)
-WARP_SOFTMAX_MAX_ROW, WARP_SOFTMAX_MAX_ROW_BYTES = 1024, 4096
+# ATen's softmax on the GPU gives rows of at most 1024 elements along the innermost dimension to a
+# warp each (SoftMax.cu, dispatch_softmax_forward and its backward), in registers sized for the next
+# power of two. Rows shorter than 64 are bound by that warp's per-row work: a row of 49 (Swin's
+# windows) runs as a row of 64 would. From 64 on the kernel streams the row's own bytes: rows of 77,
+# 196 or 768 take their bytes' time, not their padded length's (benchmarks/row_kernels.py --op softmax).
+WARP_SOFTMAX_PADDED_BELOW = 64
 
 
 def _warp_softmax_row(op: CapturedOp, family: str, dev: DeviceModel) -> int | None:
-    """The padded row length of a GPU softmax (forward or backward, log or not) that runs ATen's
-    warp-per-row kernel over a row that is not a power of two; None for any other op."""
+    """The padded row length of a GPU softmax (forward or backward, log or not) over innermost rows
+    shorter than ``WARP_SOFTMAX_PADDED_BELOW`` and not a power of two; None for any other op."""
     if dev.kind != "cuda" or family != "softmax":
         return None
     inputs = op.tensor_inputs()
     row = _row_length(op, family)
-    if not inputs or not row or row & (row - 1) == 0:
+    if not inputs or not row or row & (row - 1) == 0 or row >= WARP_SOFTMAX_PADDED_BELOW:
         return None
-    x = inputs[0]
-    if _softmax_dim(op) % x.ndim != x.ndim - 1 or row > WARP_SOFTMAX_MAX_ROW or row * x.itemsize > WARP_SOFTMAX_MAX_ROW_BYTES:
+    if _softmax_dim(op) % inputs[0].ndim != inputs[0].ndim - 1:
         return None
     return 1 << (row - 1).bit_length()
 
@@ -335,10 +336,21 @@ def _row_rate(op: CapturedOp, family: str, long_rate: float, nbytes: int, dtype:
     row = row or _row_length(op, family)
     if not short_rate or row is None or row >= long_row:
         return long_rate
+    if dev.kind == "cuda" and op.packet in BLOCK_PER_ROW:
+        return nbytes / _block_per_row_s(nbytes / short_rate, nbytes / long_rate, row, short_row, long_row)
     if row <= short_row:
         return short_rate
     f = math.log(row / short_row) / math.log(long_row / short_row)
     return math.exp((1 - f) * math.log(short_rate) + f * math.log(long_rate))
+
+
+def _block_per_row_s(short_s: float, long_s: float, row: int, short_row: int, long_row: int) -> float:
+    """A kernel that gives each row a block of its own (ATen's vectorized layer norm) takes a fixed
+    time per row (the block's launch and its two reductions) plus a time per element: over the same
+    elements, time is linear in 1 / row, fixed by the two calibrated row lengths' times and carried
+    below the short one (rows of 16-48 take their time per row, not per byte)."""
+    per_row_s = max(short_s - long_s, 0.0) / (1 / short_row - 1 / long_row)
+    return long_s + per_row_s * (1 / row - 1 / long_row)
 
 
 def _row_length(op: CapturedOp, family: str) -> int | None:
@@ -671,6 +683,9 @@ GPU_WINDOW_POOLS = {"aten.max_pool2d_with_indices", "aten.max_pool2d", "aten.avg
 ELEMENT_BOUND = {"max_pool2d"}
 # row-wise kernels calibrated at two row lengths (calibrate.memory: ROW and SHORT_ROW)
 ROW_FAMILIES = {"layer_norm": ("layer_norm_short", 64, 1024), "softmax": ("softmax_short", 64, 1024)}
+# row-wise GPU kernels with a block per row, whatever its length (ATen's vectorized_layer_norm_kernel;
+# benchmarks/row_kernels.py times rows of 16-1024)
+BLOCK_PER_ROW = {"aten.native_layer_norm"}
 
 
 # copies whose kernel is ATen's TensorIterator copy (``copy_`` under every name)

@@ -1,0 +1,94 @@
+"""GPU row-wise kernels (layer norm, softmax) over row length, timed and priced by a profile: where
+short rows take their time per row, not per byte.
+
+    python benchmarks/row_kernels.py --op layer_norm|layer_norm_backward|softmax|softmax_backward --measure OUT.json [--kernels]  # on the GPU
+    python benchmarks/row_kernels.py --sweep OUT.json --profile P                            # anywhere
+
+Rows of 16-1024 elements (SegFormer's 32, EdgeNeXt's 48, Swin's 49, CLIP's 77, CaiT's 196, BERT's
+768) at 2^20 and 2^24 elements in all, float32, float16 and bfloat16: ``F.layer_norm`` with the
+affine weight and bias of nn.LayerNorm, ``torch.softmax`` over the last dimension, or their backwards
+(``aten.native_layer_norm_backward`` with every gradient, ``aten._softmax_backward_data``); each timed by
+the shared protocol (``roofline.timing``) and priced as ``roofline advise`` prices it. A record's
+points name their op.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+
+from benchmarks.sweep_checks import DTYPES, kernel_s, timed_check_main  # noqa: E402
+
+ROWS = {"layer_norm": [16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 768, 1024],
+        "softmax": [16, 32, 49, 64, 77, 96, 128, 196, 256, 384, 512, 768, 1024]}
+ROWS["softmax_backward"], ROWS["layer_norm_backward"] = ROWS["softmax"], ROWS["layer_norm"]
+ELEMENTS = [1 << 20, 1 << 24]
+
+
+def layer_norm(x, w, b):
+    return F.layer_norm(x, x.shape[-1:], w, b)
+
+
+def softmax(x):
+    return torch.softmax(x, -1)
+
+
+def softmax_backward(grad, out):
+    return torch.ops.aten._softmax_backward_data(grad, out, -1, grad.dtype)
+
+
+def layer_norm_backward(grad, x, w, b, mean, rstd):
+    return torch.ops.aten.native_layer_norm_backward(grad, x, x.shape[-1:], mean, rstd, w, b, [True, True, True])
+
+
+def _operands(p: dict, device: str):
+    dt = DTYPES[p["dtype"]]
+    x = torch.randn(p["rows"], p["row"], device=device, dtype=dt)
+    if p["op"] == "softmax":
+        return (x,)
+    if p["op"] == "softmax_backward":
+        return x, torch.softmax(x, -1)
+    if p["op"] == "layer_norm_backward":
+        stats = torch.randn(p["rows"], 1, device=device, dtype=torch.float32)
+        return (torch.randn_like(x), x, torch.randn(p["row"], device=device, dtype=dt), torch.randn(p["row"], device=device, dtype=dt),
+                stats, stats.abs())
+    return x, torch.randn(p["row"], device=device, dtype=dt), torch.randn(p["row"], device=device, dtype=dt)
+
+
+OPS = {"layer_norm": layer_norm, "layer_norm_backward": layer_norm_backward, "softmax": softmax, "softmax_backward": softmax_backward}
+
+
+def _timed_call(p: dict):
+    operands = _operands(p, "cuda")
+    return lambda: OPS[p["op"]](*operands)
+
+
+def predicted_s(profile, p: dict) -> float:
+    with torch.device("meta"):
+        operands = _operands(p, "meta")
+    return kernel_s(OPS[p["op"]], operands, profile)
+
+
+def _label(p: dict) -> str:
+    return f"{p['op']:<19} {p['dtype']:<8} {p['rows']:8d} rows of {p['row']:5d}"
+
+
+def _flag(name: str, value: bool = False) -> str | bool | None:
+    """Take ``name`` (and its value) out of argv for the shared command line."""
+    if name not in sys.argv:
+        return None
+    at = sys.argv.index(name)
+    sys.argv.pop(at)
+    return True if not value else sys.argv.pop(at)
+
+
+if __name__ == "__main__":
+    kernels, op = bool(_flag("--kernels")), _flag("--op", value=True) or "layer_norm"
+    points = lambda: [dict(op=op, dtype=d, row=r, rows=n // r) for d in DTYPES for n in ELEMENTS for r in ROWS[op]]  # noqa: E731
+    sys.exit(timed_check_main(__doc__, "row_kernels", points, _timed_call, predicted_s, _label, kernels=kernels))
