@@ -232,3 +232,17 @@ def test_gpu_layer_norm_time_is_linear_in_one_over_its_row_length():
     softmax = lambda x: torch.softmax(x, -1)  # noqa: E731
     profile.gpu.measurements.pointwise += [_flat_curve("softmax", "float32", 2e12), _flat_curve("softmax_short", "float32", 1e12)]
     assert ln(16, softmax)[0] == pytest.approx(ln(16, softmax)[1] / 1e12, rel=0.02)
+
+
+def test_gpu_softmax_backward_over_warp_rows_is_two_passes_at_the_binary_rate():
+    # the gradient times the output, then the warp kernel: each reads two tensors and writes one
+    profile = _profile_with(_flat_curve("add", "float32", 2e12), _flat_curve("softmax", "float32", 0.5e12))
+
+    def backward_s(shape):
+        fn = lambda g, y: torch.ops.aten._softmax_backward_data(g, y, -1, g.dtype)  # noqa: E731
+        report = analyze(fn, (torch.randn(*shape), torch.randn(*shape)), profile, device="cuda", batch_sweep=False)
+        (op,) = [o for o in report.ops if "softmax" in o.target]
+        return op.kernel_s
+
+    assert backward_s((4096, 196)) == pytest.approx(2 * 3 * 4096 * 196 * 4 / 2e12, rel=0.01)
+    assert backward_s((64, 2048)) > 3 * 64 * 2048 * 4 / 0.5e12 * 0.9  # a block per row past 1024: the family's one pass

@@ -139,6 +139,9 @@ def _memory_s(op: CapturedOp, cost: OpCost, dev: DeviceModel) -> float:
     rows_s = _norm_family_s(op, cost, dev) if cost.category == "norm" and dev.norm_families else None
     if rows_s is not None:
         return rows_s
+    passes_s = _warp_softmax_backward_s(op, dev)
+    if passes_s is not None:
+        return passes_s
     strided = _strided_copy(op, cost, dev)
     if strided is not None:
         return _strided_s(op, cost, dev, strided)
@@ -301,7 +304,7 @@ def _batched_cat_s(op: CapturedOp, nbytes: int, rate: float, dev: DeviceModel) -
 # power of two. Rows shorter than 64 are bound by that warp's per-row work: a row of 49 (Swin's
 # windows) runs as a row of 64 would. From 64 on the kernel streams the row's own bytes: rows of 77,
 # 196 or 768 take their bytes' time, not their padded length's (benchmarks/row_kernels.py --op softmax).
-WARP_SOFTMAX_PADDED_BELOW = 64
+WARP_SOFTMAX_PADDED_BELOW, WARP_SOFTMAX_MAX_ROW = 64, 1024
 
 
 def _warp_softmax_row(op: CapturedOp, family: str, dev: DeviceModel) -> int | None:
@@ -316,6 +319,24 @@ def _warp_softmax_row(op: CapturedOp, family: str, dev: DeviceModel) -> int | No
     if _softmax_dim(op) % inputs[0].ndim != inputs[0].ndim - 1:
         return None
     return 1 << (row - 1).bit_length()
+
+
+def _warp_softmax_backward_s(op: CapturedOp, dev: DeviceModel) -> float | None:
+    """A GPU softmax backward over innermost rows of at most ``WARP_SOFTMAX_MAX_ROW`` elements: two
+    streaming passes, each reading two tensors of the gradient's size and writing one (the gradient
+    times the output, then the warp kernel's row sums and update; two kernels with torch 2.11,
+    ``benchmarks/row_kernels.py --op softmax_backward --kernels``), at the binary elementwise rate.
+    Unlike the forward, no exponential: the passes run at the bytes' rate in every dtype. None for any
+    other op (log_softmax's backward and longer rows are not timed)."""
+    if dev.kind != "cuda" or op.packet != "aten._softmax_backward_data":
+        return None
+    inputs = op.tensor_inputs()
+    row = _row_length(op, "softmax")
+    if not inputs or not row or row > WARP_SOFTMAX_MAX_ROW or _softmax_dim(op) % inputs[0].ndim != inputs[0].ndim - 1:
+        return None
+    pass_bytes = 3 * inputs[0].numel * inputs[0].itemsize
+    dtype = DTYPE_NAMES.get(inputs[0].dtype, "float32")
+    return 2 * pass_bytes / (dev.family_bytes_per_s("add", pass_bytes, dtype) or dev.bandwidth.bytes_per_s(pass_bytes, "copy"))
 
 
 def _float32_scale(op: CapturedOp) -> float:
