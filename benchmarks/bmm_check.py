@@ -6,9 +6,11 @@ calibrated bmm ratio.
 The sweep (``mechanism_sweep.py --only gemms``) times torch.bmm at the products of hand-written
 attention (scores and values at text, ViT and window lengths, 12-1536 products) and a few larger
 ones, with the second operand as stored (``nn``) or transposed (``nt``), in float32, bfloat16 and
-float16: another draw than ``calibrate.mechanisms.BMM_SHAPES``. This prices each the way
-``roofline advise`` does (the matmul curve at the batch's rows stacked into one GEMM, times the
-profile's ``bmm`` ratio) or, with ``--no-ratio``, on the stacked GEMM alone.
+float16. 54 of its 78 points are products of ``calibrate.mechanisms.BMM_SHAPES`` at other batch
+counts or transposed; the 24 of 128-long products are shapes of their own, and get a line of their
+own. Each is priced the way ``roofline advise`` prices it (the matmul curve at the batch's rows
+stacked into one GEMM, times the misalignment ratio of its rows and the profile's ``bmm`` ratio)
+or, with ``--no-ratio``, without the bmm ratio (the profile's bmm curves left out).
 """
 
 from __future__ import annotations
@@ -21,8 +23,8 @@ import torch
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from benchmarks.sweep_checks import DTYPES, check_parser, kernel_s, print_check  # noqa: E402
-from roofline.model.families import GemmRatioModel  # noqa: E402
+from benchmarks.sweep_checks import DTYPES, check_parser, error_line, kernel_s, priced_lines, sweep_points  # noqa: E402
+from roofline.profiles import load_profile_file  # noqa: E402
 
 
 def predicted_s(profile, p: dict) -> float:
@@ -40,11 +42,17 @@ def described(p: dict) -> str:
 
 def main() -> int:
     ap = check_parser(__doc__, "h100_gemm_sweep.json")
-    ap.add_argument("--no-ratio", action="store_true", help="price each batch as its stacked GEMM alone")
+    ap.add_argument("--no-ratio", action="store_true", help="price each batch without the profile's bmm curves")
     args = ap.parse_args()
+    profile = load_profile_file(Path(args.profile))
     if args.no_ratio:
-        GemmRatioModel.bmm_ratio = lambda self, *a: 1.0
-    return print_check(args, "bmm", predicted_s, described)
+        profile.gpu.measurements.gemm_ratios = [c for c in profile.gpu.measurements.gemm_ratios if c.kind != "bmm"]
+    points = sweep_points(args.sweep, "bmm")
+    errors = priced_lines(points, lambda p: predicted_s(profile, p), described)
+    own = [e for p, e in zip(points, errors) if p["m"] == 128]
+    print("all points:", error_line(errors))
+    print("128-long products (shapes of their own):", error_line(own))
+    return 0
 
 
 if __name__ == "__main__":

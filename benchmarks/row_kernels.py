@@ -85,10 +85,16 @@ def _flag(name: str, value: bool = False) -> str | bool | None:
         return None
     at = sys.argv.index(name)
     sys.argv.pop(at)
-    return True if not value else sys.argv.pop(at)
+    if not value:
+        return True
+    if at >= len(sys.argv):
+        raise SystemExit(f"{name} needs a value: one of {', '.join(OPS)}")
+    return sys.argv.pop(at)
 
 
 if __name__ == "__main__":
     kernels, op = bool(_flag("--kernels")), _flag("--op", value=True) or "layer_norm"
+    if op not in OPS:
+        raise SystemExit(f"--op {op}: not one of {', '.join(OPS)}")
     points = lambda: [dict(op=op, dtype=d, row=r, rows=n // r) for d in DTYPES for n in ELEMENTS for r in ROWS[op]]  # noqa: E731
     sys.exit(timed_check_main(__doc__, "row_kernels", points, _timed_call, predicted_s, _label, kernels=kernels))

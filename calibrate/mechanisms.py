@@ -81,11 +81,13 @@ ADDMM_GRID = dict(m=[1, 32, 64, 128, 256, 1024], k=[256, 512, 1024, 4096], n=[76
 ADDMM_GRID_DTYPES = ["float32", "tf32"]
 ADDMM_SHAPES = [(1, 768, 768), (32, 768, 3072), (128, 768, 768), (64, 1024, 1024), (256, 1024, 1024), (1024, 3072, 768), (1024, 768, 3072), (8192, 768, 768)]
 ADDMM_DTYPES = ["float32", "tf32", "float16"]
-# Batches of small products, (batch, m, n, k), timed beside the same rows stacked into one tall GEMM
-# (kept for reading; the model prices a batch against its own price of that GEMM): the score and
-# value products of windowed, text-length and ViT-length attention written by hand, a long sequence,
-# 4-wide talking-heads mixing (m x 4 @ 4 x 4), and a few larger products. Another draw than
-# benchmarks/results/h100_gemm_sweep.json's bmm points, which check it (benchmarks/bmm_check.py).
+# Batches of small products, (batch, m, n, k), both operands as stored (``nn``), timed beside the same
+# rows stacked into one tall GEMM (kept for reading; the model prices a batch against its own price
+# of that GEMM): the score and value products of windowed, text-length and ViT-length attention, a
+# long sequence, 4-wide talking-heads mixing (m x 4 @ 4 x 4), and a few larger products.
+# benchmarks/results/h100_gemm_sweep.json's bmm points check them (benchmarks/bmm_check.py): most
+# at these products and other batch counts, or with the second operand transposed; the 128-long
+# products are shapes of their own.
 BMM_SHAPES = [(2048, 49, 49, 32), (2048, 49, 32, 49), (512, 77, 77, 64), (512, 77, 64, 77), (64, 197, 197, 64), (64, 197, 64, 197),
               (32, 1024, 1024, 64), (32, 1024, 64, 1024), (4096, 196, 4, 4), (16, 256, 256, 64), (8, 512, 512, 512)]
 BMM_DTYPES = ["float32", "bfloat16", "float16"]
@@ -220,8 +222,9 @@ def measure_gemm_ratios(device: str, *, budget_s: float, warnings: list, progres
                 a = torch.randn(batch, m, k, device=device, dtype=dtype, generator=gen)
                 b = torch.randn(batch, k, n, device=device, dtype=dtype, generator=gen)
                 tall, w = a.reshape(batch * m, k), torch.randn(k, n, device=device, dtype=dtype, generator=gen)
-                ref = _stat(lambda: torch.mm(tall, w), device, budget_s, f"gemm {dtype_name} {batch * m}x{n}x{k}", warnings)
-                stat = _stat(lambda: torch.bmm(a, b), device, budget_s, f"bmm {dtype_name} {batch}x{m}x{n}x{k}", warnings)
+                with _tf32(False):  # float32 batches on the SIMT path, as the model reads them
+                    ref = _stat(lambda: torch.mm(tall, w), device, budget_s, f"gemm {dtype_name} {batch * m}x{n}x{k}", warnings)
+                    stat = _stat(lambda: torch.bmm(a, b), device, budget_s, f"bmm {dtype_name} {batch}x{m}x{n}x{k}", warnings)
                 points.append(GemmRatioPoint(m=m, n=n, k=k, batch=batch, time=stat, reference=ref))
                 if progress:
                     progress()

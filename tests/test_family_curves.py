@@ -246,3 +246,9 @@ def test_gpu_softmax_backward_over_warp_rows_is_two_passes_at_the_binary_rate():
 
     assert backward_s((4096, 196)) == pytest.approx(2 * 3 * 4096 * 196 * 4 / 2e12, rel=0.01)
     assert backward_s((64, 2048)) > 3 * 64 * 2048 * 4 / 0.5e12 * 0.9  # a block per row past 1024: the family's one pass
+
+
+def test_gpu_layer_norm_over_empty_rows_is_priced_without_error():
+    profile = _profile_with(_flat_curve("layer_norm", "float32", 2e12), _flat_curve("layer_norm_short", "float32", 1e12))
+    report = analyze(lambda x: torch.nn.functional.layer_norm(x, (0,)), (torch.randn(4096, 0),), profile, device="cuda", batch_sweep=False)
+    assert all(o.kernel_s >= 0 for o in report.ops)

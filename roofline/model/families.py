@@ -12,7 +12,9 @@
   (a stride-s convolution reads s^2 times the input per output; cuDNN's grouped kernels run a
   strided one at the rate of a narrower group), the ratio interpolated over work.
 - ``GemmRatioModel``: how much slower than the aligned mm a misaligned GEMM (per alignment in
-  bytes, over FLOPs) or an addmm with a bias (nearest calibrated shapes) runs.
+  bytes, over FLOPs) or an addmm with a bias (its grid, or the nearest calibrated shapes) runs,
+  and what a batch of small products costs over the stacked GEMM the kernel path prices (the
+  nearest calibrated batches of the same row alignment).
 - ``NormFamilyModel``: normalizations whose kernels walk rows. Eval batch norm on an NCHW input
   runs a block over H x W planes: short planes (7 x 7) idle most of each block, so time follows
   the number of planes, not the bytes; it is affine in elements per calibrated plane size and
@@ -132,8 +134,11 @@ class ConvFamilyModel:
 def _row_align_bytes(dtype: str, n: int, k: int) -> int:
     """The alignment (up to the 16 bytes cuBLAS's vectorized kernels need) of the rows of a
     contiguous (m x k) @ (k x n) product and its output."""
-    itemsize = 4 if dtype == "float32" else 2
+    itemsize = 2 if dtype in ("float16", "bfloat16") else 4
     return min(math.gcd(16, n * itemsize), math.gcd(16, k * itemsize))
+
+
+BMM_REACH = 1.0  # log-distance in (m, n, k) within which a calibrated batch's ratio holds whole (a factor e in one dimension)
 
 
 class GemmRatioModel:
@@ -191,10 +196,13 @@ class GemmRatioModel:
 
     def bmm_ratio(self, dtype: str, m: int, n: int, k: int, aligned: bool) -> float:
         """A batch of (m, n, k) products over what the kernel path prices without this ratio (their
-        rows stacked into one GEMM): the geometric mean of the (up to) three calibrated shapes of the
-        same alignment of rows nearest in log(m, n, k), weighted by inverse squared distance
-        (misaligned products run other kernels than aligned ones of a similar size); 1 without a
-        curve (TF32 among them: calibration times float32 batches on the SIMT path only)."""
+        rows stacked into one GEMM): the geometric mean of the (up to) three calibrated batches of
+        the same row alignment nearest in log(m, n, k), weighted by inverse squared distance
+        (misaligned products run other kernels than aligned ones of a similar size), faded to 1
+        from BMM_REACH to twice it from the nearest (a point's ratio also carries the matmul curve's
+        own error there, which says nothing of far shapes); 1 without a curve (TF32 among them:
+        calibration times float32 batches on the SIMT path only). The batch's count is not a
+        coordinate: the calibrated batches fill the GPU."""
         rows = self.bmm.get(dtype)
         if rows is None:
             rows = self.bmm.get(TWIN.get(dtype, ""))
@@ -202,10 +210,8 @@ class GemmRatioModel:
             return 1.0
         same = rows[rows[:, 4] == float(aligned)]
         rows = same if len(same) else rows
-        d2 = ((rows[:, :3] - np.log([m, n, k])) ** 2).sum(axis=1)
-        pick = np.argsort(d2)[:3]
-        w = 1.0 / (d2[pick] + 1e-3)
-        return float(np.exp((w * rows[pick, 3]).sum() / w.sum()))
+        log_ratio, nearest = _nearest_log_mean(rows, np.log([m, n, k]), 3)
+        return math.exp(min(max(2.0 - nearest / BMM_REACH, 0.0), 1.0) * log_ratio)
 
     def addmm_ratio(self, dtype: str, m: int, n: int, k: int) -> float:
         """addmm (bias in the epilogue) over mm: interpolated in log(m, n, k) over the calibrated
@@ -220,10 +226,16 @@ class GemmRatioModel:
             rows = self.addmm.get(TWIN.get(dtype, ""))
         if rows is None:
             return 1.0
-        d2 = ((rows[:, :3] - np.log([m, n, k])) ** 2).sum(axis=1)
-        pick = np.argsort(d2)[:2]
-        w = 1.0 / (d2[pick] + 1e-3)
-        return float(np.exp((w * rows[pick, 3]).sum() / w.sum()))
+        return math.exp(_nearest_log_mean(rows, np.log([m, n, k]), 2)[0])
+
+
+def _nearest_log_mean(rows: np.ndarray, point: np.ndarray, count: int) -> tuple[float, float]:
+    """(the mean of column 3 over the ``count`` rows nearest ``point`` in columns 0-2, weighted by
+    inverse squared distance; the nearest row's distance)."""
+    d2 = ((rows[:, :3] - point) ** 2).sum(axis=1)
+    pick = np.argsort(d2)[:count]
+    w = 1.0 / (d2[pick] + 1e-3)
+    return float((w * rows[pick, 3]).sum() / w.sum()), math.sqrt(float(d2[pick[0]]))
 
 
 def _as_grid(rows: np.ndarray) -> tuple[list[np.ndarray], np.ndarray] | None:

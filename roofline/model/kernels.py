@@ -299,43 +299,48 @@ def _batched_cat_s(op: CapturedOp, nbytes: int, rate: float, dev: DeviceModel) -
     return sum(max(nbytes * size / sum(sizes) / rate, grid_s) for size in sizes)
 
 
-# ATen's softmax on the GPU gives rows of at most 1024 elements along the innermost dimension to a
-# warp each (SoftMax.cu, dispatch_softmax_forward and its backward), in registers sized for the next
-# power of two. Rows shorter than 64 are bound by that warp's per-row work: a row of 49 (Swin's
-# windows) runs as a row of 64 would. From 64 on the kernel streams the row's own bytes: rows of 77,
-# 196 or 768 take their bytes' time, not their padded length's (benchmarks/row_kernels.py --op softmax).
-WARP_SOFTMAX_PADDED_BELOW, WARP_SOFTMAX_MAX_ROW = 64, 1024
+# ATen's softmax on the GPU gives rows of at most 1024 elements (and 4 KB) along the innermost
+# dimension to a warp each (SoftMax.cu, dispatch_softmax_forward and its backward), in registers
+# sized for the next power of two. Rows shorter than 64 are bound by that warp's per-row work: a row
+# of 49 (Swin's windows) runs as a row of 64 would. From 64 on the kernel streams the row's own
+# bytes: rows of 77, 196 or 768 take their bytes' time, not their padded length's
+# (benchmarks/row_kernels.py --op softmax).
+WARP_SOFTMAX_PADDED_BELOW, WARP_SOFTMAX_MAX_ROW, WARP_SOFTMAX_MAX_ROW_BYTES = 64, 1024, 4096
+
+
+def _warp_rows(op: CapturedOp, dev: DeviceModel) -> int | None:
+    """The row length of a GPU softmax (or its backward) that runs ATen's warp-per-row kernel:
+    innermost rows of at most WARP_SOFTMAX_MAX_ROW elements and WARP_SOFTMAX_MAX_ROW_BYTES; None
+    for any other op."""
+    inputs = op.tensor_inputs()
+    row = _row_length(op, "softmax")
+    if dev.kind != "cuda" or not inputs or not row or row > WARP_SOFTMAX_MAX_ROW or row * inputs[0].itemsize > WARP_SOFTMAX_MAX_ROW_BYTES:
+        return None
+    return row if _softmax_dim(op) % inputs[0].ndim == inputs[0].ndim - 1 else None
 
 
 def _warp_softmax_row(op: CapturedOp, family: str, dev: DeviceModel) -> int | None:
-    """The padded row length of a GPU softmax (forward or backward, log or not) over innermost rows
-    shorter than ``WARP_SOFTMAX_PADDED_BELOW`` and not a power of two; None for any other op."""
-    if dev.kind != "cuda" or family != "softmax":
-        return None
-    inputs = op.tensor_inputs()
-    row = _row_length(op, family)
-    if not inputs or not row or row & (row - 1) == 0 or row >= WARP_SOFTMAX_PADDED_BELOW:
-        return None
-    if _softmax_dim(op) % inputs[0].ndim != inputs[0].ndim - 1:
+    """The padded row length of a GPU softmax forward (log or not), or log_softmax's backward, over
+    warp rows shorter than ``WARP_SOFTMAX_PADDED_BELOW`` and not a power of two; None for any other
+    op (softmax's own backward is ``_warp_softmax_backward_s``'s)."""
+    row = _warp_rows(op, dev) if family == "softmax" else None
+    if not row or row & (row - 1) == 0 or row >= WARP_SOFTMAX_PADDED_BELOW:
         return None
     return 1 << (row - 1).bit_length()
 
 
 def _warp_softmax_backward_s(op: CapturedOp, dev: DeviceModel) -> float | None:
-    """A GPU softmax backward over innermost rows of at most ``WARP_SOFTMAX_MAX_ROW`` elements: two
-    streaming passes, each reading two tensors of the gradient's size and writing one (the gradient
-    times the output, then the warp kernel's row sums and update; two kernels with torch 2.11,
-    ``benchmarks/row_kernels.py --op softmax_backward --kernels``), at the binary elementwise rate.
-    Unlike the forward, no exponential: the passes run at the bytes' rate in every dtype. None for any
-    other op (log_softmax's backward and longer rows are not timed)."""
-    if dev.kind != "cuda" or op.packet != "aten._softmax_backward_data":
+    """A GPU softmax backward over warp rows: two streaming passes, each reading the gradient and
+    the softmax's output and writing a tensor of the result's size (the gradient times the output,
+    then the warp kernel's row sums and update; two kernels with torch 2.11, ``benchmarks/
+    row_kernels.py --op softmax_backward --kernels``), at the binary elementwise rate: unlike the
+    forward, no exponential binds them, in any dtype. None for any other op (log_softmax's backward,
+    rows a block each: not timed)."""
+    if op.packet != "aten._softmax_backward_data" or not op.outputs or _warp_rows(op, dev) is None:
         return None
-    inputs = op.tensor_inputs()
-    row = _row_length(op, "softmax")
-    if not inputs or not row or row > WARP_SOFTMAX_MAX_ROW or _softmax_dim(op) % inputs[0].ndim != inputs[0].ndim - 1:
-        return None
-    pass_bytes = 3 * inputs[0].numel * inputs[0].itemsize
-    dtype = DTYPE_NAMES.get(inputs[0].dtype, "float32")
+    grad, output = op.tensor_inputs()[:2]
+    pass_bytes = grad.numel * grad.itemsize + output.numel * output.itemsize + op.outputs[0].numel * op.outputs[0].itemsize
+    dtype = DTYPE_NAMES.get(grad.dtype, "float32")
     return 2 * pass_bytes / (dev.family_bytes_per_s("add", pass_bytes, dtype) or dev.bandwidth.bytes_per_s(pass_bytes, "copy"))
 
 
@@ -349,13 +354,13 @@ def _float32_scale(op: CapturedOp) -> float:
 
 def _row_rate(op: CapturedOp, family: str, long_rate: float, nbytes: int, dtype: str, dev: DeviceModel,
               row: int | None = None) -> float:
-    """A row-wise kernel's rate at its own row length (``row``, else the op's): interpolated in
-    log(row) between the family calibrated on short rows and the one on long rows (a block per row
-    idles most of its threads on a row of 49 or 96)."""
+    """A row-wise kernel's rate at its own row length (``row``, else the op's), between the family
+    calibrated on short rows and the one on long rows: a GPU layer norm's time linear in 1 / row
+    (``_block_per_row_s``), any other kernel's rate interpolated in log(row)."""
     short_family, short_row, long_row = ROW_FAMILIES[family]
     short_rate = dev.family_bytes_per_s(short_family, nbytes, dtype) if dev.has_family(short_family) else None
     row = row or _row_length(op, family)
-    if not short_rate or row is None or row >= long_row:
+    if not short_rate or not row or row >= long_row:
         return long_rate
     if dev.kind == "cuda" and op.packet in BLOCK_PER_ROW:
         return nbytes / _block_per_row_s(nbytes / short_rate, nbytes / long_rate, row, short_row, long_row)
@@ -638,6 +643,19 @@ def _leading_bytes(t) -> int | None:
     return None
 
 
+BATCHED_PRODUCTS = {"aten.bmm", "aten.baddbmm"}
+
+
+def _batched_products(op: CapturedOp) -> bool:
+    """A batch of products as cuBLAS's batched kernels run it: bmm and baddbmm, and a matmul whose
+    operands both keep a batch (a 3-d @ 2-d matmul folds into one mm; a grouped GEMM runs kernels
+    of its own)."""
+    if op.packet in BATCHED_PRODUCTS:
+        return True
+    inputs = op.tensor_inputs()
+    return op.packet == "aten.matmul" and len(inputs) >= 2 and min(t.ndim for t in inputs[:2]) >= 3
+
+
 def _gemm_ratio(op: CapturedOp, cost: OpCost, dev: DeviceModel, curve_name: str, m: int, n: int, k: int, batch: int = 1) -> float:
     """A GEMM's time over the aligned mm's: a leading dimension not a multiple of 16 bytes sends
     cuBLAS to slower kernels; addmm's bias epilogue picks other kernels than mm; a batch of small
@@ -651,7 +669,7 @@ def _gemm_ratio(op: CapturedOp, cost: OpCost, dev: DeviceModel, curve_name: str,
             align = min(align, math.gcd(16, lead))
         if t.storage_offset:
             align = min(align, math.gcd(16, t.storage_offset * t.itemsize))
-    ratio = dev.gemm_ratios.bmm_ratio(curve_name, m, n, k, aligned=align == 16) if batch > 1 else 1.0
+    ratio = dev.gemm_ratios.bmm_ratio(curve_name, m, n, k, aligned=align == 16) if batch > 1 and _batched_products(op) else 1.0
     if align < 16:
         ratio *= dev.gemm_ratios.misaligned_ratio(curve_name, align, m, n, k)
     if op.packet == "aten.addmm" and op.tensor_inputs() and op.tensor_inputs()[0].ndim >= 1 and op.tensor_inputs()[0].numel > 1:
@@ -704,8 +722,8 @@ GPU_WINDOW_POOLS = {"aten.max_pool2d_with_indices", "aten.max_pool2d", "aten.avg
 ELEMENT_BOUND = {"max_pool2d"}
 # row-wise kernels calibrated at two row lengths (calibrate.memory: ROW and SHORT_ROW)
 ROW_FAMILIES = {"layer_norm": ("layer_norm_short", 64, 1024), "softmax": ("softmax_short", 64, 1024)}
-# row-wise GPU kernels with a block per row, whatever its length (ATen's vectorized_layer_norm_kernel;
-# benchmarks/row_kernels.py times rows of 16-1024)
+# row-wise GPU kernels with a block per row, whatever its length (ATen's vectorized_layer_norm_kernel,
+# which every row of benchmarks/row_kernels.py ran: 16-1024 elements, multiples of its vector width)
 BLOCK_PER_ROW = {"aten.native_layer_norm"}
 
 
