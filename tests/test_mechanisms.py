@@ -3,6 +3,7 @@ benchmarks/mechanism_sweep.py's points; the curves hold a calibration-like subse
 points held out of them): depthwise and grouped convolutions on their families, stride, GEMMs whose
 rows break the 16-byte alignment, and addmm's bias epilogue."""
 
+import functools
 import json
 import statistics
 
@@ -396,11 +397,17 @@ def test_aligned_batched_products_read_only_aligned_calibration_shapes(bmm_error
 # h100_softmax_backward_rows.json) ----
 
 
+@functools.lru_cache(maxsize=1)
+def _shipped_h100():
+    """The shipped H100 profile, read once (the row tests only price with it)."""
+    return load_profile_file(REPO / "device_profiles" / "nvidia-h100-80gb-hbm3.json")
+
+
 def _row_errors(fixture: str) -> dict[tuple[str, int, int], float]:
     """Relative errors of the recorded row-wise ops priced with the shipped H100 profile as
     ``benchmarks/row_kernels.py --sweep`` prices them, by (dtype, rows, row length)."""
     recorded = json.loads((FIXTURES / fixture).read_text())["points"]
-    prof = load_profile_file(REPO / "device_profiles" / "nvidia-h100-80gb-hbm3.json")
+    prof = _shipped_h100()
     errors = {}
     for p in recorded:
         dt = DT[p["dtype"]]
