@@ -24,6 +24,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from benchmarks.sweep_checks import DTYPES, check_parser, error_line, kernel_s, priced_lines, sweep_points  # noqa: E402
+from roofline.model.families import row_align_bytes  # noqa: E402
 from roofline.profiles import load_profile_file  # noqa: E402
 
 
@@ -34,6 +35,11 @@ def predicted_s(profile, p: dict) -> float:
         b = torch.empty(p["batch"], p["k"], p["n"], dtype=dtype) if p["layout"] == "nn" else \
             torch.empty(p["batch"], p["n"], p["k"], dtype=dtype).transpose(1, 2)
     return kernel_s(torch.bmm, (a, b), profile)
+
+
+def aligned_rows(p: dict) -> bool:
+    """Whether the point's products have 16-byte rows (``roofline.model.families.row_align_bytes``)."""
+    return row_align_bytes(p["dtype"], p["n"], p["k"]) == 16
 
 
 def described(p: dict) -> str:
@@ -49,9 +55,9 @@ def main() -> int:
         profile.gpu.measurements.gemm_ratios = [c for c in profile.gpu.measurements.gemm_ratios if c.kind != "bmm"]
     points = sweep_points(args.sweep, "bmm")
     errors = priced_lines(points, lambda p: predicted_s(profile, p), described)
-    own = [e for p, e in zip(points, errors) if p["m"] == 128]
     print("all points:", error_line(errors))
-    print("128-long products (shapes of their own):", error_line(own))
+    print("misaligned rows:", error_line([e for p, e in zip(points, errors) if not aligned_rows(p)]))
+    print("128-long products (shapes of their own):", error_line([e for p, e in zip(points, errors) if p["m"] == 128]))
     return 0
 
 

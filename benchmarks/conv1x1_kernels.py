@@ -56,6 +56,7 @@ def kernels(fn, reps: int = 20) -> tuple[float, dict[str, tuple[float, float]]]:
 
 def check(record: Path, profile_path: Path) -> None:
     """The profile's price of each recorded convolution against its summed kernel time, by group."""
+    from benchmarks.conv_channels_check import kernel_class
     from benchmarks.sweep_checks import error_line, kernel_s
     from calibrate.conv import GPU_CHANNELS_LAST_SHAPES, GPU_HALF_SHAPES, GPU_SHAPES, channel_shapes
     from roofline.profiles import load_profile_file
@@ -74,7 +75,7 @@ def check(record: Path, profile_path: Path) -> None:
             x, w = x.to(memory_format=torch.channels_last), w.to(memory_format=torch.channels_last)
         predicted_us = 1e6 * kernel_s(lambda x, w, s=r["stride"]: F.conv2d(x, w, None, s), (x, w), profile)
         if r["layout"] == "nchw":
-            group = "nchw " + ("legacy kernel" if any("implicit_convolve_sgemm" in n for n in r["names"]) else "other kernels")
+            group = "nchw " + ("legacy kernel" if kernel_class(r["names"]) == "legacy" else "other kernels")
         else:
             group = f"channels-last stride {r['stride']}"
         errors[f"{r['dtype']:8s} {group}"].append(predicted_us / r["kernels_us"] - 1)

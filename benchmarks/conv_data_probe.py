@@ -22,11 +22,9 @@ from roofline.timing import time_fn  # noqa: E402
 SHAPES = [(32, 128, 128, 28, 3), (32, 256, 256, 14, 3), (32, 64, 64, 56, 3), (32, 512, 512, 14, 3), (32, 64, 256, 56, 1)]
 
 
-def kernel_us(fn, conv_only: bool, reps: int = 30) -> float:
-    """Summed kernel time of one call of ``fn``, us; ``conv_only``: leaving out the copies between calls."""
-    total, names = kernels(fn, reps)
-    if not conv_only:
-        return total
+def kernel_us(fn, reps: int = 30) -> float:
+    """Summed kernel time of one call of ``fn``, us, leaving out the copies between calls."""
+    _, names = kernels(fn, reps)
     copies = ("copy", "elementwise", "memcpy")
     return sum(calls * us for name, (calls, us) in names.items() if not any(c in name.lower() for c in copies))
 
@@ -48,8 +46,8 @@ def main() -> None:
 
             span = time_fn(lambda: run(x), device="cuda", budget_s=0.05).stat().median_s * 1e6
             span_r = time_fn(lambda: run(xr), device="cuda", budget_s=0.05).stat().median_s * 1e6
-            print(f"{str(dt).split('.')[-1]:8s} b{b} {cin}->{cout} {size}^2 k{k}: kernels randn {kernel_us(lambda: run(x), True):6.1f} us, "
-                  f"relu {kernel_us(lambda: run(xr), True):6.1f} us, randn between copies {kernel_us(interleaved, True):6.1f} us; "
+            print(f"{str(dt).split('.')[-1]:8s} b{b} {cin}->{cout} {size}^2 k{k}: kernels randn {kernel_us(lambda: run(x)):6.1f} us, "
+                  f"relu {kernel_us(lambda: run(xr)):6.1f} us, randn between copies {kernel_us(interleaved):6.1f} us; "
                   f"time_fn span randn {span:6.1f} us, relu {span_r:6.1f} us", flush=True)
 
 

@@ -1,4 +1,4 @@
-"""What the first call of each calibrated depthwise and grouped convolution costs in a fresh process,
+"""What the first call of each calibrated depthwise convolution forward costs in a fresh process,
 made one after another or from a pool of threads (cuDNN builds, and for some kernels compiles, an
 execution plan on a shape's first call; ATen releases the GIL inside the op).
 
@@ -17,8 +17,8 @@ from calibrate import mechanisms
 
 
 def calls() -> list:
-    """One closure per (dtype, layout, filter, size) depthwise forward and grouped convolution that
-    calibration's conv-families stage times (its gradients left out)."""
+    """One closure per (dtype, layout, filter, size) depthwise forward that calibration's
+    conv-families stage times (its gradients and grouped convolutions left out)."""
     out = []
     for dtype_name, layout in mechanisms.DEPTHWISE_KINDS:
         dtype = mechanisms.DTYPES[dtype_name]

@@ -79,22 +79,14 @@ def _label(p: dict) -> str:
     return f"{p['op']:<19} {p['dtype']:<8} {p['rows']:8d} rows of {p['row']:5d}"
 
 
-def _flag(name: str, value: bool = False) -> str | bool | None:
-    """Take ``name`` (and its value) out of argv for the shared command line."""
-    if name not in sys.argv:
-        return None
-    at = sys.argv.index(name)
-    sys.argv.pop(at)
-    if not value:
-        return True
-    if at >= len(sys.argv):
-        raise SystemExit(f"{name} needs a value: one of {', '.join(OPS)}")
-    return sys.argv.pop(at)
+def _args(ap) -> None:
+    ap.add_argument("--op", choices=sorted(OPS), default="layer_norm", help="with --measure: the op to time")
+    ap.add_argument("--kernels", action="store_true", help="with --measure: record the kernels each point ran")
+
+
+def _points(args) -> list[dict]:
+    return [dict(op=args.op, dtype=d, row=r, rows=n // r) for d in DTYPES for n in ELEMENTS for r in ROWS[args.op]]
 
 
 if __name__ == "__main__":
-    kernels, op = bool(_flag("--kernels")), _flag("--op", value=True) or "layer_norm"
-    if op not in OPS:
-        raise SystemExit(f"--op {op}: not one of {', '.join(OPS)}")
-    points = lambda: [dict(op=op, dtype=d, row=r, rows=n // r) for d in DTYPES for n in ELEMENTS for r in ROWS[op]]  # noqa: E731
-    sys.exit(timed_check_main(__doc__, "row_kernels", points, _timed_call, predicted_s, _label, kernels=kernels))
+    sys.exit(timed_check_main(__doc__, "row_kernels", _points, _timed_call, predicted_s, _label, add_args=_args))

@@ -76,32 +76,38 @@ def time_points(path: str | Path, points: list[dict], call_of: Callable[[dict], 
     kernels each call ran) to ``path``, with the device and torch version."""
     from roofline.timing import time_fn
 
+    if kernels:
+        from benchmarks.mechanism_sweep import kernel_names
     timed = []
     for p in points:
         fn = call_of(p)
         t = time_fn(fn, device="cuda", budget_s=budget_s, label=describe(p)).stat()
         extra = {}
         if kernels:
-            from benchmarks.mechanism_sweep import kernel_names
-
             extra["kernels"] = kernel_names(fn, "cuda")
         timed.append(dict(p, median_s=t.median_s, **extra))
         print(f"{describe(p)}: {t.median_s * 1e6:9.1f} us", flush=True)
     Path(path).write_text(json.dumps(dict(device=torch.cuda.get_device_name(), torch=torch.__version__, points=timed), indent=1))
 
 
-def timed_check_main(doc: str, name: str, points: Callable[[], list[dict]], call_of: Callable[[dict], Callable],
-                     predicted_s: Callable, describe: Callable[[dict], str], budget_s: float = 0.05, kernels: bool = False) -> int:
+def timed_check_main(doc: str, name: str, points: Callable[..., list[dict]], call_of: Callable[[dict], Callable],
+                     predicted_s: Callable, describe: Callable[[dict], str], budget_s: float = 0.05, kernels: bool = False,
+                     add_args: Callable[[argparse.ArgumentParser], None] | None = None) -> int:
     """The command line of a check that times its points on the GPU and prices a record of them:
-    ``--measure OUT.json`` (``time_points``), ``--sweep OUT.json [--profile P]`` (each point's line
-    and one line of their errors, ``predicted_s(profile, point)``)."""
+    ``--measure OUT.json`` (``time_points``, recording the kernels each point ran with ``kernels`` or
+    a ``--kernels`` flag of the check's), ``--sweep OUT.json [--profile P]`` (each point's line and
+    one line of their errors, ``predicted_s(profile, point)``). ``add_args`` adds the check's own
+    flags; its ``points`` then takes the parsed arguments."""
     ap = argparse.ArgumentParser(description=doc.splitlines()[0])
     ap.add_argument("--measure", metavar="OUT.json")
     ap.add_argument("--sweep", metavar="OUT.json")
     ap.add_argument("--profile", default="nvidia-h100-80gb-hbm3")
+    if add_args:
+        add_args(ap)
     args = ap.parse_args()
     if args.measure:
-        time_points(args.measure, points(), call_of, describe, budget_s, kernels)
+        time_points(args.measure, points(args) if add_args else points(), call_of, describe, budget_s,
+                    kernels or getattr(args, "kernels", False))
     if args.sweep:
         from roofline.pipeline import resolve_profile
 

@@ -342,7 +342,7 @@ def steps(quick: bool) -> int:
     """Progress steps of both stages."""
     gradients = len(GRADIENT_MASKS) * len(DEPTHWISE_SIZES)  # per (dtype, layout) and filter
     if quick:
-        return len(DEPTHWISE_SIZES) + gradients + len(GROUPED_BATCHES) + 2 * 3 + 2 + 2
+        return len(DEPTHWISE_SIZES) + gradients + len(GROUPED_BATCHES) + 2 * 3 + 2 + len(BMM_DTYPES[:1]) * len(BMM_SHAPES[:2])
     forward = sum(len(_filters(layout, False)) for _, layout in DEPTHWISE_KINDS) * len(DEPTHWISE_SIZES)
     dw = forward + len(DEPTHWISE_GRADIENT_KINDS) * gradients * len(DEPTHWISE_FILTERS)
     grouped = len(GROUPED_DTYPES) * (len(GROUPED_WIDTHS) + len(GROUPED_STRIDE2)) * len(GROUPED_BATCHES)

@@ -184,10 +184,8 @@ def _selection_call(op: str, n: int, device: str, dtype: torch.dtype):
             fn = lambda: F.avg_pool2d(img, 3, 2, 1)  # noqa: E731
     elif op in (UPSAMPLE_FAMILY, UPSAMPLE_NEAREST_FAMILY):
         img = _rand(1, max(rows * ROW // UPSAMPLE_SIDE**2, 1), UPSAMPLE_SIDE, UPSAMPLE_SIDE, device=device, dtype=dtype)
-        if op == UPSAMPLE_FAMILY:
-            fn = lambda: F.interpolate(img, size=(2 * UPSAMPLE_SIDE, 2 * UPSAMPLE_SIDE), mode="bilinear", align_corners=False)  # noqa: E731
-        else:
-            fn = lambda: F.interpolate(img, size=(2 * UPSAMPLE_SIDE, 2 * UPSAMPLE_SIDE), mode="nearest")  # noqa: E731
+        mode = dict(mode="bilinear", align_corners=False) if op == UPSAMPLE_FAMILY else dict(mode="nearest")
+        fn = lambda: F.interpolate(img, size=(2 * UPSAMPLE_SIDE, 2 * UPSAMPLE_SIDE), **mode)  # noqa: E731
     elif op in STRIDED_OPS:
         fn = _strided_call(op, rows * ROW, device, dtype)
     else:

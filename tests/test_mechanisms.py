@@ -11,6 +11,10 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from benchmarks.bmm_check import aligned_rows
+from benchmarks.bmm_check import predicted_s as bmm_predicted_s
+from benchmarks.row_kernels import predicted_s as row_predicted_s
+from benchmarks.sweep_checks import sweep_points
 from roofline.pipeline import Analysis, Options
 from roofline.profiles import load_profile_file
 from roofline.schema.profile import ConvFamilyCurve, GemmRatioCurve
@@ -345,30 +349,38 @@ def test_the_cat_grid_adds_nothing_to_equal_inputs():
     assert cat_s(big, big) == pytest.approx(4 * big_bytes / 2e12, rel=0.01)  # equal inputs: their bytes
 
 
-# ---- batches of small products (tests/fixtures/h100_bmm.json) ----
+# ---- batches of small products (benchmarks/results/h100_gemm_sweep.json's bmm points) ----
+
+
+@functools.lru_cache(maxsize=1)
+def _shipped_h100():
+    """The shipped H100 profile, read once (these tests only price with it or take its curves)."""
+    return load_profile_file(REPO / "device_profiles" / "nvidia-h100-80gb-hbm3.json")
+
+
+def _with_shipped_bmm():
+    """(the fixture H100 profile, the same with the shipped H100 profile's bmm curves)."""
+    without = load_profile_file(FIXTURES / "h100_profile.json")
+    assert not any(c.kind == "bmm" for c in without.gpu.measurements.gemm_ratios)
+    with_bmm = load_profile_file(FIXTURES / "h100_profile.json")
+    with_bmm.gpu.measurements.gemm_ratios += [c for c in _shipped_h100().gpu.measurements.gemm_ratios if c.kind == "bmm"]
+    return without, with_bmm
 
 
 def _bmm_errors(prof, checks) -> dict[tuple[str, bool], list[float]]:
-    """Relative errors of torch.bmm priced with ``prof`` at the recorded sweep's held-out shapes, by
-    (dtype, whether the rows are 16-byte aligned)."""
+    """Relative errors of torch.bmm priced with ``prof`` as ``benchmarks/bmm_check.py`` prices it, at
+    the recorded sweep's points, by (dtype, whether the rows are 16-byte aligned)."""
     out: dict[tuple[str, bool], list[float]] = {}
     for p in checks:
-        dt = DT[p["dtype"]]
-        a = torch.empty(p["batch"], p["m"], p["k"], dtype=dt)
-        b = torch.empty(p["batch"], p["k"], p["n"], dtype=dt) if p["layout"] == "nn" else torch.empty(p["batch"], p["n"], p["k"], dtype=dt).transpose(1, 2)
-        aligned = (p["n"] * dt.itemsize) % 16 == 0 and (p["k"] * dt.itemsize) % 16 == 0
-        out.setdefault((p["dtype"], aligned), []).append(kernel_s(torch.bmm, (a, b), prof) / p["median_s"] - 1)
+        out.setdefault((p["dtype"], aligned_rows(p)), []).append(bmm_predicted_s(prof, p) / p["median_s"] - 1)
     return out
 
 
 @pytest.fixture(scope="module")
 def bmm_errors():
-    recorded = json.loads((FIXTURES / "h100_bmm.json").read_text())
-    without = load_profile_file(FIXTURES / "h100_profile.json")
-    assert not any(c.kind == "bmm" for c in without.gpu.measurements.gemm_ratios)
-    with_bmm = load_profile_file(FIXTURES / "h100_profile.json")
-    with_bmm.gpu.measurements.gemm_ratios += [GemmRatioCurve(**c) for c in recorded["gemm_ratios"]]
-    return _bmm_errors(without, recorded["checks"]), _bmm_errors(with_bmm, recorded["checks"])
+    checks = sweep_points(REPO / "benchmarks" / "results" / "h100_gemm_sweep.json", "bmm")
+    without, with_bmm = _with_shipped_bmm()
+    return _bmm_errors(without, checks), _bmm_errors(with_bmm, checks)
 
 
 def test_misaligned_batched_products_take_their_calibrated_ratio(bmm_errors):
@@ -393,35 +405,26 @@ def test_aligned_batched_products_read_only_aligned_calibration_shapes(bmm_error
     assert statistics.median(abs(e) for e in aligned) < 0.2, sorted(aligned)
 
 
-# ---- row-wise kernels over row length (tests/fixtures/h100_layer_norm_rows.json, h100_softmax_rows.json,
-# h100_softmax_backward_rows.json) ----
+def test_only_batched_products_take_the_bmm_ratio():
+    """A grouped GEMM (a mixture of experts' layers) runs kernels of its own, not cuBLAS's batched
+    ones: its groups take no bmm ratio."""
+    without, with_bmm = _with_shipped_bmm()
+    x, w = torch.empty(1024, 1408, dtype=torch.bfloat16), torch.empty(8, 1024, 1408, dtype=torch.bfloat16).transpose(1, 2)
+    offs = torch.arange(1, 9, dtype=torch.int32) * 128
+    grouped = lambda x, w, offs: torch._grouped_mm(x, w, offs=offs)  # noqa: E731
+    assert kernel_s(grouped, (x, w, offs), with_bmm) == pytest.approx(kernel_s(grouped, (x, w, offs), without), rel=1e-9)
+    a, b = torch.empty(2048, 49, 32, dtype=torch.bfloat16), torch.empty(2048, 32, 49, dtype=torch.bfloat16)
+    assert kernel_s(torch.bmm, (a, b), with_bmm) > 1.2 * kernel_s(torch.bmm, (a, b), without)
 
 
-@functools.lru_cache(maxsize=1)
-def _shipped_h100():
-    """The shipped H100 profile, read once (the row tests only price with it)."""
-    return load_profile_file(REPO / "device_profiles" / "nvidia-h100-80gb-hbm3.json")
+# ---- row-wise kernels over row length (benchmarks/results/h100_*_rows.json) ----
 
 
-def _row_errors(fixture: str) -> dict[tuple[str, int, int], float]:
-    """Relative errors of the recorded row-wise ops priced with the shipped H100 profile as
-    ``benchmarks/row_kernels.py --sweep`` prices them, by (dtype, rows, row length)."""
-    recorded = json.loads((FIXTURES / fixture).read_text())["points"]
-    prof = _shipped_h100()
-    errors = {}
-    for p in recorded:
-        dt = DT[p["dtype"]]
-        x, w, b = torch.empty(p["rows"], p["row"], dtype=dt), torch.empty(p["row"], dtype=dt), torch.empty(p["row"], dtype=dt)
-        if p["op"] == "softmax":
-            t = kernel_s(lambda x: torch.softmax(x, -1), (x,), prof)
-        elif p["op"] == "softmax_backward":
-            t = kernel_s(lambda g, y: torch.ops.aten._softmax_backward_data(g, y, -1, g.dtype), (x, x.clone()), prof)
-        elif p["op"] == "layer_norm":
-            t = kernel_s(lambda x, w, b: F.layer_norm(x, x.shape[-1:], w, b), (x, w, b), prof)
-        else:
-            raise ValueError(f"no pricing for the recorded op {p['op']}")
-        errors[(p["dtype"], p["rows"], p["row"])] = t / p["median_s"] - 1
-    return errors
+def _row_errors(record: str) -> dict[tuple[str, int, int], float]:
+    """Relative errors of a recorded row-kernel sweep priced with the shipped H100 profile as
+    ``benchmarks/row_kernels.py --sweep`` prices it, by (dtype, rows, row length)."""
+    recorded = json.loads((REPO / "benchmarks" / "results" / record).read_text())["points"]
+    return {(p["dtype"], p["rows"], p["row"]): row_predicted_s(_shipped_h100(), p) / p["median_s"] - 1 for p in recorded}
 
 
 def test_layer_norm_rows_against_the_h100():
@@ -449,18 +452,3 @@ def test_softmax_backward_rows_against_the_h100():
     large_fp32 = [e for (dtype, rows, row), e in errors.items() if dtype == "float32" and rows * row > 1 << 22]
     assert len(large_fp32) == 13 and max(abs(e) for e in large_fp32) < 0.05, sorted(large_fp32)
     assert statistics.median(abs(e) for e in errors.values()) < 0.12
-
-
-def test_only_batched_products_take_the_bmm_ratio():
-    """A grouped GEMM (a mixture of experts' layers) runs kernels of its own, not cuBLAS's batched
-    ones: its groups take no bmm ratio."""
-    recorded = json.loads((FIXTURES / "h100_bmm.json").read_text())
-    without = load_profile_file(FIXTURES / "h100_profile.json")
-    with_bmm = load_profile_file(FIXTURES / "h100_profile.json")
-    with_bmm.gpu.measurements.gemm_ratios += [GemmRatioCurve(**c) for c in recorded["gemm_ratios"]]
-    x, w = torch.empty(1024, 1408, dtype=torch.bfloat16), torch.empty(8, 1024, 1408, dtype=torch.bfloat16).transpose(1, 2)
-    offs = torch.arange(1, 9, dtype=torch.int32) * 128
-    grouped = lambda x, w, offs: torch._grouped_mm(x, w, offs=offs)  # noqa: E731
-    assert kernel_s(grouped, (x, w, offs), with_bmm) == pytest.approx(kernel_s(grouped, (x, w, offs), without), rel=1e-9)
-    a, b = torch.empty(2048, 49, 32, dtype=torch.bfloat16), torch.empty(2048, 32, 49, dtype=torch.bfloat16)
-    assert kernel_s(torch.bmm, (a, b), with_bmm) > 1.2 * kernel_s(torch.bmm, (a, b), without)

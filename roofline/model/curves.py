@@ -263,15 +263,19 @@ def conv_aligned(in_channels: int, itemsize: int) -> bool:
     return in_channels * itemsize % 16 == 0
 
 
+def _half_nchw_1x1(kind: str, taps: int, strided: bool, itemsize: int, channels_last: bool) -> bool:
+    """A half-precision NCHW 2-d 1x1 convolution of stride 1: the convolutions whose kernel cuDNN
+    picks by their GEMM's alignment (``conv_plane_aligned``, ``conv_out_aligned``)."""
+    return kind == "2d" and taps == 1 and not strided and itemsize == 2 and not channels_last
+
+
 def conv_plane_aligned(kind: str, taps: int, strided: bool, out_positions: int, itemsize: int, channels_last: bool = False) -> bool:
     """An NCHW 1x1 convolution of stride 1 is a batched GEMM whose leading dimension is the output
     plane (H x W positions); in half precision cuDNN hands one whose plane fills whole 16-byte
     vectors to cuBLAS and runs the others (a 14x14 or 7x7 plane) on its own kernels (float32 runs
     its own GEMM kernels either way). True for every other convolution, a channels-last one too
     (its GEMM's rows are its channels)."""
-    if kind != "2d" or taps != 1 or strided or itemsize != 2 or channels_last:
-        return True
-    return out_positions * itemsize % 16 == 0
+    return not _half_nchw_1x1(kind, taps, strided, itemsize, channels_last) or out_positions * itemsize % 16 == 0
 
 
 # cuDNN's tiles over a half-precision 1x1 convolution's output channels, and the largest output
@@ -288,7 +292,7 @@ def conv_out_aligned(kind: str, taps: int, strided: bool, out_channels: int, out
     16x16 planes its legacy SIMT ``implicit_convolve_sgemm``, several times slower than the
     channels-last or aligned GEMM, over 7x7 NHWC kernels behind layout transforms; over 28x28 and
     larger planes cuBLAS runs them (docs/design.md). True for every other convolution."""
-    if kind != "2d" or taps != 1 or strided or itemsize != 2 or channels_last or out_positions > OWN_KERNEL_PLANE_MAX:
+    if not _half_nchw_1x1(kind, taps, strided, itemsize, channels_last) or out_positions > OWN_KERNEL_PLANE_MAX:
         return True
     return out_channels % OUT_CHANNEL_TILE == 0
 

@@ -131,7 +131,7 @@ class ConvFamilyModel:
         return t if stride <= 1 else t * self._stride_ratio(curve.points, kernel, stride, macs)
 
 
-def _row_align_bytes(dtype: str, n: int, k: int) -> int:
+def row_align_bytes(dtype: str, n: int, k: int) -> int:
     """The alignment (up to the 16 bytes cuBLAS's vectorized kernels need) of the rows of a
     contiguous (m x k) @ (k x n) product and its output."""
     itemsize = 2 if dtype in ("float16", "bfloat16") else 4
@@ -151,7 +151,7 @@ class GemmRatioModel:
         self.misaligned: dict[tuple[str, int], list[tuple[float, float]]] = {}
         self.addmm: dict[str, np.ndarray] = {}
         self.addmm_grid: dict[str, tuple[list[np.ndarray], np.ndarray]] = {}
-        self.bmm: dict[str, np.ndarray] = {}
+        self.bmm: dict[tuple[str, bool], np.ndarray] = {}  # (dtype, 16-byte rows) -> the class's rows, else all the dtype's
         bmm = []
         for c in curves:
             if c.kind == "bmm":
@@ -167,10 +167,12 @@ class GemmRatioModel:
                 align = int(c.kind.rsplit("_", 1)[1])
                 self.misaligned[(c.dtype, align)] = sorted((2.0 * p.m * p.n * p.k, p.time.median_s / p.reference.median_s) for p in c.points)
         for c in bmm if matmul_s else []:  # after the misaligned curves, which the stacked GEMM's price includes
-            self.bmm[c.dtype] = np.array([
-                (math.log(p.m), math.log(p.n), math.log(p.k), math.log(p.time.median_s / self._stacked_s(matmul_s, c.dtype, p)), _row_align_bytes(c.dtype, p.n, p.k) == 16)
-                for p in c.points
-            ])
+            aligns = [row_align_bytes(c.dtype, p.n, p.k) for p in c.points]
+            rows = np.array([(math.log(p.m), math.log(p.n), math.log(p.k), math.log(p.time.median_s / self._stacked_s(matmul_s, c.dtype, p, align)))
+                             for p, align in zip(c.points, aligns)])
+            for aligned in (True, False):
+                same = rows[[(a == 16) == aligned for a in aligns]]
+                self.bmm[(c.dtype, aligned)] = same if len(same) else rows
 
     def misaligned_ratio(self, dtype: str, align_bytes: int, m: int, n: int, k: int) -> float:
         """How much slower a product with rows aligned to ``align_bytes`` (2, 4 or 8) runs; 1 when
@@ -187,10 +189,10 @@ class GemmRatioModel:
             return math.exp(float(np.interp(math.log(max(flops, 1.0)), xs, ys)))
         return 1.0
 
-    def _stacked_s(self, matmul_s: Callable[[str, int, int, int], float], dtype: str, p: GemmRatioPoint) -> float:
+    def _stacked_s(self, matmul_s: Callable[[str, int, int, int], float], dtype: str, p: GemmRatioPoint, align: int) -> float:
         """A calibration batch priced as the kernel path prices a contiguous bmm without this ratio:
-        its rows stacked into one GEMM on the matmul curve, slowed by the misalignment of its rows."""
-        align = _row_align_bytes(dtype, p.n, p.k)
+        its rows stacked into one GEMM on the matmul curve, slowed by the misalignment (``align``
+        bytes) of its rows."""
         ratio = self.misaligned_ratio(dtype, align, p.m, p.n, p.k) if align < 16 else 1.0
         return matmul_s(dtype, p.batch * p.m, p.n, p.k) * ratio
 
@@ -203,13 +205,11 @@ class GemmRatioModel:
         own error there, which says nothing of far shapes); 1 without a curve (TF32 among them:
         calibration times float32 batches on the SIMT path only). The batch's count is not a
         coordinate: the calibrated batches fill the GPU."""
-        rows = self.bmm.get(dtype)
+        rows = self.bmm.get((dtype, aligned))
         if rows is None:
-            rows = self.bmm.get(TWIN.get(dtype, ""))
+            rows = self.bmm.get((TWIN.get(dtype, ""), aligned))
         if rows is None:
             return 1.0
-        same = rows[rows[:, 4] == float(aligned)]
-        rows = same if len(same) else rows
         log_ratio, nearest = _nearest_log_mean(rows, np.log([m, n, k]), 3)
         return math.exp(min(max(2.0 - nearest / BMM_REACH, 0.0), 1.0) * log_ratio)
 

@@ -139,9 +139,9 @@ def _memory_s(op: CapturedOp, cost: OpCost, dev: DeviceModel) -> float:
     rows_s = _norm_family_s(op, cost, dev) if cost.category == "norm" and dev.norm_families else None
     if rows_s is not None:
         return rows_s
-    passes_s = _warp_softmax_backward_s(op, dev)
-    if passes_s is not None:
-        return passes_s
+    if _warp_softmax_backward(op, dev):  # two passes over the op's bytes at the binary elementwise rate
+        dtype = DTYPE_NAMES.get(_out_dtype(op, cost), "float32")
+        return 2 * nbytes / (dev.family_bytes_per_s("add", nbytes, dtype) or dev.bandwidth.bytes_per_s(nbytes, _bandwidth_kind(cost, dev)))
     strided = _strided_copy(op, cost, dev)
     if strided is not None:
         return _strided_s(op, cost, dev, strided)
@@ -322,26 +322,21 @@ def _warp_rows(op: CapturedOp, dev: DeviceModel) -> int | None:
 def _warp_softmax_row(op: CapturedOp, family: str, dev: DeviceModel) -> int | None:
     """The padded row length of a GPU softmax forward (log or not), or log_softmax's backward, over
     warp rows shorter than ``WARP_SOFTMAX_PADDED_BELOW`` and not a power of two; None for any other
-    op (softmax's own backward is ``_warp_softmax_backward_s``'s)."""
+    op (softmax's own backward is ``_warp_softmax_backward``'s)."""
     row = _warp_rows(op, dev) if family == "softmax" else None
     if not row or row & (row - 1) == 0 or row >= WARP_SOFTMAX_PADDED_BELOW:
         return None
     return 1 << (row - 1).bit_length()
 
 
-def _warp_softmax_backward_s(op: CapturedOp, dev: DeviceModel) -> float | None:
-    """A GPU softmax backward over warp rows: two streaming passes, each reading the gradient and
-    the softmax's output and writing a tensor of the result's size (the gradient times the output,
-    then the warp kernel's row sums and update; two kernels with torch 2.11, ``benchmarks/
-    row_kernels.py --op softmax_backward --kernels``), at the binary elementwise rate: unlike the
-    forward, no exponential binds them, in any dtype. None for any other op (log_softmax's backward,
-    rows a block each: not timed)."""
-    if op.packet != "aten._softmax_backward_data" or not op.outputs or _warp_rows(op, dev) is None:
-        return None
-    grad, output = op.tensor_inputs()[:2]
-    pass_bytes = grad.numel * grad.itemsize + output.numel * output.itemsize + op.outputs[0].numel * op.outputs[0].itemsize
-    dtype = DTYPE_NAMES.get(grad.dtype, "float32")
-    return 2 * pass_bytes / (dev.family_bytes_per_s("add", pass_bytes, dtype) or dev.bandwidth.bytes_per_s(pass_bytes, "copy"))
+def _warp_softmax_backward(op: CapturedOp, dev: DeviceModel) -> bool:
+    """A GPU softmax backward over warp rows, which runs two streaming passes, each reading the
+    gradient and the softmax's output and writing the result (the gradient times the output, then
+    the warp kernel's row sums and update; two kernels with torch 2.11, ``benchmarks/row_kernels.py
+    --op softmax_backward --kernels``), at the binary elementwise rate: unlike the forward, no
+    exponential binds them, in any dtype. False for log_softmax's backward and rows a block each
+    (not timed)."""
+    return op.packet == "aten._softmax_backward_data" and bool(op.outputs) and _warp_rows(op, dev) is not None
 
 
 def _float32_scale(op: CapturedOp) -> float:
