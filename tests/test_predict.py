@@ -517,3 +517,44 @@ def test_depthwise_bias_pass_only_where_cudnn_runs_it():
     assert bias_s(torch.float32) == 0.0 and bias_s(torch.bfloat16) == 0.0
     assert bias_s(torch.float16) > 0.0 and bias_s(torch.float32, channels_last=True) > 0.0
     assert bias_s(torch.float32, groups=1) > 0.0  # a dense convolution is cuDNN's
+
+
+def test_an_eval_batch_norm_atens_own_kernels_pay_their_launches():
+    # Half-precision weights send a GPU eval batch norm to ATen's own path: two per-channel kernels
+    # launched from C++ before the normalize pass, each an elementwise op's dispatch less the Python
+    # entry over the cuDNN batch norm the representative op times. The lent H100 recorded it
+    # (benchmarks/conv_host_cost.py): 3 kernels against cuDNN's 1, about twice the host time.
+    import json
+    import statistics
+
+    from roofline.costs.norm import ATEN_BATCH_NORM_KERNELS
+    from roofline.model.device import DeviceModel
+    from roofline.model.timeline import native_launches
+    from roofline.profiles import load_profile_file
+    from tests.conftest import REPO
+
+    record = json.loads((REPO / "benchmarks" / "results" / "h100_conv_host_cost.json").read_text())
+    norms = {(c["dtype"], c["layout"], tuple(c["shape"])): c for c in record["cases"] if c["op"] == "batch_norm"}
+    ratios = []
+    for (dtype, layout, shape), case in norms.items():
+        assert len(case["kernels"]) == (1 if dtype == "float32" else ATEN_BATCH_NORM_KERNELS)
+        if dtype == "float16" and layout == "nchw":
+            ratios.append(case["host_s"] / norms[("float32", "nchw", shape)]["host_s"])
+    assert statistics.median(ratios) > 1.5
+
+    profile = load_profile_file(REPO / "tests" / "fixtures" / "h100_profile.json")
+    gpu, cpu = DeviceModel(profile.gpu, "cuda"), DeviceModel(profile.host, "cpu")
+
+    def bn_host_s(dtype, dev):
+        m = torch.nn.BatchNorm2d(8).eval().to(dtype)
+        g = capture(m, (torch.randn(2, 8, 4, 4, dtype=dtype),))
+        i = next(i for i, op in enumerate(g.ops) if "batch_norm" in op.name)
+        assert native_launches(g.ops[i], dev) == (ATEN_BATCH_NORM_KERNELS - 1 if dtype != torch.float32 and dev.kind == "cuda" else 0)
+        return predict_timeline(g, [cost_of(op)[0] for op in g.ops], dev).ops[i].host_s
+
+    kinds = 2  # the capture's allocation (a view) and the batch norm
+    launch = gpu.dispatch_s("add", kinds) - gpu.call_entry_s(kinds)
+    assert launch > 0
+    assert bn_host_s(torch.float16, gpu) == pytest.approx(bn_host_s(torch.float32, gpu) + 2 * launch)
+    assert bn_host_s(torch.bfloat16, gpu) == pytest.approx(bn_host_s(torch.float32, gpu) + 2 * launch)
+    assert bn_host_s(torch.float16, cpu) == pytest.approx(bn_host_s(torch.float32, cpu))

@@ -453,7 +453,7 @@ def _native_depthwise(op: CapturedOp, cost: OpCost, dev: DeviceModel) -> bool:
     if len(inputs) < 2 or inputs[0].ndim != 4 or inputs[1].ndim != 4:
         return False
     x, w = inputs[0], inputs[1]
-    depthwise = w.shape[1] == 1 and cost.gemm.batch > 1 and cost.gemm.n == 1
+    depthwise = w.shape[1] == 1 and cost.gemm.batch > 1  # any multiple of the channels out (ATen's ``is_depthwise``)
     channels_last = x.stride[1] == 1 and x.shape[1] > 1
     return depthwise and not channels_last and x.dtype in (torch.float32, torch.bfloat16)
 
@@ -616,7 +616,7 @@ def _conv_family_s(op: CapturedOp, cost: OpCost, dev: DeviceModel) -> float | No
     groups, m, n, k = cost.gemm
     c_in_g = w.shape[1]
     taps = math.prod(w.shape[2:])
-    kind = "depthwise" if c_in_g == 1 and n == 1 else "grouped"
+    kind = "depthwise" if c_in_g == 1 else "grouped"  # ATen's is_depthwise: groups = in channels, any multiple out
     layout = "channels_last" if x.ndim == 4 and x.stride[1] == 1 and x.shape[1] > 1 else "nchw"
     stride = arguments(op).get("stride", [1])
     stride = int(stride[0]) if isinstance(stride, (list, tuple)) and stride else 1

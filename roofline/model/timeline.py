@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from typing import Callable, Sequence
 
 from roofline.costs import OpCost
+from roofline.costs.norm import ATEN_BATCH_NORM_KERNELS, batch_norm_training, is_batch_norm_forward, runs_cudnn_batch_norm
 from roofline.graph.ops import CapturedGraph, CapturedOp, reads_to_host
 from roofline.model.device import DeviceModel
 from roofline.model.kernels import kernel_s
@@ -194,6 +195,24 @@ def parts_host_s(cost: OpCost, dev: DeviceModel, distinct_kinds: int) -> float:
     return sum(_part_hosts_s(cost, dev, distinct_kinds)) if cost.parts else 0.0
 
 
+def native_launches(op: CapturedOp, dev: DeviceModel) -> int:
+    """Kernels an op launches from C++ beyond those of its dispatch kind's representative (whose
+    calibrated dispatch already holds their launches): on a GPU, an eval batch norm that ATen runs
+    itself (``ATEN_BATCH_NORM_KERNELS``) where the representative runs cuDNN's one kernel."""
+    if dev.kind != "cuda" or not is_batch_norm_forward(op) or batch_norm_training(op) or runs_cudnn_batch_norm(op):
+        return 0
+    return ATEN_BATCH_NORM_KERNELS - 1
+
+
+def native_launches_s(op: CapturedOp, dev: DeviceModel, distinct_kinds: int) -> float:
+    """Host time of an op's ``native_launches``: each an elementwise op's dispatch less the Python
+    entry (issued from C++, as a fused op's parts are)."""
+    n = native_launches(op, dev)
+    if not n:
+        return 0.0
+    return n * op_dispatch_s(dev.dispatch_s("add", distinct_kinds), dev.call_entry_s(distinct_kinds), True, True)
+
+
 def part_pieces(cost: OpCost, kernel: float, dev: DeviceModel, distinct_kinds: int) -> list[tuple[float, float]]:
     """(host, kernel) of each part of a fused native op that launches a kernel, in order. The op
     issues its parts one after another from C++ and the device starts each as soon as it is issued,
@@ -305,7 +324,8 @@ def predict_timeline(
         if host_cost is not None:
             host = host_cost(op, cost)
         else:
-            host = op_dispatch_s(dispatch[kind], entry, paid, in_call) + n_mod * module_s + parts_host_s(cost, dev, distinct_kinds) + op.python_calls * python_s
+            host = (op_dispatch_s(dispatch[kind], entry, paid, in_call) + n_mod * module_s + parts_host_s(cost, dev, distinct_kinds)
+                    + native_launches_s(op, dev, distinct_kinds) + op.python_calls * python_s)
         if kernel == 0.0:
             term = "none"
         elif floor >= max(compute, memory):
@@ -446,7 +466,7 @@ class Schedule:
 
     def _host(self, i: int, kind: str, paid: bool, entered: int) -> float:
         return (op_dispatch_s(self.dispatch[kind], self.entry, paid, self.inner[i]) + entered * self.module_s + parts_host_s(self.costs[i], self.dev, len(self.paid_kinds))
-                + self.graph.ops[i].python_calls * self.python_s)
+                + native_launches_s(self.graph.ops[i], self.dev, len(self.paid_kinds)) + self.graph.ops[i].python_calls * self.python_s)
 
     def _h0(self, entered_sum: int) -> float:
         return max(self.graph.module_calls - entered_sum, 0) * self.module_s
