@@ -22,7 +22,7 @@ from roofline.errors import DeviceNotAvailable
 from roofline.hostmix import representative_ops
 from roofline.machine import cpu_identity, gpu_identity
 from roofline.measure.host_speed import index_call, index_sample_s
-from roofline.model.host import PROGRAM_FACTOR_GPU, eager_chain_kernel_s, scaled_stat
+from roofline.model.host import eager_chain_kernel_s, scaled_stat
 from roofline.profile_checks import Problem, check_part
 from roofline.schema.profile import (
     BandwidthCurve,
@@ -647,7 +647,7 @@ def run_calibration(
     )
     profile = DeviceProfile(name=name or default_name(device), calibration=info, host=host, gpu=gpu_part)
     if gpu_part is not None:
-        ov = gpu_part.measurements.overheads.model_copy(update=dict(program_factor=PROGRAM_FACTOR_GPU))
+        ov = gpu_part.measurements.overheads
         factor = host_phase_factor(host_index)
         # on a busy machine the slow moments are other programs', which the timing protocol rejects
         if factor is not None and not info.load.busy and not any("(gpu overheads)" in r for r in remeasured):

@@ -112,18 +112,21 @@ def test_a_host_bound_prediction_follows_the_scale(cpu_quick_profile_path):
 
 def test_program_factor_multiplies_every_eager_host_cost():
     from roofline.model.device import DeviceModel
+    from roofline.model.host import PROGRAM_FACTOR_GPU
 
     profile = load_profile_file(H100)
     ov = profile.gpu.measurements.overheads
     plain = DeviceModel(profile.gpu, "cuda")
     profile.gpu.measurements.overheads = ov.model_copy(update=dict(program_factor=1.3))
     scaled = DeviceModel(profile.gpu, "cuda")
-    assert scaled.dispatch_s("addmm", 4) == pytest.approx(1.3 * plain.dispatch_s("addmm", 4))
-    assert scaled.module_call_s == pytest.approx(1.3 * plain.module_call_s)
+    ratio = 1.3 / plain.program_factor  # a profile that sets no factor takes the model's
+    assert plain.program_factor == PROGRAM_FACTOR_GPU and scaled.program_factor == 1.3
+    assert scaled.dispatch_s("addmm", 4) == pytest.approx(ratio * plain.dispatch_s("addmm", 4))
+    assert scaled.module_call_s == pytest.approx(ratio * plain.module_call_s)
     model = torch.nn.Sequential(*[torch.nn.Linear(8, 8) for _ in range(20)])
     x = torch.randn(2, 8)
     host = [Analysis.of(model, (x,), None, p, Options(device="cuda", batch_sweep=False)).timeline().host_s for p in (H100, profile)]
-    assert host[1] == pytest.approx(1.3 * host[0], rel=1e-6)
+    assert host[1] == pytest.approx(ratio * host[0], rel=1e-6)
     # the host-speed index is the mix's as calibrated: the factor does not move it
     assert calibrated_index_s(profile.gpu.measurements.overheads) == pytest.approx(calibrated_index_s(ov))
 

@@ -309,7 +309,7 @@ def test_interleaving_grows_with_the_number_of_different_dispatch_kinds():
     assert dev.interleave_for(1) == 1.0 and dev.interleave_for(None) == f
     assert dev.interleave_for(INTERLEAVE_MIX_KINDS) == pytest.approx(f) and dev.interleave_for(40) == pytest.approx(f)
     assert dev.interleave_for((INTERLEAVE_MIX_KINDS + 1) / 2) == pytest.approx(1 + (f - 1) / 2)
-    add = dev.overheads.dispatch_by_op_s["add"].median_s
+    add = dev.overheads.dispatch_by_op_s["add"].median_s * dev.program_factor
     # a chain of one op repeated pays its repeated-op dispatch cost, nothing more
     tl = predict_timeline(_graph(4), [_cost(nbytes=4)] * 4, dev, is_module=False)
     assert tl.ops[-1].host_s == pytest.approx(add)
@@ -326,7 +326,7 @@ def test_interleaving_grows_with_the_number_of_different_dispatch_kinds():
     tl = alternating((torch.ops.aten.relu.default, torch.ops.aten.sum.dim_IntList), (_cost(nbytes=4), _cost(nbytes=4, category="reduction")))
     assert dev.interleave_for(2) > 1.0
     assert tl.ops[-2].host_s == pytest.approx(add * dev.interleave_for(2))
-    assert tl.ops[-1].host_s == pytest.approx(dev.overheads.dispatch_by_op_s["sum"].median_s * dev.interleave_for(2))
+    assert tl.ops[-1].host_s == pytest.approx(dev.overheads.dispatch_by_op_s["sum"].median_s * dev.program_factor * dev.interleave_for(2))
 
 
 def test_interleave_mix_kind_count_matches_the_calibration_mix():

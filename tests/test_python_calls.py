@@ -80,7 +80,7 @@ def test_each_call_adds_its_share_of_a_dispatch_to_eager_host_time_only():
     calls = sum(op.python_calls for op in many.graph.ops) - sum(op.python_calls for op in few.graph.ops)
     assert calls == 200
     ov = few.dev.overheads
-    per_call = host.PYTHON_CALL_SHARE * ov.dispatch_by_op_s["add"].median_s * ov.program_factor
+    per_call = host.PYTHON_CALL_SHARE * ov.dispatch_by_op_s["add"].median_s * few.dev.program_factor
     assert per_call > 0
     assert many.timeline().host_s - few.timeline().host_s == pytest.approx(calls * per_call, rel=1e-9)
     # a CUDA graph replay and compiled code run none of the model's Python

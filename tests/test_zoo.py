@@ -91,14 +91,14 @@ def test_merge_then_replay_prints_the_recorded_figures(tmp_path, capsys):
 
 
 def test_replay_at_other_program_factors_moves_the_host_bound_figures(tmp_path, capsys):
-    from roofline.model.host import CALL_ENTRY_SHARE
+    from roofline.model.host import CALL_ENTRY_SHARE, PYTHON_CALL_SHARE
 
     record = tmp_path / "rec.json"
     run.main(["--zoo", "--merge", str(_shard(tmp_path)), "--json", str(record), "--profile-file", str(PROFILE)])
     capsys.readouterr()
     run.main(["--zoo", "--replay", str(record), "--host-factors", "1.0", "2.0"])
     lines = capsys.readouterr().out.splitlines()
-    assert len(lines) == 2 and lines[0].startswith(f"program factor 1.00, Python call share 0.18, call entry share {CALL_ENTRY_SHARE:.2f}: zoo: n=2 ")
+    assert len(lines) == 2 and lines[0].startswith(f"program factor 1.00, Python call share {PYTHON_CALL_SHARE:.2f}, call entry share {CALL_ENTRY_SHARE:.2f}: zoo: n=2 ")
     # two tiny models at batch 1-4 are host-bound: twice the host cost is a different figure
     assert lines[0].split("|")[0].split(": ", 1)[1] != lines[1].split("|")[0].split(": ", 1)[1]
 

@@ -20,7 +20,7 @@ from roofline.model.curves import (
     RnnModel,
     _rnn_host_factor,
 )
-from roofline.model.host import call_entry_s, dispatch_s, interleave_for, python_call_s
+from roofline.model.host import call_entry_s, dispatch_s, interleave_for, program_factor, python_call_s
 from roofline.schema.profile import CpuPart, GpuPart, Overheads
 
 
@@ -192,26 +192,32 @@ class DeviceModel:
         """The interleaving factor for a sequence of this many different dispatch kinds."""
         return interleave_for(self.overheads.interleave_factor, distinct_kinds)
 
+    @property
+    def program_factor(self) -> float:
+        """The real-program factor every eager host cost is multiplied by: the profile's where it
+        sets one, else the model's (``roofline.model.host.program_factor``)."""
+        return program_factor(self.overheads, self.kind)
+
     def dispatch_s(self, kind: str, distinct_kinds: int | None = None) -> float:
         """Host time to dispatch one op of this kind in a model's eager program: the calibrated
         op (``roofline.model.host.dispatch_s``) times the profile's program factor."""
-        return dispatch_s(self.overheads, kind, distinct_kinds) * self.overheads.program_factor
+        return dispatch_s(self.overheads, kind, distinct_kinds) * self.program_factor
 
     def call_entry_s(self, distinct_kinds: int | None = None) -> float:
         """The Python entry of one native torch call in a model's eager program (``roofline.model.host.call_entry_s``,
         times the program factor): what an op that a native call runs after its first does not pay."""
-        return call_entry_s(self.overheads, distinct_kinds) * self.overheads.program_factor
+        return call_entry_s(self.overheads, distinct_kinds) * self.program_factor
 
     @property
     def module_call_s(self) -> float:
         """Host time of one nn.Module call in a model's eager program (times the program factor)."""
-        return self.overheads.module_call_s.median_s * self.overheads.program_factor
+        return self.overheads.module_call_s.median_s * self.program_factor
 
     @property
     def python_call_s(self) -> float:
         """Host time of one Python function call of the model's own code in its eager program (times
         the program factor; ``roofline.model.host.python_call_s``)."""
-        return python_call_s(self.overheads) * self.overheads.program_factor
+        return python_call_s(self.overheads) * self.program_factor
 
     @cached_property
     def cache_bytes(self) -> int | None:

@@ -28,14 +28,14 @@ INTERLEAVE_MIX_KINDS = 12
 # nothing). It is a property of the code people run, not of the machine, so it is not measured per
 # machine: small programs written with torch.nn do not show it; the zoo of real models does
 # (docs/design.md, "The host's real-program factor", names the replay that measures it).
-PROGRAM_FACTOR_GPU = 1.25
+PROGRAM_FACTOR_GPU = 1.20
 
 # Host time of one Python function call of the model's own code (not torch's, not the standard
 # library's: roofline.graph.pycalls counts them at capture), as a share of the calibrated dispatch of one
 # add. Library code runs a function's worth of Python (keyword plumbing, output dataclasses, attention
 # interfaces) per call; like the program factor it is a property of the code people run, measured on the
 # zoo of real models (docs/design.md, "The host's Python", names the replay that measures it).
-PYTHON_CALL_SHARE = 0.18
+PYTHON_CALL_SHARE = 0.26
 
 # The Python entry of a native torch call (parsing its arguments, wrapping its result), as a share of
 # the calibrated dispatch of one view (a call whose C++ side does almost nothing). A native call that
@@ -64,6 +64,14 @@ def dispatch_s(overheads: Overheads, kind: str, distinct_kinds: int | None = Non
     dispatch cost for a kind not calibrated) in a sequence that interleaves ``distinct_kinds`` kinds."""
     stat = overheads.dispatch_by_op_s.get(kind) or overheads.dispatch_s
     return stat.median_s * interleave_for(overheads.interleave_factor, distinct_kinds)
+
+
+def program_factor(overheads: Overheads, kind: str) -> float:
+    """The real-program factor of a profile part: its own where it sets one (a replay weighing other
+    values), else ``PROGRAM_FACTOR_GPU`` on a GPU and 1 on the CPU."""
+    if overheads.program_factor is not None:
+        return overheads.program_factor
+    return PROGRAM_FACTOR_GPU if kind == "cuda" else 1.0
 
 
 def python_call_s(overheads: Overheads) -> float:

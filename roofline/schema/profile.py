@@ -534,9 +534,10 @@ class Overheads(_Strict):
         description="GPU: host time per graph input (a parameter, buffer or input tensor) of one call into a torch.compile'd "
         "function, beyond the 2 inputs of the chain compiled_call_s is measured on (guards and size checks); measured and stored as compiled_call_s is.",
     )
-    program_factor: float = Field(
-        default=1.0, gt=0, le=10.0,
-        description="GPU: host time of real models' eager code over what their ops' calibrated dispatch and module calls add up to, at the same host speed (roofline.model.host.PROGRAM_FACTOR_GPU, written by calibration); prediction multiplies every eager host cost by it.",
+    program_factor: float | None = Field(
+        default=None, gt=0, le=10.0,
+        description="Host time of real models' eager code over what their ops' calibrated dispatch and module calls add up to, at the same host speed; "
+        "prediction multiplies every eager host cost by it. null: the model's constant (roofline.model.host.PROGRAM_FACTOR_GPU on a GPU, 1 on the CPU). A replay sets it to weigh other values.",
     )
     op_small_s: Stat | None = Field(
         default=None,
