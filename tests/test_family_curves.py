@@ -58,21 +58,24 @@ def test_a_broadcast_operand_prices_on_the_broadcast_family():
     assert scalar_s < rows_s  # a 0-d operand is no broadcast kernel
 
 
-def test_a_conv_bias_on_the_gpu_adds_a_pass_over_the_output():
+def test_a_conv_bias_on_the_gpu_adds_a_broadcast_pass_over_the_output():
+    # ATen adds cuDNN's convolution bias after it, output.add_(bias) with the bias broadcast over
+    # every position: TensorIterator's non-vectorized kernel, the broadcast binary curve of the dtype
     profile = load_profile_file(FIXTURE)
-    x = torch.randn(8, 64, 56, 56)
-
-    def conv_kernel_s(bias: bool, device: str):
-        model = torch.nn.Conv2d(64, 64, 3, padding=1, bias=bias)
-        report = analyze(model, (x,), profile, device=device, batch_sweep=False)
-        (op,) = [o for o in report.ops if o.category == "conv"]
-        return op.kernel_s if device == "cuda" else op.predicted_s
-
-    out_bytes = 8 * 64 * 56 * 56 * 4
-    extra = conv_kernel_s(True, "cuda") - conv_kernel_s(False, "cuda")
     dev = DeviceModel(profile.gpu, "cuda")
-    rate = dev.family_bytes_per_s("add", 2 * out_bytes)
-    assert extra == pytest.approx(2 * out_bytes / rate, rel=0.05)
+
+    def conv_kernel_s(bias: bool, dtype):
+        model = torch.nn.Conv2d(64, 64, 3, padding=1, bias=bias).to(dtype)
+        report = analyze(model, (torch.randn(8, 64, 56, 56, dtype=dtype),), profile, device="cuda", batch_sweep=False)
+        (op,) = [o for o in report.ops if o.category == "conv"]
+        return op.kernel_s
+
+    for dtype, name, itemsize in ((torch.float32, "float32", 4), (torch.float16, "float16", 2)):
+        out_bytes = 8 * 64 * 56 * 56 * itemsize
+        extra = conv_kernel_s(True, dtype) - conv_kernel_s(False, dtype)
+        rate = dev.family_bytes_per_s("mul_broadcast", 2 * out_bytes, name)
+        assert rate < dev.family_bytes_per_s("add", 2 * out_bytes, name)
+        assert extra == pytest.approx(2 * out_bytes / rate, rel=0.05)
 
 
 def test_measure_pointwise_records_its_dtype_and_bytes():

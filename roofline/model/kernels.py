@@ -433,12 +433,19 @@ def _norm_family_s(op: CapturedOp, cost: OpCost, dev: DeviceModel) -> float | No
 
 
 def bias_pass_s(op: CapturedOp, cost: OpCost, dev: DeviceModel) -> float:
-    """Time of the separate bias pass this device's backend makes for this op (``BIAS_PASS``),
-    priced on the binary add's curve, as a copy where there is none."""
+    """Time of the separate bias pass this device's backend makes for this op (``BIAS_PASS``). On a
+    GPU ATen adds a convolution's bias after cuDNN's kernel as ``output.add_(bias)`` with the bias
+    broadcast over every position, which runs TensorIterator's non-vectorized kernel: priced on the
+    broadcast binary curve of the output's dtype (a half-precision one streams at about half the
+    plain add's rate); the CPU's addmm copies its bias in: the binary add's curve. A copy where
+    neither is calibrated."""
     nbytes = cost.bias_pass_bytes if (dev.kind, cost.category) in BIAS_PASS else 0
     if not nbytes or _native_depthwise(op, cost, dev):
         return 0.0
-    rate = dev.family_bytes_per_s("add", nbytes) or dev.bandwidth.bytes_per_s(nbytes, "copy")
+    rate = None
+    if dev.kind == "cuda" and op.outputs:
+        rate = dev.family_bytes_per_s("mul_broadcast", nbytes, DTYPE_NAMES.get(op.outputs[0].dtype, "float32"))
+    rate = rate or dev.family_bytes_per_s("add", nbytes) or dev.bandwidth.bytes_per_s(nbytes, "copy")
     return nbytes / rate
 
 
