@@ -11,6 +11,7 @@
   ratio its calibrated strided points show over the stride-1 curve at their own width and work
   (a stride-s convolution reads s^2 times the input per output; cuDNN's grouped kernels run a
   strided one at the rate of a narrower group), the ratio interpolated over work.
+  A group width that is not a power of two runs the work of the next one (``padded_group``).
 - ``GemmRatioModel``: how much slower than the aligned mm a misaligned GEMM (per alignment in
   bytes, over FLOPs) or an addmm with a bias (its grid, or the nearest calibrated shapes) runs,
   and what a batch of small products costs over the stacked GEMM the kernel path prices (the
@@ -127,8 +128,20 @@ class ConvFamilyModel:
         if not base:  # no stride-1 points at this filter size: its nearest stride as it was measured
             s_best = _nearest({p.stride for p in same_k}, stride, log=False)
             return self._at_width([p for p in same_k if p.stride == s_best], width, macs)
+        width, macs = padded_group(width, macs, max(p.channels // p.groups for p in base))
         t = self._at_width(base, width, macs)
         return t if stride <= 1 else t * self._stride_ratio(curve.points, kernel, stride, macs)
+
+
+def padded_group(width: int, macs: int, widest: int) -> tuple[int, int]:
+    """The group width and work a grouped convolution runs at: cuDNN's grouped kernels tile a
+    group's input and output channels in powers of two, so a group of 24 runs the work of 32 in
+    both (RegNet's widths: 20-50% slower than the power-of-two widths around them). Up to the
+    widest calibrated width; the convolution as it is beyond."""
+    padded = 1 << max(width - 1, 0).bit_length()
+    if padded == width or padded > widest:
+        return width, macs
+    return padded, round(macs * (padded / width) ** 2)
 
 
 def row_align_bytes(dtype: str, n: int, k: int) -> int:
