@@ -7,7 +7,7 @@ Each case's op is called as a model calls it (``F.conv2d``, ``F.batch_norm`` in 
 GPU held busy by a spin kernel, so the wall time of issuing 8 calls is the host's alone (no wait
 for the device, no full launch queue); the median of 9 repetitions per call. The representative
 ops of ``roofline.hostmix`` (a tiny float32 conv2d, a tiny add) are timed the same way every 12
-cases, so each case reads against the host speed of its moment. After every case is timed (a
+cases; ``--show`` reads each case against the conv2d's median over the run. After every case is timed (a
 profiler session slows later launches), one profiled call per case records the kernels it runs:
 half-precision NCHW convolutions often run cuDNN's layout transforms around the conv kernel.
 """
@@ -127,9 +127,11 @@ def show(path: Path, profile_name: str | None) -> None:
 
         profile, _ = resolve_profile(profile_name, "cuda")
         dispatch = profile.gpu.measurements.overheads.dispatch_by_op_s
-    print(f"{record['device']}, torch {record['torch']}; host us per call, and over the tiny float32 conv2d of its moment")
+    # the reference's median over the run: a single reading can be a stall (one read 10x the others)
+    ref = statistics.median(r["conv2d"] for r in refs)
+    print(f"{record['device']}, torch {record['torch']}; host us per call, and over the tiny float32 conv2d's median "
+          f"({ref * 1e6:.1f} us)")
     for case in record["cases"]:
-        ref = (refs[case["reference"]]["conv2d"] + refs[case["reference"] + 1]["conv2d"]) / 2
         names = [k for k in case["kernels"]]
         line = f"{_label(case):<58} {case['host_s'] * 1e6:6.1f} us  x{case['host_s'] / ref:4.2f}  {len(names)} kernels"
         if dispatch and case["op"] in ("conv", "batch_norm"):
@@ -138,9 +140,8 @@ def show(path: Path, profile_name: str | None) -> None:
         print(line + "  " + "; ".join(n[:28] for n in names))
     by = {}
     for case in record["cases"]:
-        ref = (refs[case["reference"]]["conv2d"] + refs[case["reference"] + 1]["conv2d"]) / 2
         by.setdefault((case["op"], case["dtype"], case["layout"]), []).append(case["host_s"] / ref)
-    print("median over shapes, x the tiny float32 conv2d:")
+    print("median over shapes, x the tiny float32 conv2d's median:")
     for key, ratios in by.items():
         print(f"  {' '.join(key):<40} x{statistics.median(ratios):4.2f} (x{min(ratios):4.2f}-x{max(ratios):4.2f})")
 

@@ -82,23 +82,3 @@ def test_weight_norm_scales_each_slice_by_its_norm():
     _, c = priced("aten._weight_norm_interface", lambda v, g: torch._weight_norm(v, g, 2), v, g)
     assert (c.flops, c.bytes_read, c.bytes_written, c.kernels, c.category) == (3 * 65536 + 2 * 128, 262144 + 512, 262144 + 512, 1, "norm")
 
-
-def test_which_gpu_batch_norm_runs_cudnn_follows_atens_rule():
-    # cuDNN's one kernel for a float32 input, or a half one with float32 weights (autocast); ATen's own
-    # for half weights (model.half()), bfloat16 weights, a 2-d input, or more than 65535 samples in eval
-    from roofline.costs.norm import runs_cudnn_batch_norm
-
-    def op(dtype, weight_dtype, shape=X, training=False):
-        m = nn.BatchNorm1d(shape[1]) if len(shape) == 2 else nn.BatchNorm2d(shape[1])
-        m = m.to(weight_dtype).train(training)
-        return priced("aten.native_batch_norm", lambda x: torch.nn.functional.batch_norm(
-            x, m.running_mean, m.running_var, m.weight, m.bias, training), torch.randn(*shape).to(dtype))[0]
-
-    assert runs_cudnn_batch_norm(op(torch.float32, torch.float32))
-    assert runs_cudnn_batch_norm(op(torch.float16, torch.float32))
-    assert not runs_cudnn_batch_norm(op(torch.float16, torch.float16))
-    assert not runs_cudnn_batch_norm(op(torch.bfloat16, torch.bfloat16))
-    assert not runs_cudnn_batch_norm(op(torch.float32, torch.float32, shape=(4, 3)))
-    assert runs_cudnn_batch_norm(op(torch.float32, torch.float32, training=True))
-    big = op(torch.float32, torch.float32, shape=(65536, 1, 1))
-    assert not runs_cudnn_batch_norm(big)

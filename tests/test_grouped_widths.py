@@ -50,6 +50,17 @@ def test_a_group_width_off_a_power_of_two_runs_the_next_ones_work(device, monkey
         return statistics.median(predicted_s(profile, p) / p["median_s"] - 1 for p in odd)
 
     padded = signed_median()
-    monkeypatch.setattr(families, "padded_group", lambda width, macs, widest: (width, macs))
+    monkeypatch.setattr(families, "padded_group", lambda width, macs, calibrated: (width, macs))
     as_is = signed_median()
     assert abs(padded) < 0.2 and as_is < padded - 0.1, (padded, as_is)
+
+
+def test_padded_group_pads_only_widths_off_the_calibrated_powers_of_two():
+    from roofline.model.families import padded_group
+
+    calibrated = {4, 8, 16, 32, 64, 128}
+    assert padded_group(24, 900, calibrated) == (32, 1600)  # both of a group's dims: (32/24)^2
+    assert padded_group(32, 900, calibrated) == (32, 900)
+    assert padded_group(24, 900, calibrated | {24}) == (24, 900)  # a calibrated width prices itself
+    assert padded_group(200, 900, calibrated) == (200, 900)  # past the widest calibrated width
+    assert padded_group(0, 900, calibrated) == (0, 900) and padded_group(1, 900, calibrated) == (1, 900)

@@ -57,12 +57,6 @@ BATCH_NORM_FORWARD = {
     "aten._native_batch_norm_legit_no_training", "aten._native_batch_norm_legit_functional", "aten._batch_norm_with_update",
     "aten._batch_norm_no_update", "aten.cudnn_batch_norm", "aten.miopen_batch_norm",
 }
-# ATen's own eval batch norm on a GPU: two per-channel kernels (the scale and shift from the running
-# statistics), then the normalize pass (benchmarks/conv_host_cost.py records them)
-ATEN_BATCH_NORM_KERNELS = 3
-CUDNN_BATCH_NORM_MAX_EVAL_BATCH = 65535
-
-
 def is_batch_norm_forward(op: CapturedOp) -> bool:
     return op.packet in BATCH_NORM_FORWARD
 
@@ -70,27 +64,6 @@ def is_batch_norm_forward(op: CapturedOp) -> bool:
 def batch_norm_training(op: CapturedOp) -> bool:
     """Whether a batch norm forward computes its statistics from the batch (training)."""
     return _batch_norm_training(op, arguments(op))
-
-
-def runs_cudnn_batch_norm(op: CapturedOp) -> bool:
-    """Whether a GPU batch norm forward runs cuDNN's one kernel, by ATen's rule
-    (``_batch_norm_impl_index``): a float32 input, or a half-precision one with float32 weights (as
-    autocast leaves them), with weight and bias, at least 3-d, under 2^31 elements, and in eval at
-    most 65535 samples. Half-precision weights (``model.half()``) or a 2-d input run ATen's own
-    kernels. A capture names the path only where it ran with cuDNN present; this decides it from the
-    operands wherever the model was traced."""
-    if op.packet in ("aten.cudnn_batch_norm", "aten.miopen_batch_norm"):
-        return True
-    a = arguments(op)
-    x, weight, bias = a.get("input"), a.get("weight"), a.get("bias")
-    if not isinstance(x, TensorMeta) or not isinstance(weight, TensorMeta) or not isinstance(bias, TensorMeta):
-        return False
-    half_with_float = x.dtype in (torch.float16, torch.bfloat16) and weight.dtype == torch.float32
-    if x.dtype != torch.float32 and not half_with_float:
-        return False
-    if x.ndim < 3 or x.numel >= 2**31:
-        return False
-    return _batch_norm_training(op, a) or x.shape[0] <= CUDNN_BATCH_NORM_MAX_EVAL_BATCH
 
 
 @register(

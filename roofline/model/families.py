@@ -125,21 +125,23 @@ class ConvFamilyModel:
         k_best = _nearest({p.kernel for p in curve.points}, kernel)
         same_k = [p for p in curve.points if p.kernel == k_best]
         base = [p for p in same_k if p.stride == 1]
+        width, macs = padded_group(width, macs, {p.channels // p.groups for p in same_k})
         if not base:  # no stride-1 points at this filter size: its nearest stride as it was measured
             s_best = _nearest({p.stride for p in same_k}, stride, log=False)
             return self._at_width([p for p in same_k if p.stride == s_best], width, macs)
-        width, macs = padded_group(width, macs, max(p.channels // p.groups for p in base))
         t = self._at_width(base, width, macs)
         return t if stride <= 1 else t * self._stride_ratio(curve.points, kernel, stride, macs)
 
 
-def padded_group(width: int, macs: int, widest: int) -> tuple[int, int]:
+def padded_group(width: int, macs: int, calibrated: set[int]) -> tuple[int, int]:
     """The group width and work a grouped convolution runs at: cuDNN's grouped kernels tile a
     group's input and output channels in powers of two, so a group of 24 runs the work of 32 in
-    both (RegNet's widths: 20-50% slower than the power-of-two widths around them). Up to the
-    widest calibrated width; the convolution as it is beyond."""
-    padded = 1 << max(width - 1, 0).bit_length()
-    if padded == width or padded > widest:
+    both (RegNet's widths: 20-50% slower than the power-of-two widths around them). A width that
+    is calibrated itself, or whose power of two lies past the widest calibrated one, as it is."""
+    if width < 1 or width in calibrated or not calibrated:
+        return width, macs
+    padded = 1 << (width - 1).bit_length()
+    if padded == width or padded > max(calibrated):
         return width, macs
     return padded, round(macs * (padded / width) ** 2)
 

@@ -23,7 +23,8 @@ import torch
 from roofline.costs import OpCost
 from roofline.costs.conv import is_transposed
 from roofline.costs.pooling import kernel_taps, spatial_dims
-from roofline.costs.registry import arguments
+from roofline.costs.norm import batch_norm_training, is_batch_norm_forward
+from roofline.costs.registry import arguments, schema_of
 from roofline.graph.ops import CapturedOp, TensorMeta
 from roofline.model.curves import ConvKey, conv_aligned, conv_channels_last_key, conv_kind, conv_out_aligned, conv_plane_aligned
 from roofline.model.device import DeviceModel
@@ -463,6 +464,42 @@ def _native_depthwise(op: CapturedOp, cost: OpCost, dev: DeviceModel) -> bool:
     depthwise = w.shape[1] == 1 and cost.gemm.batch > 1  # any multiple of the channels out (ATen's ``is_depthwise``)
     channels_last = x.stride[1] == 1 and x.shape[1] > 1
     return depthwise and not channels_last and x.dtype in (torch.float32, torch.bfloat16)
+
+
+# ATen's own eval batch norm on a GPU: two per-channel kernels (the scale and shift from the running
+# statistics), then the normalize pass (benchmarks/conv_host_cost.py records them)
+ATEN_BATCH_NORM_KERNELS = 3
+CUDNN_BATCH_NORM_MAX_EVAL_BATCH = 65535
+
+
+def runs_cudnn_batch_norm(op: CapturedOp) -> bool:
+    """Whether a GPU batch norm forward runs cuDNN's one kernel, by ATen's rule
+    (``_batch_norm_impl_index``): a float32 input, or a float16 one with float32 weights (as autocast
+    leaves them; bfloat16 never), with weight and bias, at least 3-d, under 2^31 - 1 elements, and in
+    eval at most 65535 samples. Half-precision weights (``model.half()``), bfloat16 or a 2-d input
+    run ATen's own kernels. A capture names the path only where it ran with cuDNN present; this
+    decides it from the operands wherever the model was traced."""
+    if op.packet in ("aten.cudnn_batch_norm", "aten.miopen_batch_norm"):
+        return True
+    a = arguments(op)
+    x, weight, bias = a.get("input"), a.get("weight"), a.get("bias")
+    if not isinstance(x, TensorMeta) or not isinstance(weight, TensorMeta) or not isinstance(bias, TensorMeta):
+        return False
+    if not (x.dtype == torch.float32 or (x.dtype == torch.float16 and weight.dtype == torch.float32)):
+        return False
+    if x.ndim < 3 or x.numel >= 2**31 - 1:
+        return False
+    return batch_norm_training(op) or x.shape[0] <= CUDNN_BATCH_NORM_MAX_EVAL_BATCH
+
+
+def aten_batch_norm_launches(op: CapturedOp) -> int:
+    """Kernels a GPU eval batch norm forward launches from C++ beyond cuDNN's one (which the
+    representative batch norm's calibrated dispatch holds): ATen's own path's two per-channel
+    kernels. 0 for any other op, a training batch norm, or an op whose schema is unknown (its
+    arguments cannot be read)."""
+    if not is_batch_norm_forward(op) or schema_of(op) is None or batch_norm_training(op) or runs_cudnn_batch_norm(op):
+        return 0
+    return ATEN_BATCH_NORM_KERNELS - 1
 
 
 # ops whose kernels need a row-major input and copy a strided one first (ATen's layer_norm and

@@ -34,10 +34,9 @@ from dataclasses import dataclass
 from typing import Callable, Sequence
 
 from roofline.costs import OpCost
-from roofline.costs.norm import ATEN_BATCH_NORM_KERNELS, batch_norm_training, is_batch_norm_forward, runs_cudnn_batch_norm
 from roofline.graph.ops import CapturedGraph, CapturedOp, reads_to_host
 from roofline.model.device import DeviceModel
-from roofline.model.kernels import kernel_s
+from roofline.model.kernels import aten_batch_norm_launches, kernel_s
 from roofline.model.reuse import Reach, reuse_reach
 from roofline.schema.report import regime_parts
 
@@ -198,10 +197,8 @@ def parts_host_s(cost: OpCost, dev: DeviceModel, distinct_kinds: int) -> float:
 def native_launches(op: CapturedOp, dev: DeviceModel) -> int:
     """Kernels an op launches from C++ beyond those of its dispatch kind's representative (whose
     calibrated dispatch already holds their launches): on a GPU, an eval batch norm that ATen runs
-    itself (``ATEN_BATCH_NORM_KERNELS``) where the representative runs cuDNN's one kernel."""
-    if dev.kind != "cuda" or not is_batch_norm_forward(op) or batch_norm_training(op) or runs_cudnn_batch_norm(op):
-        return 0
-    return ATEN_BATCH_NORM_KERNELS - 1
+    itself where the representative runs cuDNN's one kernel (``kernels.aten_batch_norm_launches``)."""
+    return aten_batch_norm_launches(op) if dev.kind == "cuda" else 0
 
 
 def native_launches_s(op: CapturedOp, dev: DeviceModel, distinct_kinds: int) -> float:

@@ -537,8 +537,17 @@ class Overheads(_Strict):
     program_factor: float | None = Field(
         default=None, gt=0, le=10.0,
         description="Host time of real models' eager code over what their ops' calibrated dispatch and module calls add up to, at the same host speed; "
-        "prediction multiplies every eager host cost by it. null: the model's constant (roofline.model.host.PROGRAM_FACTOR_GPU on a GPU, 1 on the CPU). A replay sets it to weigh other values.",
+        "prediction multiplies every eager host cost by it. null: the model's constant (roofline.model.host.PROGRAM_FACTOR_GPU on a GPU, 1 on the CPU). "
+        "Not read from a file (earlier versions stored a copy of their constant here); a replay sets it in memory to weigh other values.",
     )
+
+    @field_validator("program_factor", mode="before")
+    @classmethod
+    def _program_factor_is_the_models(cls, value):
+        """A stored factor is an earlier version's copy of the model's constant, not a measurement:
+        loading drops it, so every profile prices at today's model (a replay's own value is set
+        with ``model_copy``, which validates nothing)."""
+        return None
     op_small_s: Stat | None = Field(
         default=None,
         description="CPU: wall time of one tiny aten op (dispatch plus the op itself); the CPU's per-op overhead.",
