@@ -23,13 +23,15 @@ sys.path.insert(0, str(REPO))
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
-DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
+from benchmarks.sweep_checks import DTYPES  # noqa: E402
+
+DTYPE_ORDER = ("float32", "float16", "bfloat16")  # the recorded cases' order
 SHAPES = {"4d": (8, 16, 7, 7), "2d": (8, 16), "4d past eval limit": (65536, 2, 1, 1)}
 
 
 def _cases() -> list[dict]:
     cases = []
-    for dtype in DTYPES:
+    for dtype in DTYPE_ORDER:
         for weights in dict.fromkeys((dtype, "float32")):
             for shape in SHAPES:
                 for training in (False, True):

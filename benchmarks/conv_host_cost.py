@@ -27,7 +27,9 @@ sys.path.insert(0, str(REPO))
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
-DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
+from benchmarks.sweep_checks import DTYPES  # noqa: E402
+
+DTYPE_ORDER = ("float32", "float16", "bfloat16")  # the recorded cases' order
 # (batch, in channels, side, out channels, filter, stride, groups), from the zoo's CNNs
 CONVS = [
     (32, 64, 56, 64, 3, 1, 1), (32, 128, 28, 128, 3, 1, 1), (32, 256, 14, 256, 3, 1, 1), (32, 512, 7, 512, 3, 1, 1),
@@ -43,7 +45,7 @@ CALLS, REPS, SPIN_CYCLES = 8, 9, 12_000_000  # the spin: ~7 ms, well past 8 issu
 
 def _cases() -> list[dict]:
     cases = []
-    for dtype in DTYPES:
+    for dtype in DTYPE_ORDER:
         for layout in LAYOUTS:
             cases += [dict(op="conv", dtype=dtype, layout=layout, shape=list(c)) for c in CONVS]
             cases += [dict(op="batch_norm", dtype=dtype, layout=layout, shape=list(n)) for n in NORMS]
@@ -105,7 +107,6 @@ def measure(out: Path) -> None:
         if i % 12 == 0:
             references.append({name: issue_s(reference[name])[0] for name in ("conv2d", "add")})
         case["host_s"], case["caught_up"] = issue_s(fn)
-        case["reference"] = len(references) - 1
         print(f"{_label(case)}: {case['host_s'] * 1e6:6.1f} us", flush=True)
     references.append({name: issue_s(reference[name])[0] for name in ("conv2d", "add")})
     for case, fn in zip(cases, calls):

@@ -52,28 +52,26 @@ def _batch_norm_training(op: CapturedOp, a: dict) -> bool:
     return op.packet == "aten._batch_norm_with_update"  # _no_training / _no_update: eval
 
 
-BATCH_NORM_FORWARD = {
-    "aten.native_batch_norm", "aten.batch_norm", "aten._batch_norm_impl_index", "aten._native_batch_norm_legit",
-    "aten._native_batch_norm_legit_no_training", "aten._native_batch_norm_legit_functional", "aten._batch_norm_with_update",
-    "aten._batch_norm_no_update", "aten.cudnn_batch_norm", "aten.miopen_batch_norm",
-}
-def is_batch_norm_forward(op: CapturedOp) -> bool:
-    return op.packet in BATCH_NORM_FORWARD
-
-
-def batch_norm_training(op: CapturedOp) -> bool:
-    """Whether a batch norm forward computes its statistics from the batch (training)."""
-    return _batch_norm_training(op, arguments(op))
-
-
-@register(
+BATCH_NORM_FORWARD_OPS = (
     aten.native_batch_norm, aten.batch_norm, aten._batch_norm_impl_index,
     aten._native_batch_norm_legit, aten._native_batch_norm_legit_no_training,
     aten._native_batch_norm_legit_functional, aten._batch_norm_with_update,
     aten._batch_norm_no_update, aten.cudnn_batch_norm, aten.miopen_batch_norm,
-    aten.instance_norm,
-    category="norm",
 )
+BATCH_NORM_FORWARD = {str(packet) for packet in BATCH_NORM_FORWARD_OPS}  # as ``CapturedOp.packet`` names them
+
+
+def is_batch_norm_forward(op: CapturedOp) -> bool:
+    return op.packet in BATCH_NORM_FORWARD
+
+
+def batch_norm_training(op: CapturedOp, a: dict | None = None) -> bool:
+    """Whether a batch norm forward computes its statistics from the batch (training); ``a``: the
+    op's ``arguments`` where the caller has them."""
+    return _batch_norm_training(op, arguments(op) if a is None else a)
+
+
+@register(*BATCH_NORM_FORWARD_OPS, aten.instance_norm, category="norm")
 def batch_norm_cost(op: CapturedOp) -> OpCost:
     """Per-channel statistics over (N, *spatial) when training, running statistics in eval."""
     a = arguments(op)

@@ -443,9 +443,7 @@ def bias_pass_s(op: CapturedOp, cost: OpCost, dev: DeviceModel) -> float:
     nbytes = cost.bias_pass_bytes if (dev.kind, cost.category) in BIAS_PASS else 0
     if not nbytes or _native_depthwise(op, cost, dev):
         return 0.0
-    rate = None
-    if dev.kind == "cuda" and op.outputs:
-        rate = dev.family_bytes_per_s("mul_broadcast", nbytes, DTYPE_NAMES.get(op.outputs[0].dtype, "float32"))
+    rate = dev.family_bytes_per_s("mul_broadcast", nbytes, DTYPE_NAMES.get(_out_dtype(op, cost), "float32")) if dev.kind == "cuda" else None
     rate = rate or dev.family_bytes_per_s("add", nbytes) or dev.bandwidth.bytes_per_s(nbytes, "copy")
     return nbytes / rate
 
@@ -472,16 +470,17 @@ ATEN_BATCH_NORM_KERNELS = 3
 CUDNN_BATCH_NORM_MAX_EVAL_BATCH = 65535
 
 
-def runs_cudnn_batch_norm(op: CapturedOp) -> bool:
+def runs_cudnn_batch_norm(op: CapturedOp, a: dict | None = None) -> bool:
     """Whether a GPU batch norm forward runs cuDNN's one kernel, by ATen's rule
     (``_batch_norm_impl_index``): a float32 input, or a float16 one with float32 weights (as autocast
     leaves them; bfloat16 never), with weight and bias, at least 3-d, under 2^31 - 1 elements, and in
     eval at most 65535 samples. Half-precision weights (``model.half()``), bfloat16 or a 2-d input
     run ATen's own kernels. A capture names the path only where it ran with cuDNN present; this
-    decides it from the operands wherever the model was traced."""
+    decides it from the operands wherever the model was traced. ``a``: the op's ``arguments`` where
+    the caller has them."""
     if op.packet in ("aten.cudnn_batch_norm", "aten.miopen_batch_norm"):
         return True
-    a = arguments(op)
+    a = arguments(op) if a is None else a
     x, weight, bias = a.get("input"), a.get("weight"), a.get("bias")
     if not isinstance(x, TensorMeta) or not isinstance(weight, TensorMeta) or not isinstance(bias, TensorMeta):
         return False
@@ -489,7 +488,7 @@ def runs_cudnn_batch_norm(op: CapturedOp) -> bool:
         return False
     if x.ndim < 3 or x.numel >= 2**31 - 1:
         return False
-    return batch_norm_training(op) or x.shape[0] <= CUDNN_BATCH_NORM_MAX_EVAL_BATCH
+    return batch_norm_training(op, a) or x.shape[0] <= CUDNN_BATCH_NORM_MAX_EVAL_BATCH
 
 
 def aten_batch_norm_launches(op: CapturedOp) -> int:
@@ -497,9 +496,10 @@ def aten_batch_norm_launches(op: CapturedOp) -> int:
     representative batch norm's calibrated dispatch holds): ATen's own path's two per-channel
     kernels. 0 for any other op, a training batch norm, or an op whose schema is unknown (its
     arguments cannot be read)."""
-    if not is_batch_norm_forward(op) or schema_of(op) is None or batch_norm_training(op) or runs_cudnn_batch_norm(op):
+    if not is_batch_norm_forward(op) or schema_of(op) is None:
         return 0
-    return ATEN_BATCH_NORM_KERNELS - 1
+    a = arguments(op)
+    return 0 if batch_norm_training(op, a) or runs_cudnn_batch_norm(op, a) else ATEN_BATCH_NORM_KERNELS - 1
 
 
 # ops whose kernels need a row-major input and copy a strided one first (ATen's layer_norm and

@@ -24,7 +24,8 @@ CPU: one queue, ``t_i = max(F / P_cpu, B / W_cpu) + o_cpu``.
 
 Host time per op ``o_i``: the calibrated dispatch cost of its kind (``dispatch_kind``) in a sequence
 of as many different kinds as the model interleaves (``roofline.model.host``), plus the nn.Module
-calls it enters.
+calls it enters, plus the kernels it issues from C++ beyond its kind's representative
+(``issued_from_cpp_s``), plus the model's own Python before it.
 """
 
 from __future__ import annotations
@@ -201,13 +202,13 @@ def native_launches(op: CapturedOp, dev: DeviceModel) -> int:
     return aten_batch_norm_launches(op) if dev.kind == "cuda" else 0
 
 
-def native_launches_s(op: CapturedOp, dev: DeviceModel, distinct_kinds: int) -> float:
-    """Host time of an op's ``native_launches``: each an elementwise op's dispatch less the Python
-    entry (issued from C++, as a fused op's parts are)."""
-    n = native_launches(op, dev)
-    if not n:
-        return 0.0
-    return n * op_dispatch_s(dev.dispatch_s("add", distinct_kinds), dev.call_entry_s(distinct_kinds), True, True)
+def issued_from_cpp_s(op: CapturedOp, cost: OpCost, dev: DeviceModel, distinct_kinds: int) -> float:
+    """Host time an op spends issuing kernels from C++ beyond its own dispatch: a fused native op's
+    parts (``parts_host_s``) and its ``native_launches``, each of these an elementwise op's dispatch
+    less the Python entry."""
+    launches = native_launches(op, dev)
+    own = launches * op_dispatch_s(dev.dispatch_s("add", distinct_kinds), dev.call_entry_s(distinct_kinds), True, True) if launches else 0.0
+    return parts_host_s(cost, dev, distinct_kinds) + own
 
 
 def part_pieces(cost: OpCost, kernel: float, dev: DeviceModel, distinct_kinds: int) -> list[tuple[float, float]]:
@@ -321,8 +322,8 @@ def predict_timeline(
         if host_cost is not None:
             host = host_cost(op, cost)
         else:
-            host = (op_dispatch_s(dispatch[kind], entry, paid, in_call) + n_mod * module_s + parts_host_s(cost, dev, distinct_kinds)
-                    + native_launches_s(op, dev, distinct_kinds) + op.python_calls * python_s)
+            host = (op_dispatch_s(dispatch[kind], entry, paid, in_call) + n_mod * module_s + issued_from_cpp_s(op, cost, dev, distinct_kinds)
+                    + op.python_calls * python_s)
         if kernel == 0.0:
             term = "none"
         elif floor >= max(compute, memory):
@@ -462,8 +463,9 @@ class Schedule:
         return op_map(host, kernel, pieces, self.gpu)
 
     def _host(self, i: int, kind: str, paid: bool, entered: int) -> float:
-        return (op_dispatch_s(self.dispatch[kind], self.entry, paid, self.inner[i]) + entered * self.module_s + parts_host_s(self.costs[i], self.dev, len(self.paid_kinds))
-                + native_launches_s(self.graph.ops[i], self.dev, len(self.paid_kinds)) + self.graph.ops[i].python_calls * self.python_s)
+        op = self.graph.ops[i]
+        return (op_dispatch_s(self.dispatch[kind], self.entry, paid, self.inner[i]) + entered * self.module_s
+                + issued_from_cpp_s(op, self.costs[i], self.dev, len(self.paid_kinds)) + op.python_calls * self.python_s)
 
     def _h0(self, entered_sum: int) -> float:
         return max(self.graph.module_calls - entered_sum, 0) * self.module_s

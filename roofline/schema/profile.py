@@ -540,14 +540,6 @@ class Overheads(_Strict):
         "prediction multiplies every eager host cost by it. null: the model's constant (roofline.model.host.PROGRAM_FACTOR_GPU on a GPU, 1 on the CPU). "
         "Not read from a file (earlier versions stored a copy of their constant here); a replay sets it in memory to weigh other values.",
     )
-
-    @field_validator("program_factor", mode="before")
-    @classmethod
-    def _program_factor_is_the_models(cls, value):
-        """A stored factor is an earlier version's copy of the model's constant, not a measurement:
-        loading drops it, so every profile prices at today's model (a replay's own value is set
-        with ``model_copy``, which validates nothing)."""
-        return None
     op_small_s: Stat | None = Field(
         default=None,
         description="CPU: wall time of one tiny aten op (dispatch plus the op itself); the CPU's per-op overhead.",
@@ -571,6 +563,14 @@ class Overheads(_Strict):
         description="GPU: every host cost was moved to the median host-speed index of recorded runs made with this profile "
         "(calibrate.host_level); null when the calibration's own index stands.",
     )
+
+    @field_validator("program_factor", mode="before")
+    @classmethod
+    def _program_factor_is_the_models(cls, value):
+        """A stored factor is an earlier version's copy of the model's constant, not a measurement:
+        loading drops it, so every profile prices at today's model (a replay's own value is set
+        with ``model_copy``, which validates nothing)."""
+        return None
 
 
 class KernelEntry(_Strict):
