@@ -85,6 +85,34 @@ def test_a_depthwise_convolution_with_more_outputs_than_inputs_is_depthwise(reco
     assert max(map(abs, errors)) < 0.2, errors
 
 
+def test_which_gpu_depthwise_convolution_runs_cudnn_follows_atens_choice_on_the_h100():
+    # ATen's backend for depthwise convolutions (benchmarks/depthwise_backends.py on the lent H100,
+    # torch 2.11): cuDNN for channels-last, ATen's own kernel for float32 and bfloat16 NCHW, and for
+    # float16 NCHW cuDNN only at 32 channels or more and a workload its rule admits. Every 7th of
+    # the 4,480 recorded cases (the rule reads a capture made here) and every timed point.
+    from benchmarks.depthwise_backends import rule_says_cudnn
+
+    record = json.loads((REPO / "benchmarks" / "results" / "h100_depthwise_backends.json").read_text())
+    cases = record["cases"][::7] + record["points"]
+    assert len(record["cases"]) == 4480 and {c["backend"] for c in cases} == {"Cudnn", "CudaDepthwise2d"}
+    wrong = [c for c in cases if rule_says_cudnn(c) != (c["backend"] == "Cudnn")]
+    assert not wrong, wrong[:5]
+
+
+def test_a_float16_depthwise_convolution_on_atens_own_kernel_is_priced_as_bfloat16s():
+    # ATen's own kernel runs float16 and bfloat16 alike (within 2% at 32 timed shapes, the lent
+    # H100), 2.5-3x slower than cuDNN's depthwise kernel at 3x3: a float16 one that ATen keeps
+    # (fewer than 32 channels, a 7x7, most strided batches) is priced on the bfloat16 curve.
+    from benchmarks.depthwise_backends import _call, _operands
+
+    prof = load_profile_file(REPO / "device_profiles" / "nvidia-h100-80gb-hbm3.json")
+    points = [p for p in json.loads((REPO / "benchmarks" / "results" / "h100_depthwise_backends.json").read_text())["points"]
+              if p["dtype"] == "float16" and p["backend"] == "CudaDepthwise2d" and p["filter"] == 3 and p["stride"] == 1]
+    assert len(points) == 4  # 8, 16 and 24 channels at 112^2, 16 at 128^2
+    errors = [kernel_s(lambda x, w, p=p: _call(p, x, w)(), _operands(p, "cpu"), prof) / p["median_s"] - 1 for p in points]
+    assert max(map(abs, errors)) < 0.1, errors
+
+
 def test_grouped_convolutions_at_other_group_counts(recorded):
     # the curves hold 32 groups; the checks are RegNet-like widths at other group counts
     errs = relative_errors(recorded, "conv_grouped", profile(recorded))

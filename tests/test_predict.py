@@ -497,7 +497,8 @@ def test_a_group_fused_in_place_is_predicted_as_the_whole_program_would_be(kind)
 
 def test_depthwise_bias_pass_only_where_cudnn_runs_it():
     """ATen runs float32 and bfloat16 NCHW depthwise convolutions with its own kernel, which adds the
-    bias as it writes; cuDNN (float16, or channels-last) convolves without it and ATen adds it after."""
+    bias as it writes; cuDNN (most float16 ones, and channels-last) convolves without it and ATen
+    adds it after."""
     from roofline.model.device import DeviceModel
     from roofline.model.kernels import bias_pass_s
     from roofline.profiles import load_profile_file
@@ -505,18 +506,20 @@ def test_depthwise_bias_pass_only_where_cudnn_runs_it():
 
     dev = DeviceModel(load_profile_file(REPO / "tests" / "fixtures" / "h100_profile.json").gpu, "cuda")
 
-    def bias_s(dtype, channels_last=False, groups=32):
-        x = torch.empty(8, 32, 28, 28, dtype=dtype, device="meta")
+    def bias_s(dtype, channels_last=False, groups=32, channels=32):
+        groups = min(groups, channels)
+        x = torch.empty(8, channels, 28, 28, dtype=dtype, device="meta")
         if channels_last:
             x = x.contiguous(memory_format=torch.channels_last)
-        w = torch.empty(32, 32 // groups, 3, 3, dtype=dtype, device="meta")
-        b = torch.empty(32, dtype=dtype, device="meta")
+        w = torch.empty(channels, channels // groups, 3, 3, dtype=dtype, device="meta")
+        b = torch.empty(channels, dtype=dtype, device="meta")
         op = capture(lambda x, w, b: torch.nn.functional.conv2d(x, w, b, padding=1, groups=groups), (x, w, b)).ops[0]
         return bias_pass_s(op, cost_of(op)[0], dev)
 
     assert bias_s(torch.float32) == 0.0 and bias_s(torch.bfloat16) == 0.0
     assert bias_s(torch.float16) > 0.0 and bias_s(torch.float32, channels_last=True) > 0.0
     assert bias_s(torch.float32, groups=1) > 0.0  # a dense convolution is cuDNN's
+    assert bias_s(torch.float16, channels=16) == 0.0  # under 32 channels ATen keeps a float16 one
 
 
 def test_an_eval_batch_norm_atens_own_kernels_pay_their_launches():

@@ -449,19 +449,63 @@ def bias_pass_s(op: CapturedOp, cost: OpCost, dev: DeviceModel) -> float:
 
 
 def _native_depthwise(op: CapturedOp, cost: OpCost, dev: DeviceModel) -> bool:
-    """A depthwise 2-d convolution that ATen runs with its own CUDA kernel, which adds the bias as
-    it writes each output: ATen sends a depthwise convolution to cuDNN only in float16 or in
-    channels-last layout (``ConvParams::use_cudnn_depthwise``), so float32 and bfloat16 NCHW ones
-    make no bias pass."""
+    """A depthwise convolution that ATen runs with its own CUDA kernel (``conv_depthwise2d``), which
+    adds the bias as it writes each output: no bias pass."""
     if dev.kind != "cuda" or cost.category != "conv" or cost.gemm is None:
         return False
+    return is_depthwise(op) and not runs_cudnn_depthwise(op)
+
+
+def is_depthwise(op: CapturedOp) -> bool:
+    """ATen's ``is_depthwise``: a 2-d or 3-d convolution, not transposed, with one group per input
+    channel and any multiple of the channels out."""
     inputs = op.tensor_inputs()
-    if len(inputs) < 2 or inputs[0].ndim != 4 or inputs[1].ndim != 4:
+    if len(inputs) < 2 or inputs[0].ndim not in (4, 5) or is_transposed(op):
         return False
     x, w = inputs[0], inputs[1]
-    depthwise = w.shape[1] == 1 and cost.gemm.batch > 1  # any multiple of the channels out (ATen's ``is_depthwise``)
-    channels_last = x.stride[1] == 1 and x.shape[1] > 1
-    return depthwise and not channels_last and x.dtype in (torch.float32, torch.bfloat16)
+    groups = int(arguments(op).get("groups") or 1)
+    return groups > 1 and x.shape[1] == groups and w.shape[0] % x.shape[1] == 0
+
+
+def _channels_last_input(x: TensorMeta) -> bool:
+    return x.ndim == 4 and x.stride[1] == 1 and x.shape[1] > 1
+
+
+def runs_cudnn_depthwise(op: CapturedOp) -> bool:
+    """Whether a GPU depthwise convolution (``is_depthwise``) runs cuDNN rather than ATen's own kernel,
+    by ATen's rule (``ConvParams::use_cudnn_depthwise``, cuDNN 8.2 and later): a channels-last input
+    always runs cuDNN; an NCHW one only in float16, with at least 32 channels, an undilated square
+    stride, and a workload that cuDNN's depthwise kernels serve (``check_cudnn_depthwise_workload_with_filter``):
+    a square 1x1, 3x3 or 5x5 filter over an input at least 7 wide, at stride 1, or at stride 2 for
+    one image (a 1x1 then only up to 28 wide) or for a batch with 512 channels or more, 256 or more
+    at 28 wide or more, or (1x1) at most 16 images of 128 channels or more at most 7 wide.
+    ``benchmarks/depthwise_backends.py`` checks it against ATen's own choice on the GPU."""
+    inputs = op.tensor_inputs()
+    x, w = inputs[0], inputs[1]
+    if _channels_last_input(x):
+        return True
+    a = arguments(op)
+    stride = [int(s) for s in a.get("stride") or [1]]
+    dilation = [int(d) for d in a.get("dilation") or [1]]
+    if x.dtype != torch.float16 or w.dtype != torch.float16 or x.ndim != 4 or any(d != 1 for d in dilation):
+        return False
+    if x.shape[1] < 32 or (len(set(stride)) > 1 and x.shape[2] != 1):
+        return False
+    s = stride[-1]
+    if x.shape[2] == 1 and s == 1:
+        return True
+    if w.shape[2] != w.shape[3] or w.shape[3] not in (1, 3, 5) or x.shape[3] < 7:
+        return False
+    if s == 1:
+        return True
+    if s != 2:
+        return False
+    batch, channels, width, filt = x.shape[0], x.shape[1], x.shape[3], w.shape[3]
+    if batch == 1:
+        return (filt == 1 and width <= 28) or filt in (3, 5)
+    if filt == 1 and batch <= 16 and channels >= 128 and width <= 7:
+        return True
+    return filt in (3, 5) and (channels >= 512 or (channels >= 256 and width >= 28))
 
 
 # ATen's own eval batch norm on a GPU: two per-channel kernels (the scale and shift from the running
@@ -661,13 +705,15 @@ def _conv_family_s(op: CapturedOp, cost: OpCost, dev: DeviceModel) -> float | No
     c_in_g = w.shape[1]
     taps = math.prod(w.shape[2:])
     kind = "depthwise" if c_in_g == 1 else "grouped"  # ATen's is_depthwise: groups = in channels, any multiple out
-    layout = "channels_last" if x.ndim == 4 and x.stride[1] == 1 and x.shape[1] > 1 else "nchw"
+    layout = "channels_last" if _channels_last_input(x) else "nchw"
+    dtype = DTYPE_NAMES.get(cost.compute_dtype, "float32")
+    if kind == "depthwise" and dtype == "float16" and layout == "nchw" and not runs_cudnn_depthwise(op):
+        dtype = "bfloat16"  # ATen's own kernel, as it runs every bfloat16 NCHW one: that curve's, at the same bytes
     stride = arguments(op).get("stride", [1])
     stride = int(stride[0]) if isinstance(stride, (list, tuple)) and stride else 1
     kernel = w.shape[2] if w.ndim == 4 else math.sqrt(taps)
     macs = groups * m * n * k  # = batch x out positions x Cout x Cin/groups x taps
-    return dev.conv_families.time_s(kind, DTYPE_NAMES.get(cost.compute_dtype, "float32"), layout, kernel, stride, c_in_g, macs,
-                                    gradient=cost.conv_gradient or "none")
+    return dev.conv_families.time_s(kind, dtype, layout, kernel, stride, c_in_g, macs, gradient=cost.conv_gradient or "none")
 
 
 def _leading_bytes(t) -> int | None:
