@@ -9,6 +9,10 @@ models nobody looked at while making it. It names other architectures than the z
 (VGG, Inception, MaxViT, DLA, HRNet, PoolFormer, MobileViT, CaiT, DeBERTa, MobileBERT, GPT-Neo, Phi,
 Gemma, Falcon, BLOOM, mBART, wav2vec 2.0, SegFormer, CLIP) and other sizes of the zoo's families
 (ResNet-34, Wide ResNet, EfficientNetV2, RegNetX, MobileNetV3-small).
+
+``FRESH`` is a third set, first run after the model of time had been judged on the other two
+(``--fresh``): AlexNet, a 3-d ResNet, Swin V2, RegNetY, ResNeSt, NFNet, CSPDarknet, ConvMixer,
+CoaT, XCiT, FastViT, EfficientFormer, VOLO, SqueezeBERT, Funnel and GPT-BigCode.
 """
 
 from __future__ import annotations
@@ -69,7 +73,37 @@ HELDOUT: list[ZooModel] = [
 ]
 HELDOUT = [with_defaults(m) for m in HELDOUT]
 
+FRESH: list[ZooModel] = [
+    # torchvision
+    ZooModel("tv_alexnet", "torchvision", "cnn", tv("alexnet"), images()),
+    ZooModel("tv_r3d_18", "torchvision", "cnn", tv("video.r3d_18"), lambda b: ((torch.randn(b, 3, 16, 112, 112),), {}), batches=(1, 8)),
+    ZooModel("tv_swin_v2_t", "torchvision", "vit", tv("swin_v2_t"), images(256)),
+    ZooModel("tv_regnet_y_1_6gf", "torchvision", "cnn", tv("regnet_y_1_6gf"), images()),
+    # timm
+    ZooModel("timm_resnest14d", "timm", "cnn", tm("resnest14d"), images()),
+    ZooModel("timm_nfnet_l0", "timm", "cnn", tm("nfnet_l0"), images()),
+    ZooModel("timm_cspdarknet53", "timm", "cnn", tm("cspdarknet53"), images(256)),
+    ZooModel("timm_convmixer_768_32", "timm", "cnn", tm("convmixer_768_32"), images()),
+    ZooModel("timm_coat_lite_tiny", "timm", "vit", tm("coat_lite_tiny"), images()),
+    ZooModel("timm_xcit_tiny_12", "timm", "vit", tm("xcit_tiny_12_p16_224"), images()),
+    ZooModel("timm_fastvit_t8", "timm", "vit", tm("fastvit_t8"), images(256)),
+    ZooModel("timm_efficientformer_l1", "timm", "vit", tm("efficientformer_l1"), images()),
+    ZooModel("timm_volo_d1", "timm", "vit", tm("volo_d1_224"), images()),
+    # transformers
+    ZooModel("hf_squeezebert", "transformers", "encoder", hf("SqueezeBertModel", "SqueezeBertConfig"), tokens(30528, 128)),
+    ZooModel("hf_funnel_small", "transformers", "encoder", hf("FunnelModel", "FunnelConfig", block_sizes=[2, 2, 2], d_model=512, n_head=8,
+                                                              d_inner=2048), tokens(30522, 128)),
+    ZooModel("hf_gpt_bigcode_small", "transformers", "decoder", hf(
+        "GPTBigCodeForCausalLM", "GPTBigCodeConfig", n_embd=768, n_layer=12, n_head=12, multi_query=True), tokens(49152, 128)),
+]
+FRESH = [with_defaults(m) for m in FRESH]
+
 
 def heldout_cases(available_only: bool = True) -> list[ZooCase]:
     """Every held-out model's cases, as ``registry.cases`` makes the zoo's."""
     return cases(available_only, HELDOUT)
+
+
+def fresh_cases(available_only: bool = True) -> list[ZooCase]:
+    """The third set's cases (``FRESH``)."""
+    return cases(available_only, FRESH)
