@@ -1,6 +1,6 @@
 """Measure one GPU calibration stage again on the profiled machine and put it into the profile.
 
-    python -m calibrate.refresh PROFILE --stage attention|cat_grid|conv|gemm_ratios|conv_families|layout|norm_families|pooling [--output PATH]
+    python -m calibrate.refresh PROFILE --stage attention|cat_grid|conv|gemm_ratios|conv_families|layout|norm_families|pooling|reductions [--output PATH]
 
 A stage's design can change after a profile is shipped (the addmm ratio grew from eight shapes to a
 grid over rows, reduction length and width). Calibrating the whole machine again moves every other
@@ -50,6 +50,14 @@ def measure_layouts(device: str, *, budget_s: float, warnings: list, quick: bool
             for dtype in plan.pointwise_dtypes for op in memory.LAYOUT_OPS]
 
 
+def measure_reductions(device: str, *, budget_s: float, warnings: list, quick: bool):
+    """The row-reduction families (``calibrate.memory.REDUCE_OPS``) as calibration measures them:
+    every pointwise dtype of the plan, over its strided-family sizes."""
+    plan = gpu_plan(quick, torch.cuda.get_device_properties(device).total_memory)
+    return [memory.measure_pointwise(plan.strided_sizes(), device, op=op, dtype_name=dtype, budget_s=budget_s, warnings=warnings)
+            for dtype in plan.pointwise_dtypes for op in memory.REDUCE_OPS]
+
+
 def measure_pooling(device: str, *, budget_s: float, warnings: list, quick: bool):
     """The pooling and resampling families as calibration measures them (``calibrate.memory.GPU_SELECTION_OPS``:
     the 2x2 max pool and the 3x3 average beside the selection families' 3x3 max pool, bilinear
@@ -76,6 +84,7 @@ STAGES = {
     "cat_grid": Stage("pointwise", memory.measure_cat_grid, "gpu cat grid", 1.0, merged=True),
     "layout": Stage("pointwise", measure_layouts, "gpu layout", 1.0, merged=True),
     "pooling": Stage("pointwise", measure_pooling, "gpu pooling", 1.0, merged=True),
+    "reductions": Stage("pointwise", measure_reductions, "gpu reductions", 1.0, merged=True),
 }
 
 

@@ -494,3 +494,37 @@ def test_softmax_backward_rows_against_the_h100():
     large_fp32 = [e for (dtype, rows, row), e in errors.items() if dtype == "float32" and rows * row > 1 << 22]
     assert len(large_fp32) == 13 and max(abs(e) for e in large_fp32) < 0.05, sorted(large_fp32)
     assert statistics.median(abs(e) for e in errors.values()) < 0.12
+
+
+def test_row_reductions_against_the_h100():
+    """A GPU reduction of each innermost row (x.sum(-1), F.normalize's norm) takes a time per row
+    below 1024 elements: rows of 8-32 take about 4x a row of 1024's time over the same elements
+    (benchmarks/row_kernels.py --op sum|norm). Priced between the reduce_short and reduce_long
+    families, rows of 8-64 come out within 25%; on the bandwidth curve alone (the families dropped),
+    the short rows at 2^24 elements come out 70-90% under."""
+    for record in ("h100_sum_rows.json", "h100_norm_rows.json"):
+        errors = _row_errors(record)
+        short = [e for (_, _, row), e in errors.items() if row <= 64]
+        assert len(short) == 30 and max(abs(e) for e in short) < 0.25, sorted(short)
+        assert statistics.median(abs(e) for (_, _, row), e in errors.items() if row < 1024) < 0.12
+    prof = _shipped_h100().model_copy(deep=True)
+    prof.gpu.measurements.pointwise = [c for c in prof.gpu.measurements.pointwise if not c.op.startswith("reduce_")]
+    recorded = json.loads((REPO / "benchmarks" / "results" / "h100_norm_rows.json").read_text())["points"]
+    without = [row_predicted_s(prof, p) / p["median_s"] - 1 for p in recorded if p["row"] <= 32 and p["rows"] * p["row"] > 1 << 22]
+    assert len(without) == 9 and max(without) < -0.6, without
+
+
+def test_which_reductions_are_row_reductions():
+    from roofline.graph.capture import capture
+    from roofline.model.kernels import inner_reduction_row
+
+    def rows(fn, x):
+        return [inner_reduction_row(op) for op in capture(fn, (x,)).ops if op.packet in ("aten.sum", "aten.mean", "aten.linalg_vector_norm", "aten.amax")]
+
+    assert rows(lambda x: F.normalize(x, dim=-1), torch.empty(8, 3, 64, 32)) == [32]
+    assert rows(lambda x: x.mean((2, 3)), torch.empty(32, 64, 7, 7)) == [49]  # a pooled plane
+    assert rows(lambda x: x.mean((2, 3)), torch.empty(32, 64, 7, 7).contiguous(memory_format=torch.channels_last)) == [None]
+    assert rows(lambda x: x.sum(1), torch.empty(32, 2, 64, 56)) == [None]  # an outer dimension
+    assert rows(lambda x: x.sum(), torch.empty(8, 64)) == [None]  # to one value
+    q = torch.empty(8, 64, 3, 4, 32).permute(2, 0, 3, 1, 4)[0]  # heads split off a fused projection
+    assert rows(lambda q: F.normalize(q, dim=-1), q) == [32]

@@ -154,6 +154,9 @@ def _memory_s(op: CapturedOp, cost: OpCost, dev: DeviceModel) -> float:
         window = _upsample_s(op, cost, dev)
     if window is not None:
         return window
+    reduced = _row_reduction_s(op, cost, nbytes, dev)
+    if reduced is not None:
+        return reduced
     family = _family(op, cost, dev)
     dtype = DTYPE_NAMES.get(_out_dtype(op, cost), "float32")
     if family in ELEMENT_BOUND and not dev.has_family(family, dtype):
@@ -364,6 +367,49 @@ def _row_rate(op: CapturedOp, family: str, long_rate: float, nbytes: int, dtype:
         return short_rate
     f = math.log(row / short_row) / math.log(long_row / short_row)
     return math.exp((1 - f) * math.log(short_rate) + f * math.log(long_rate))
+
+
+# ATen's reductions that give each output one innermost row (its reduce kernel's inner-dimension
+# configuration), priced per row below REDUCE_LONG_ROW elements; rows shorter than REDUCE_MIN_ROW
+# take a row of that length's time per element (benchmarks/row_kernels.py --op sum|norm: rows of 8,
+# 16 and 32 take the same time over the same elements)
+ROW_REDUCTIONS = {"aten.sum", "aten.mean", "aten.linalg_vector_norm", "aten.amax", "aten.amin"}
+REDUCE_SHORT, REDUCE_LONG, REDUCE_SHORT_ROW, REDUCE_LONG_ROW, REDUCE_MIN_ROW = "reduce_short", "reduce_long", 64, 1024, 32
+
+
+def inner_reduction_row(op: CapturedOp) -> int | None:
+    """Elements per output of a reduction (``ROW_REDUCTIONS``) over its input's innermost
+    dimensions laid out contiguously: one row per output, more than one output. None for any other
+    op or layout (a reduction to one value, over outer or strided dimensions)."""
+    if op.packet not in ROW_REDUCTIONS or not op.tensor_inputs():
+        return None
+    x = op.tensor_inputs()[0]
+    dims = arguments(op).get("dim")
+    if x.ndim == 0 or dims is None:
+        return None
+    dims = sorted({int(d) % x.ndim for d in ([dims] if isinstance(dims, int) else dims)})
+    if not dims or dims != list(range(x.ndim - len(dims), x.ndim)):
+        return None
+    row, stride = 1, 1
+    for d in reversed(dims):  # the reduced dimensions one contiguous run
+        if x.shape[d] > 1 and x.stride[d] != stride:
+            return None
+        row, stride = row * x.shape[d], stride * x.shape[d]
+    return row if 1 < row < x.numel else None
+
+
+def _row_reduction_s(op: CapturedOp, cost: OpCost, nbytes: int, dev: DeviceModel) -> float | None:
+    """A GPU row reduction (``inner_reduction_row``) of rows shorter than REDUCE_LONG_ROW: linear in
+    1 / row between the families calibrated at rows of REDUCE_SHORT_ROW and REDUCE_LONG_ROW
+    (``calibrate.memory.REDUCE_OPS``), as a block per row runs (``_block_per_row_s``). None for
+    longer rows, any other op, or a profile without those families."""
+    row = inner_reduction_row(op) if dev.kind == "cuda" else None
+    dtype = DTYPE_NAMES.get(op.tensor_inputs()[0].dtype, "float32") if row else None
+    if not row or row >= REDUCE_LONG_ROW or not (dev.has_family(REDUCE_SHORT, dtype) and dev.has_family(REDUCE_LONG, dtype)):
+        return None
+    short_s = nbytes / dev.family_bytes_per_s(REDUCE_SHORT, nbytes, dtype)
+    long_s = nbytes / dev.family_bytes_per_s(REDUCE_LONG, nbytes, dtype)
+    return _block_per_row_s(short_s, long_s, max(row, REDUCE_MIN_ROW), REDUCE_SHORT_ROW, REDUCE_LONG_ROW)
 
 
 def _block_per_row_s(short_s: float, long_s: float, row: int, short_row: int, long_row: int) -> float:
