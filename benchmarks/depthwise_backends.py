@@ -115,7 +115,7 @@ def rule_says_cudnn(case: dict) -> bool:
     from roofline.graph.capture import capture
     from roofline.model.kernels import runs_cudnn_depthwise
 
-    x, weight = _operands(case, "cpu")
+    x, weight = _operands(case, "meta")
     graph = capture(lambda x, w: _call(case, x, w)(), (x, weight))
     (op,) = [op for op in graph.ops if "conv" in op.name]
     return runs_cudnn_depthwise(op)
@@ -132,7 +132,7 @@ def check(path: Path) -> int:
             print(f"  {describe(case)}: ATen {case['backend']}, rule {ours}  <- differs")
     print(f"{record['device']}, torch {record['torch']}, cuDNN {record['cudnn']}")
     print(f"depthwise_backends: {len(record['cases']) - len(wrong)} of {len(record['cases'])} agree")
-    return 0
+    return 1 if wrong else 0
 
 
 def sweep(path: Path, profile_name: str) -> int:

@@ -10,9 +10,10 @@ Two shapes real models run and the families do not calibrate:
   at filters 16-128, sequences 49 and 499, batch 1 and 8;
 - ``multiplier``: a depthwise convolution with more outputs than inputs per group (PiT's pooling:
   groups = in channels, out = 2 x in), at multipliers 1, 2 and 4;
-- ``transposed``: a 1-d grouped convolution of a sequence laid out (batch, length, channels) and
-  transposed to (batch, channels, length) without a copy, as SqueezeBERT's 1x1 convolutions (768
-  channels in 4 groups) and wav2vec2's positional one run, beside the same on a contiguous input.
+- ``sequence``: a 1-d grouped convolution of a sequence laid out (batch, length, channels) and
+  viewed as (batch, channels, length) without a copy (``layout`` "nlc"), as SqueezeBERT's 1x1
+  convolutions (768 channels in 4 groups) and wav2vec2's positional one run, beside the same on a
+  contiguous input ("ncl"); ATen copies the former to the latter before cuDNN runs it.
 
 Each is timed by the shared protocol (``roofline.timing``) and priced as ``roofline advise`` prices it.
 """
@@ -42,13 +43,13 @@ def _points(args=None) -> list[dict]:
                 points.append(dict(kind="multiplier", dtype=dtype, batch=32, channels=channels, side=side, multiplier=multiplier))
         for batch, length, groups, k in ((1, 128, 4, 1), (8, 128, 4, 1), (8, 512, 4, 1), (8, 128, 4, 3), (8, 128, 1, 1), (8, 49, 16, 128)):
             for layout in ("ncl", "nlc"):
-                points.append(dict(kind="transposed", dtype=dtype, batch=batch, channels=768, groups=groups, length=length, filter=k, layout=layout))
+                points.append(dict(kind="sequence", dtype=dtype, batch=batch, channels=768, groups=groups, length=length, filter=k, layout=layout))
     return points
 
 
 def _operands(p: dict, device: str):
     dtype = DTYPES[p["dtype"]]
-    if p["kind"] in ("long", "transposed"):
+    if p["kind"] in ("long", "sequence"):
         if p.get("layout") == "nlc":
             x = torch.randn(p["batch"], p["length"], p["channels"], device=device, dtype=dtype).transpose(1, 2)
         else:
@@ -61,7 +62,7 @@ def _operands(p: dict, device: str):
 
 
 def _conv(p: dict):
-    if p["kind"] in ("long", "transposed"):
+    if p["kind"] in ("long", "sequence"):
         return lambda x, w: F.conv1d(x, w, None, 1, p["filter"] // 2, 1, p["groups"])
     return lambda x, w: F.conv2d(x, w, None, 1, 1, 1, p["channels"])
 
@@ -81,8 +82,8 @@ def predicted_s(profile, p: dict) -> float:
 def _label(p: dict) -> str:
     if p["kind"] == "long":
         return f"long       {p['dtype']:<8} {p['batch']}x{p['channels']}x{p['length']} {p['groups']} groups filter {p['filter']:3d}"
-    if p["kind"] == "transposed":
-        return f"transposed {p['dtype']:<8} {p['batch']}x{p['channels']}x{p['length']} {p['groups']} groups filter {p['filter']:3d} {p['layout']}"
+    if p["kind"] == "sequence":
+        return f"sequence   {p['dtype']:<8} {p['batch']}x{p['channels']}x{p['length']} {p['groups']} groups filter {p['filter']:3d} {p['layout']}"
     return f"multiplier {p['dtype']:<8} {p['batch']}x{p['channels']}x{p['side']}^2 x{p['multiplier']}"
 
 

@@ -13,7 +13,10 @@ import math
 import torch
 
 from calibrate.matmul import DTYPES
-from roofline.model.kernels import POOL_AVERAGE_FAMILY, POOL_REFERENCE_FAMILY, POOL_WINDOW_FAMILY, UPSAMPLE_FAMILY, UPSAMPLE_NEAREST_FAMILY, UPSAMPLE_SIDE
+from roofline.model.kernels import (
+    POOL_AVERAGE_FAMILY, POOL_REFERENCE_FAMILY, POOL_WINDOW_FAMILY, REDUCE_LONG, REDUCE_LONG_ROW, REDUCE_SHORT, REDUCE_SHORT_ROW, UPSAMPLE_FAMILY,
+    UPSAMPLE_NEAREST_FAMILY, UPSAMPLE_SIDE,
+)
 from roofline.schema.profile import BandwidthCurve, BandwidthPoint, PointwiseCurve, PointwisePoint, Stat
 from roofline.timing import time_fn
 
@@ -106,7 +109,7 @@ def _pointwise_call(op: str, n: int, device: str, dtype: torch.dtype = torch.flo
         # RMSNorm): the kernel cannot use vectorized loads, so it runs below the plain add's rate
         s = _rand(rows, 1, device=device, dtype=dtype)
         return (lambda: torch.mul(x, s)), 2 * e * rows * ROW + e * rows
-    if op in SELECTION_OPS or op in GPU_SELECTION_OPS or op in LAYOUT_OPS or op in STRIDED_OPS or op in REDUCE_OPS:
+    if op in SELECTION_OPS or op in GPU_SELECTION_OPS or op in LAYOUT_OPS or op in STRIDED_OPS or op in ROW_REDUCTION_FAMILIES:
         return _selection_call(op, n, device, dtype)
     raise ValueError(op)
 
@@ -150,10 +153,9 @@ SHORT_ROW = 64  # row length of layer_norm_short and softmax_short
 # F.normalize's norm) gives each output a warp's or block's share of work: over short rows it takes
 # a time per row, not per byte (rows of 32 run four times the time of rows of 1024 over the same
 # elements), and even over rows of 1024 it runs without the cross-block pass of a reduction to one
-# value (the bandwidth curve's read). Calibrated per pointwise dtype at rows of REDUCE_SHORT_ROW and
-# REDUCE_LONG_ROW (roofline.model.kernels prices a row between them linear in 1 / row). GPU only.
-REDUCE_OPS = ("reduce_short", "reduce_long")
-REDUCE_SHORT_ROW, REDUCE_LONG_ROW = 64, 1024
+# value (the bandwidth curve's read). Calibrated per pointwise dtype at the two row lengths
+# roofline.model.kernels prices a row between (linear in 1 / row). GPU only.
+ROW_REDUCTION_FAMILIES = (REDUCE_SHORT, REDUCE_LONG)
 STRIDED_RUN = 32  # elements per whole row of strided_copy (roofline.model.kernels.STRIDED_RUN)
 STRIDED_HEADS = 8  # the permuted dimension's size: one whole row in 8 is adjacent in the output
 
@@ -175,8 +177,8 @@ def _selection_call(op: str, n: int, device: str, dtype: torch.dtype):
             fn = lambda: F.layer_norm(short, (SHORT_ROW,), w64, b64)  # noqa: E731
         else:
             fn = lambda: torch.softmax(short, dim=-1)  # noqa: E731
-    elif op in REDUCE_OPS:
-        x = rows_of(REDUCE_SHORT_ROW if op == "reduce_short" else REDUCE_LONG_ROW)
+    elif op in ROW_REDUCTION_FAMILIES:
+        x = rows_of(REDUCE_SHORT_ROW if op == REDUCE_SHORT else REDUCE_LONG_ROW)
         fn = lambda: x.sum(-1)  # noqa: E731
     elif op == "cat":
         # as a class token joins the patches: per row, a short and a long contiguous run
@@ -258,7 +260,7 @@ def measure_pointwise(
     points = []
     for n in sizes_elements:
         fn, moved = _pointwise_call(op, n, device, DTYPES[dtype_name])
-        n = max(n // ROW, 1) * ROW if op in ("layer_norm", "softmax", "mul_broadcast", *SELECTION_OPS, *GPU_SELECTION_OPS, *LAYOUT_OPS, *STRIDED_OPS, *REDUCE_OPS) else n
+        n = max(n // ROW, 1) * ROW if op in ("layer_norm", "softmax", "mul_broadcast", *SELECTION_OPS, *GPU_SELECTION_OPS, *LAYOUT_OPS, *STRIDED_OPS, *ROW_REDUCTION_FAMILIES) else n
         stat = _timed(fn, device, budget_s, f"{op} {dtype_name} over {n} elements", warnings)
         points.append(
             PointwisePoint(

@@ -88,7 +88,7 @@ def test_a_depthwise_convolution_with_more_outputs_than_inputs_is_depthwise(reco
 def test_which_gpu_depthwise_convolution_runs_cudnn_follows_atens_choice_on_the_h100():
     # ATen's backend for depthwise convolutions (benchmarks/depthwise_backends.py on the lent H100,
     # torch 2.11): cuDNN for channels-last, ATen's own kernel for float32 and bfloat16 NCHW, and for
-    # float16 NCHW cuDNN only at 32 channels or more and a workload its rule admits. Every 7th of
+    # float16 NCHW cuDNN only at 32 channels or more and a workload its rule admits. Every 14th of
     # the 4,480 recorded cases (the rule reads a capture made here) and every timed point.
     from benchmarks.depthwise_backends import rule_says_cudnn
 
@@ -528,3 +528,51 @@ def test_which_reductions_are_row_reductions():
     assert rows(lambda x: x.sum(), torch.empty(8, 64)) == [None]  # to one value
     q = torch.empty(8, 64, 3, 4, 32).permute(2, 0, 3, 1, 4)[0]  # heads split off a fused projection
     assert rows(lambda q: F.normalize(q, dim=-1), q) == [32]
+
+
+def test_the_depthwise_rule_off_the_recorded_grid():
+    # What the recorded grid (square, 4-d, channels-last input and weight together) does not reach:
+    # ATen views a 1-d convolution as 2-d before it picks (a float16 one at stride 1 runs cuDNN); a
+    # channels-last input sends a float32 one to cuDNN; float64 never goes to cuDNN's depthwise path.
+    from roofline.graph.capture import capture
+    from roofline.model.kernels import is_depthwise, runs_cudnn_depthwise
+
+    def op_of(x, w, stride=1):
+        return capture(lambda x, w: (F.conv1d if x.ndim == 3 else F.conv2d)(x, w, None, stride, w.shape[-1] // 2, 1, x.shape[1]), (x, w)).ops[0]
+
+    half = dict(dtype=torch.float16, device="meta")
+    one_d = op_of(torch.empty(8, 768, 512, **half), torch.empty(768, 1, 9, **half))
+    assert is_depthwise(one_d) and runs_cudnn_depthwise(one_d)
+    assert not runs_cudnn_depthwise(op_of(torch.empty(8, 768, 512, **half), torch.empty(768, 1, 9, **half), stride=2))
+    assert not runs_cudnn_depthwise(op_of(torch.empty(8, 16, 512, **half), torch.empty(16, 1, 9, **half)))  # under 32 channels
+    x = torch.empty(8, 64, 28, 28, device="meta")
+    w = torch.empty(64, 1, 7, 7, device="meta")
+    assert not runs_cudnn_depthwise(op_of(x, w))  # float32 NCHW: ATen's own
+    assert runs_cudnn_depthwise(op_of(x.contiguous(memory_format=torch.channels_last), w))
+    x64 = torch.empty(8, 64, 28, 28, dtype=torch.float64, device="meta").contiguous(memory_format=torch.channels_last)
+    assert not runs_cudnn_depthwise(op_of(x64, torch.empty(64, 1, 7, 7, dtype=torch.float64, device="meta")))
+
+
+def test_row_reductions_only_where_the_families_price_them():
+    # rows up to 1024 on the two families (rows of exactly 1024 are reduce_long's); longer rows, the
+    # CPU, and a profile without the families keep the bandwidth curve
+    from roofline.model.device import DeviceModel
+    from roofline.model.kernels import _row_reduction_s
+    from roofline.costs import cost_of
+    from roofline.graph.capture import capture
+
+    shipped = _shipped_h100()
+    gpu = DeviceModel(shipped.gpu, "cuda")
+    bare = shipped.model_copy(deep=True)
+    bare.gpu.measurements.pointwise = [c for c in bare.gpu.measurements.pointwise if not c.op.startswith("reduce_")]
+
+    def priced(fn, row, dev):
+        op = capture(fn, (torch.empty(4096, row, device="meta"),)).ops[0]
+        c = cost_of(op)[0]
+        return _row_reduction_s(op, c, c.bytes_read + c.bytes_written, dev)
+
+    amin = lambda x: x.amin(-1)  # noqa: E731
+    assert priced(amin, 64, gpu) is not None and priced(amin, 1024, gpu) is not None
+    assert priced(amin, 1025, gpu) is None
+    assert priced(amin, 64, DeviceModel(bare.gpu, "cuda")) is None
+    assert priced(amin, 64, DeviceModel(shipped.host, "cpu")) is None

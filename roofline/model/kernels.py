@@ -370,7 +370,7 @@ def _row_rate(op: CapturedOp, family: str, long_rate: float, nbytes: int, dtype:
 
 
 # ATen's reductions that give each output one innermost row (its reduce kernel's inner-dimension
-# configuration), priced per row below REDUCE_LONG_ROW elements; rows shorter than REDUCE_MIN_ROW
+# configuration), priced per row up to REDUCE_LONG_ROW elements; rows shorter than REDUCE_MIN_ROW
 # take a row of that length's time per element (benchmarks/row_kernels.py --op sum|norm: rows of 8,
 # 16 and 32 take the same time over the same elements)
 ROW_REDUCTIONS = {"aten.sum", "aten.mean", "aten.linalg_vector_norm", "aten.amax", "aten.amin"}
@@ -399,13 +399,14 @@ def inner_reduction_row(op: CapturedOp) -> int | None:
 
 
 def _row_reduction_s(op: CapturedOp, cost: OpCost, nbytes: int, dev: DeviceModel) -> float | None:
-    """A GPU row reduction (``inner_reduction_row``) of rows shorter than REDUCE_LONG_ROW: linear in
+    """A GPU row reduction (``inner_reduction_row``) of rows up to REDUCE_LONG_ROW: linear in
     1 / row between the families calibrated at rows of REDUCE_SHORT_ROW and REDUCE_LONG_ROW
-    (``calibrate.memory.REDUCE_OPS``), as a block per row runs (``_block_per_row_s``). None for
-    longer rows, any other op, or a profile without those families."""
+    (``calibrate.memory.ROW_REDUCTION_FAMILIES``), as a block per row runs (``_block_per_row_s``). None for
+    longer rows (few outputs split each row across blocks: 256 rows of 4096 took up to 2x the time
+    of 1024 rows of 1024), any other op, or a profile without those families."""
     row = inner_reduction_row(op) if dev.kind == "cuda" else None
     dtype = DTYPE_NAMES.get(op.tensor_inputs()[0].dtype, "float32") if row else None
-    if not row or row >= REDUCE_LONG_ROW or not (dev.has_family(REDUCE_SHORT, dtype) and dev.has_family(REDUCE_LONG, dtype)):
+    if not row or row > REDUCE_LONG_ROW or not (dev.has_family(REDUCE_SHORT, dtype) and dev.has_family(REDUCE_LONG, dtype)):
         return None
     short_s = nbytes / dev.family_bytes_per_s(REDUCE_SHORT, nbytes, dtype)
     long_s = nbytes / dev.family_bytes_per_s(REDUCE_LONG, nbytes, dtype)
@@ -503,50 +504,59 @@ def _native_depthwise(op: CapturedOp, cost: OpCost, dev: DeviceModel) -> bool:
 
 
 def is_depthwise(op: CapturedOp) -> bool:
-    """ATen's ``is_depthwise``: a 2-d or 3-d convolution, not transposed, with one group per input
-    channel and any multiple of the channels out."""
+    """ATen's ``is_depthwise``: a 1-d (viewed as 2-d, as ATen does), 2-d or 3-d convolution, not
+    transposed, with one group per input channel and any multiple of the channels out."""
     inputs = op.tensor_inputs()
-    if len(inputs) < 2 or inputs[0].ndim not in (4, 5) or is_transposed(op):
+    if len(inputs) < 2 or inputs[0].ndim not in (3, 4, 5) or is_transposed(op):
         return False
     x, w = inputs[0], inputs[1]
     groups = int(arguments(op).get("groups") or 1)
     return groups > 1 and x.shape[1] == groups and w.shape[0] % x.shape[1] == 0
 
 
-def _channels_last_input(x: TensorMeta) -> bool:
-    return x.ndim == 4 and x.stride[1] == 1 and x.shape[1] > 1
+def _as_2d(op: CapturedOp) -> tuple[tuple, tuple, list[int], list[int]]:
+    """(input shape, weight shape, stride, dilation) of a convolution as ATen selects its backend: a
+    1-d one viewed as 2-d, (N, C, L) as (N, C, 1, L)."""
+    x, w = op.tensor_inputs()[:2]
+    a = arguments(op)
+    stride = [int(v) for v in a.get("stride") or [1]]
+    dilation = [int(v) for v in a.get("dilation") or [1]]
+    if x.ndim == 3:
+        return (x.shape[0], x.shape[1], 1, x.shape[2]), (w.shape[0], w.shape[1], 1, w.shape[2]), [1, stride[-1]], [1, dilation[-1]]
+    return tuple(x.shape), tuple(w.shape), stride * (x.ndim - 2) if len(stride) == 1 else stride, dilation
 
 
 def runs_cudnn_depthwise(op: CapturedOp) -> bool:
     """Whether a GPU depthwise convolution (``is_depthwise``) runs cuDNN rather than ATen's own kernel,
     by ATen's rule (``ConvParams::use_cudnn_depthwise``, cuDNN 8.2 and later): a channels-last input
-    always runs cuDNN; an NCHW one only in float16, with at least 32 channels, an undilated square
-    stride, and a workload that cuDNN's depthwise kernels serve (``check_cudnn_depthwise_workload_with_filter``):
-    a square 1x1, 3x3 or 5x5 filter over an input at least 7 wide, at stride 1, or at stride 2 for
-    one image (a 1x1 then only up to 28 wide) or for a batch with 512 channels or more, 256 or more
-    at 28 wide or more, or (1x1) at most 16 images of 128 channels or more at most 7 wide.
-    ``benchmarks/depthwise_backends.py`` checks it against ATen's own choice on the GPU."""
-    inputs = op.tensor_inputs()
-    x, w = inputs[0], inputs[1]
-    if _channels_last_input(x):
-        return True
-    a = arguments(op)
-    stride = [int(s) for s in a.get("stride") or [1]]
-    dilation = [int(d) for d in a.get("dilation") or [1]]
-    if x.dtype != torch.float16 or w.dtype != torch.float16 or x.ndim != 4 or any(d != 1 for d in dilation):
+    (``cudnn_conv_suggest_memory_format``; never float64; a depthwise weight's one channel a group
+    looks alike in either layout) always runs cuDNN; an NCHW one
+    only in float16, with at least 32 channels, an undilated square stride (or a 1-d one), and a
+    workload that cuDNN's depthwise kernels serve (``check_cudnn_depthwise_workload_with_filter``): a
+    1-d one at stride 1, or a square 1x1, 3x3 or 5x5 filter over an input at least 7 wide, at stride
+    1, or at stride 2 for one image (a 1x1 then only up to 28 wide) or for a batch with 512 channels
+    or more, 256 or more at 28 wide or more, or (1x1) at most 16 images of 128 channels or more at
+    most 7 wide. ``benchmarks/depthwise_backends.py`` checks it against ATen's own choice on the GPU."""
+    x, w = op.tensor_inputs()[:2]
+    if torch.float64 in (x.dtype, w.dtype):
         return False
-    if x.shape[1] < 32 or (len(set(stride)) > 1 and x.shape[2] != 1):
-        return False
-    s = stride[-1]
-    if x.shape[2] == 1 and s == 1:
+    if _channels_last(x):
         return True
-    if w.shape[2] != w.shape[3] or w.shape[3] not in (1, 3, 5) or x.shape[3] < 7:
+    xs, ws, stride, dilation = _as_2d(op)
+    if x.dtype != torch.float16 or w.dtype != torch.float16 or len(xs) != 4 or any(d != 1 for d in dilation):
+        return False
+    if xs[1] < 32 or (stride[0] != stride[1] and xs[2] != 1):
+        return False
+    s = stride[1]
+    if xs[2] == 1 and s == 1:
+        return True
+    if ws[2] != ws[3] or ws[3] not in (1, 3, 5) or xs[3] < 7:
         return False
     if s == 1:
         return True
     if s != 2:
         return False
-    batch, channels, width, filt = x.shape[0], x.shape[1], x.shape[3], w.shape[3]
+    batch, channels, width, filt = xs[0], xs[1], xs[3], ws[3]
     if batch == 1:
         return (filt == 1 and width <= 28) or filt in (3, 5)
     if filt == 1 and batch <= 16 and channels >= 128 and width <= 7:
@@ -751,7 +761,7 @@ def _conv_family_s(op: CapturedOp, cost: OpCost, dev: DeviceModel) -> float | No
     c_in_g = w.shape[1]
     taps = math.prod(w.shape[2:])
     kind = "depthwise" if c_in_g == 1 else "grouped"  # ATen's is_depthwise: groups = in channels, any multiple out
-    layout = "channels_last" if _channels_last_input(x) else "nchw"
+    layout = "channels_last" if _channels_last(x) else "nchw"
     dtype = DTYPE_NAMES.get(cost.compute_dtype, "float32")
     if kind == "depthwise" and dtype == "float16" and layout == "nchw" and not runs_cudnn_depthwise(op):
         dtype = "bfloat16"  # ATen's own kernel, as it runs every bfloat16 NCHW one: that curve's, at the same bytes
