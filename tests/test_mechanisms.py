@@ -500,17 +500,18 @@ def test_row_reductions_against_the_h100():
     """A GPU reduction of each innermost row (x.sum(-1), F.normalize's norm) takes a time per row
     below 1024 elements: rows of 8-32 take about 4x a row of 1024's time over the same elements
     (benchmarks/row_kernels.py --op sum|norm). Priced between the reduce_short and reduce_long
-    families, rows of 8-64 come out within 25%; on the bandwidth curve alone (the families dropped),
-    the short rows at 2^24 elements come out 70-90% under."""
+    families, rows of 8-64 at 2^24 elements come out within 20%; on the bandwidth curve alone (the
+    families dropped), the rows of 8-32 come out 70-90% under."""
+    shipped = _shipped_h100()
+    bare = shipped.model_copy(deep=True)
+    bare.gpu.measurements.pointwise = [c for c in bare.gpu.measurements.pointwise if not c.op.startswith("reduce_")]
     for record in ("h100_sum_rows.json", "h100_norm_rows.json"):
-        errors = _row_errors(record)
-        short = [e for (_, _, row), e in errors.items() if row <= 64]
-        assert len(short) == 30 and max(abs(e) for e in short) < 0.25, sorted(short)
-        assert statistics.median(abs(e) for (_, _, row), e in errors.items() if row < 1024) < 0.12
-    prof = _shipped_h100().model_copy(deep=True)
-    prof.gpu.measurements.pointwise = [c for c in prof.gpu.measurements.pointwise if not c.op.startswith("reduce_")]
-    recorded = json.loads((REPO / "benchmarks" / "results" / "h100_norm_rows.json").read_text())["points"]
-    without = [row_predicted_s(prof, p) / p["median_s"] - 1 for p in recorded if p["row"] <= 32 and p["rows"] * p["row"] > 1 << 22]
+        points = [p for p in json.loads((REPO / "benchmarks" / "results" / record).read_text())["points"] if p["rows"] * p["row"] > 1 << 22]
+        errors = {(p["dtype"], p["row"]): row_predicted_s(shipped, p) / p["median_s"] - 1 for p in points}
+        short = [e for (_, row), e in errors.items() if row <= 64]
+        assert len(short) == 15 and max(abs(e) for e in short) < 0.2, sorted(short)
+        assert statistics.median(abs(e) for (_, row), e in errors.items() if row < 1024) < 0.1
+    without = [row_predicted_s(bare, p) / p["median_s"] - 1 for p in points if p["row"] <= 32]
     assert len(without) == 9 and max(without) < -0.6, without
 
 
