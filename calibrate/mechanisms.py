@@ -61,7 +61,8 @@ GROUPED_DTYPES = ["float32", "float16"]
 # depthwise gradients, each timed alone (aten.convolution_backward asked for one), over the
 # forward's filters and sizes: cuDNN runs them on kernels of their own, slower than the forward's
 # and slowest for a strided input gradient (docs/design.md, "Prices" of training). Each half
-# precision is timed apart: their depthwise gradient kernels differ, where their forwards agree.
+# precision is timed apart: ATen sends most float16 NCHW depthwise convolutions to cuDNN and every
+# bfloat16 one to its own kernels (roofline.model.kernels.runs_cudnn_depthwise), each direction.
 DEPTHWISE_GRADIENT_KINDS = [("float32", "nchw"), ("float16", "nchw"), ("bfloat16", "nchw")]
 GRADIENT_MASKS = {"input": [True, False, False], "weight": [False, True, False]}
 # misaligned GEMMs: m values; K = 1024; N = 4096 - d for alignment bytes by dtype
