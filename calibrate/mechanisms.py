@@ -62,7 +62,7 @@ GROUPED_DTYPES = ["float32", "float16"]
 # forward's filters and sizes: cuDNN runs them on kernels of their own, slower than the forward's
 # and slowest for a strided input gradient (docs/design.md, "Prices" of training). Each half
 # precision is timed apart: ATen sends most float16 NCHW depthwise convolutions to cuDNN and every
-# bfloat16 one to its own kernels (roofline.model.kernels.runs_cudnn_depthwise), each direction.
+# bfloat16 one to its own kernels (roofline.model.kernels.runs_cudnn_depthwise), forward and gradients alike.
 DEPTHWISE_GRADIENT_KINDS = [("float32", "nchw"), ("float16", "nchw"), ("bfloat16", "nchw")]
 GRADIENT_MASKS = {"input": [True, False, False], "weight": [False, True, False]}
 # misaligned GEMMs: m values; K = 1024; N = 4096 - d for alignment bytes by dtype
