@@ -1,6 +1,6 @@
 """The host time of issuing one GPU convolution (and batch norm), by dtype, layout and shape.
 
-    python benchmarks/conv_host_cost.py --measure OUT.json     # on the GPU
+    python benchmarks/conv_host_cost.py --measure OUT.json [--grouped]    # on the GPU
     python benchmarks/conv_host_cost.py --show OUT.json [--profile P]   # anywhere: the table
 
 Each case's op is called as a model calls it (``F.conv2d``, ``F.batch_norm`` in eval) with the
@@ -10,6 +10,8 @@ ops of ``roofline.hostmix`` (a tiny float32 conv2d, a tiny add) are timed the sa
 cases; ``--show`` reads each case against the conv2d's median over the run. After every case is timed (a
 profiler session slows later launches), one profiled call per case records the kernels it runs:
 half-precision NCHW convolutions often run cuDNN's layout transforms around the conv kernel.
+``--grouped`` measures grouped convolutions instead (``GROUPED``: 2-d 3x3 and 1-d 1x1, NCHW, float32
+and float16, over group counts and widths), where cuDNN may run one launch per group.
 """
 
 from __future__ import annotations
@@ -39,8 +41,19 @@ CONVS = [
     (1, 64, 56, 64, 3, 1, 1), (1, 256, 14, 256, 3, 1, 1), (1, 24, 56, 144, 1, 1, 1), (1, 144, 56, 144, 3, 1, 144),
 ]
 NORMS = [(32, 64, 56), (32, 256, 14), (1, 64, 56)]
+# grouped: (groups, width a group) for a 2-d 3x3 over a 28 x 28 plane and a 1-d 1x1 over 128 positions, batch 8
+GROUPED = [(g, w) for g in (2, 4, 8, 16, 32) for w in (4, 8, 16, 32, 64, 128, 192)]
 LAYOUTS = ("nchw", "channels_last")
 CALLS, REPS, SPIN_CYCLES = 8, 9, 12_000_000  # the spin: ~7 ms, well past 8 issues
+
+
+def _grouped_cases() -> list[dict]:
+    cases = []
+    for dtype in ("float32", "float16"):
+        for g, w in GROUPED:
+            cases.append(dict(op="conv", dtype=dtype, layout="nchw", shape=[8, g * w, 28, g * w, 3, 1, g]))
+            cases.append(dict(op="conv1d", dtype=dtype, layout="nchw", shape=[8, g * w, 128, g * w, 1, 1, g]))
+    return cases
 
 
 def _cases() -> list[dict]:
@@ -54,6 +67,11 @@ def _cases() -> list[dict]:
 
 def _call(case: dict):
     dtype, fmt = DTYPES[case["dtype"]], torch.channels_last if case["layout"] == "channels_last" else torch.contiguous_format
+    if case["op"] == "conv1d":
+        n, c, length, cout, k, s, g = case["shape"]
+        x = torch.randn(n, c, length, device="cuda", dtype=dtype)
+        w = torch.randn(cout, c // g, k, device="cuda", dtype=dtype)
+        return lambda: F.conv1d(x, w, None, s, k // 2, 1, g)
     if case["op"] == "conv":
         n, c, side, cout, k, s, g = case["shape"]
         x = torch.randn(n, c, side, side, device="cuda", dtype=dtype).to(memory_format=fmt)
@@ -93,11 +111,11 @@ def kernels_of(fn) -> list[str]:
     return [e.name[:60] for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
 
 
-def measure(out: Path) -> None:
+def measure(out: Path, grouped: bool = False) -> None:
     from roofline.hostmix import representative_ops
 
     reference = representative_ops("cuda")
-    cases, references = _cases(), []
+    cases, references = (_grouped_cases() if grouped else _cases()), []
     calls = [_call(c) for c in cases]
     for fn in calls + [reference["conv2d"], reference["add"]]:
         for _ in range(3):  # cuDNN's plan for a new shape is built on its first call
@@ -135,8 +153,8 @@ def show(path: Path, profile_name: str | None) -> None:
     for case in record["cases"]:
         names = [k for k in case["kernels"]]
         line = f"{_label(case):<58} {case['host_s'] * 1e6:6.1f} us  x{case['host_s'] / ref:4.2f}  {len(names)} kernels"
-        if dispatch and case["op"] in ("conv", "batch_norm"):
-            priced = dispatch["conv2d" if case["op"] == "conv" else "batch_norm"].median_s
+        if dispatch and case["op"] in ("conv", "conv1d", "batch_norm"):
+            priced = dispatch["batch_norm" if case["op"] == "batch_norm" else "conv2d"].median_s
             line += f"  (profile prices {priced * 1e6:5.1f} us)"
         print(line + "  " + "; ".join(n[:28] for n in names))
     by = {}
@@ -152,9 +170,10 @@ def main() -> int:
     ap.add_argument("--measure", metavar="OUT.json")
     ap.add_argument("--show", metavar="OUT.json")
     ap.add_argument("--profile")
+    ap.add_argument("--grouped", action="store_true", help="with --measure: the grouped convolutions (GROUPED) instead")
     args = ap.parse_args()
     if args.measure:
-        measure(Path(args.measure))
+        measure(Path(args.measure), args.grouped)
     if args.show:
         show(Path(args.show), args.profile)
     return 0
