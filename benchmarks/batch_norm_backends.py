@@ -12,7 +12,6 @@ operands, and ``--check`` prints each case and the disagreements.
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from pathlib import Path
@@ -23,7 +22,7 @@ sys.path.insert(0, str(REPO))
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
-from benchmarks.sweep_checks import DTYPES  # noqa: E402
+from benchmarks.sweep_checks import DTYPES, record_check_main  # noqa: E402
 
 DTYPE_ORDER = ("float32", "float16", "bfloat16")  # the recorded cases' order
 SHAPES = {"4d": (8, 16, 7, 7), "2d": (8, 16), "4d past eval limit": (65536, 2, 1, 1)}
@@ -81,17 +80,5 @@ def check(path: Path) -> int:
     return 0
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--measure", metavar="OUT.json")
-    ap.add_argument("--check", metavar="OUT.json")
-    args = ap.parse_args()
-    if args.measure:
-        measure(Path(args.measure))
-    if args.check:
-        return check(Path(args.check))
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(record_check_main(__doc__, measure, check))

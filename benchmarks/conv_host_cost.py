@@ -160,6 +160,14 @@ def show(path: Path, profile_name: str | None) -> None:
     by = {}
     for case in record["cases"]:
         by.setdefault((case["op"], case["dtype"], case["layout"]), []).append(case["host_s"] / ref)
+    convs = [c for c in record["cases"] if c["op"] in ("conv", "conv1d")]
+    if len(convs) > 2:  # host time against the kernels the call launched: a time per call plus one per launch
+        kernels = [len(c["kernels"]) - 1 for c in convs]
+        host = [c["host_s"] for c in convs]
+        per_kernel, base = statistics.linear_regression(kernels, host)
+        residual = statistics.median(abs(h - base - per_kernel * k) for k, h in zip(kernels, host))
+        print(f"convolutions: host {base * 1e6:.1f} us + {per_kernel * 1e6:.2f} us per kernel past the first "
+              f"(median residual {residual * 1e6:.1f} us over {len(convs)})")
     print("median over shapes, x the tiny float32 conv2d's median:")
     for key, ratios in by.items():
         print(f"  {' '.join(key):<40} x{statistics.median(ratios):4.2f} (x{min(ratios):4.2f}-x{max(ratios):4.2f})")

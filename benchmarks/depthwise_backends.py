@@ -17,7 +17,6 @@ costs, and record the kernels each ran.
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from pathlib import Path
@@ -28,7 +27,7 @@ sys.path.insert(0, str(REPO))
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
-from benchmarks.sweep_checks import DTYPES, error_line, kernel_s, priced_lines  # noqa: E402
+from benchmarks.sweep_checks import DTYPES, error_line, kernel_s, priced_lines, record_check_main  # noqa: E402
 
 GRID = dict(batch=[1, 2, 8, 16, 32, 64], channels=[8, 16, 24, 31, 32, 48, 64, 96, 128, 144, 192, 256, 384, 512, 768],
             width=[7, 8, 14, 28, 56, 112], filter=[1, 3, 5, 7], stride=[1, 2])
@@ -149,21 +148,5 @@ def sweep(path: Path, profile_name: str) -> int:
     return 0
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--measure", metavar="OUT.json")
-    ap.add_argument("--check", metavar="OUT.json")
-    ap.add_argument("--sweep", metavar="OUT.json")
-    ap.add_argument("--profile", default="nvidia-h100-80gb-hbm3")
-    args = ap.parse_args()
-    if args.measure:
-        measure(Path(args.measure))
-    if args.check:
-        return check(Path(args.check))
-    if args.sweep:
-        return sweep(Path(args.sweep), args.profile)
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(record_check_main(__doc__, measure, check, sweep))

@@ -115,3 +115,24 @@ def timed_check_main(doc: str, name: str, points: Callable[..., list[dict]], cal
         recorded = json.loads(Path(args.sweep).read_text())["points"]
         print(f"{name}: " + error_line(priced_lines(recorded, lambda p: predicted_s(profile, p), describe)))
     return 0
+
+
+def record_check_main(doc: str, measure: Callable[[Path], None], check: Callable[[Path], int],
+                      sweep: Callable[[Path, str], int] | None = None) -> int:
+    """The command line of a probe that records ATen's choices on the GPU and checks the model's rule
+    against the record anywhere: ``--measure OUT.json``, ``--check OUT.json`` and, with ``sweep``,
+    ``--sweep OUT.json [--profile P]`` (the record's timed points priced)."""
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
+    ap.add_argument("--measure", metavar="OUT.json")
+    ap.add_argument("--check", metavar="OUT.json")
+    if sweep:
+        ap.add_argument("--sweep", metavar="OUT.json")
+        ap.add_argument("--profile", default="nvidia-h100-80gb-hbm3")
+    args = ap.parse_args()
+    if args.measure:
+        measure(Path(args.measure))
+    if args.check:
+        return check(Path(args.check))
+    if sweep and args.sweep:
+        return sweep(Path(args.sweep), args.profile)
+    return 0

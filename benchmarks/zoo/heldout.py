@@ -99,11 +99,6 @@ FRESH: list[ZooModel] = [
 FRESH = [with_defaults(m) for m in FRESH]
 
 
-def heldout_cases(available_only: bool = True) -> list[ZooCase]:
-    """Every held-out model's cases, as ``registry.cases`` makes the zoo's."""
-    return cases(available_only, HELDOUT)
-
-
-def fresh_cases(available_only: bool = True) -> list[ZooCase]:
-    """The third set's cases (``FRESH``)."""
-    return cases(available_only, FRESH)
+def heldout_cases(available_only: bool = True, models: list[ZooModel] = HELDOUT) -> list[ZooCase]:
+    """Every held-out model's cases (``models``: HELDOUT, or FRESH), as ``registry.cases`` makes the zoo's."""
+    return cases(available_only, models)

@@ -160,9 +160,9 @@ def run_live(args) -> int:
 
         todo = heldout_cases()
     elif args.fresh:  # the third set (heldout.FRESH)
-        from benchmarks.zoo.heldout import fresh_cases
+        from benchmarks.zoo.heldout import FRESH, heldout_cases
 
-        todo = fresh_cases()
+        todo = heldout_cases(models=FRESH)
     if kind == "cpu" and not args.probes:  # the CPU subset: batch 1 in the natural dtype (a 2-core CPU runs the rest for minutes)
         todo = [c for c in todo if c.batch == 1 and c.dtype == c.model.dtypes[0]]
     if args.only:
@@ -329,11 +329,11 @@ def _replayed(old: dict, graphs: dict, profile, kind: str, options: Options, dev
 def recaptured(record: dict, profile, kind: str) -> dict:
     """Label -> the case captured again on this machine (meta tensors, this code, the libraries here);
     a case whose library is missing or whose capture fails here is left out, with one line saying so."""
-    from benchmarks.zoo.heldout import fresh_cases, heldout_cases
+    from benchmarks.zoo.heldout import FRESH, heldout_cases
     from benchmarks.zoo.probes import probe_cases
     from benchmarks.zoo.registry import cases, missing_reason
 
-    by_label = {c.label: c for c in cases(available_only=False) + heldout_cases(available_only=False) + fresh_cases(available_only=False) + probe_cases()}
+    by_label = {c.label: c for c in cases(available_only=False) + heldout_cases(available_only=False) + heldout_cases(False, FRESH) + probe_cases()}
     options = Options(device=kind, batch_sweep=False)
     out = {}
     for row in record["rows"]:
