@@ -1,6 +1,6 @@
 """Kernels whose time the GEMM curve cannot tell, timed over the shapes real models use.
 
-    python benchmarks/mechanism_sweep.py [--device cuda] [--budget 0.02] [--only convs|gemms|conv_channels|conv_backward|attention_lengths|attention_heads|grouped_widths|cat_inputs] --json OUT.json
+    python benchmarks/mechanism_sweep.py [--device cuda] [--budget 0.02] [--only convs|gemms|conv_channels|conv_backward|attention_lengths|attention_heads|grouped_widths|cat_inputs|conv3d|grouped_pointwise] --json OUT.json
 
 Each family is a mechanism of how the kernel runs, not a model: depthwise convolutions (groups =
 channels: a few FLOPs per byte), grouped convolutions (ResNeXt, RegNet), the other convolutions
@@ -26,7 +26,7 @@ import torch.nn.functional as F
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from calibrate.conv import channel_shapes  # noqa: E402
+from calibrate.conv import CHANNELS_3D, CLIPS_3D, FILTERS_3D, STEMS_3D, channel_shapes  # noqa: E402
 from roofline.timing import time_fn  # noqa: E402
 
 DT = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16, "tf32": torch.float32}
@@ -266,6 +266,110 @@ def sweep_grouped_widths(device: str, budget: float, out: list) -> None:
                     out.append(dict(family="grouped_widths", dtype=dtype, batch=batch, groups=groups, side=side, width=width, **t))
 
 
+# 3-d convolutions (video models), (label, in channels, out channels, depth, side, filter, stride,
+# padding), batch-free: the grid calibration picks its 3-d points from (``calibrate.conv``: its filters
+# at 64 and 256 channels over three clips, and two 3-channel stems); four of its filters at other
+# channel counts and clips (``CONV3D_OFFGRID``); and the layers of torchvision's video models (R3D-18,
+# MC3-18, R(2+1)D-18, S3D, the Swin3D and MViT patch embeddings), held out of both
+CONV3D_GRID = [
+    *[(f"grid {name}", c, widen * c, d, s, k, st, pad) for name, k, st, pad, widen in FILTERS_3D for c in CHANNELS_3D for d, s in CLIPS_3D],
+    *[(f"grid {stem[0]}", *stem[1:]) for stem in STEMS_3D],
+]
+CONV3D_OFFGRID = [
+    *[(f"offgrid {name}", c, widen * c, d, s, k, st, pad) for name, k, st, pad, widen in FILTERS_3D[:2] + FILTERS_3D[-2:]
+      for c in (32, 96, 192, 384) for d, s in ((16, 64), (8, 32), (4, 16))],
+]
+
+
+def _r2plus1d_mid(cin: int, cout: int) -> int:
+    return cin * cout * 27 // (cin * 9 + 3 * cout)
+
+
+CONV3D_LAYERS = [
+    ("r3d stem", 3, 64, 16, 112, (3, 7, 7), (1, 2, 2), (1, 3, 3)),
+    *[("r3d k3 s1", c, c, d, s, (3, 3, 3), (1, 1, 1), (1, 1, 1)) for c, d, s in ((64, 16, 56), (128, 8, 28), (256, 4, 14), (512, 2, 7))],
+    *[("r3d k3 s2", c, 2 * c, d, s, (3, 3, 3), (2, 2, 2), (1, 1, 1)) for c, d, s in ((64, 16, 56), (128, 8, 28), (256, 4, 14))],
+    *[("r3d k1 s2", c, 2 * c, d, s, (1, 1, 1), (2, 2, 2), (0, 0, 0)) for c, d, s in ((64, 16, 56), (128, 8, 28), (256, 4, 14))],
+    *[("mc3 1x3x3 s1", c, c, 16, s, (1, 3, 3), (1, 1, 1), (0, 1, 1)) for c, s in ((128, 28), (256, 14), (512, 7))],
+    *[("mc3 1x3x3 s2", c, 2 * c, 16, s, (1, 3, 3), (1, 2, 2), (0, 1, 1)) for c, s in ((64, 56), (128, 28), (256, 14))],
+    *[("mc3 k1 s2", c, 2 * c, 16, s, (1, 1, 1), (1, 2, 2), (0, 0, 0)) for c, s in ((64, 56), (128, 28), (256, 14))],
+    ("r2plus1d stem spatial", 3, 45, 16, 112, (1, 7, 7), (1, 2, 2), (0, 3, 3)),
+    ("r2plus1d stem temporal", 45, 64, 16, 56, (3, 1, 1), (1, 1, 1), (1, 0, 0)),
+    *[("r2plus1d 1x3x3 s1", c, _r2plus1d_mid(c, c), d, s, (1, 3, 3), (1, 1, 1), (0, 1, 1)) for c, d, s in ((64, 16, 56), (128, 8, 28), (256, 4, 14), (512, 2, 7))],
+    *[("r2plus1d 3x1x1 s1", _r2plus1d_mid(c, c), c, d, s, (3, 1, 1), (1, 1, 1), (1, 0, 0)) for c, d, s in ((64, 16, 56), (128, 8, 28), (256, 4, 14), (512, 2, 7))],
+    *[("r2plus1d 1x3x3 s2", c, _r2plus1d_mid(c, 2 * c), d, s, (1, 3, 3), (1, 2, 2), (0, 1, 1)) for c, d, s in ((64, 16, 56), (128, 8, 28), (256, 4, 14))],
+    *[("r2plus1d 3x1x1 s2", _r2plus1d_mid(c, 2 * c), 2 * c, d, s // 2, (3, 1, 1), (2, 1, 1), (1, 0, 0)) for c, d, s in ((64, 16, 56), (128, 8, 28), (256, 4, 14))],
+    ("s3d stem spatial", 3, 64, 16, 224, (1, 7, 7), (1, 2, 2), (0, 3, 3)),
+    ("s3d stem temporal", 64, 64, 16, 112, (7, 1, 1), (2, 1, 1), (3, 0, 0)),
+    ("s3d k1", 64, 64, 8, 56, (1, 1, 1), (1, 1, 1), (0, 0, 0)),
+    ("s3d 1x3x3", 64, 192, 8, 56, (1, 3, 3), (1, 1, 1), (0, 1, 1)),
+    ("s3d 3x1x1", 192, 192, 8, 56, (3, 1, 1), (1, 1, 1), (1, 0, 0)),
+    ("s3d k1", 192, 96, 8, 28, (1, 1, 1), (1, 1, 1), (0, 0, 0)),
+    ("s3d k1", 480, 192, 4, 14, (1, 1, 1), (1, 1, 1), (0, 0, 0)),
+    ("s3d k1", 832, 256, 2, 7, (1, 1, 1), (1, 1, 1), (0, 0, 0)),
+    ("swin3d patch", 3, 96, 16, 224, (2, 4, 4), (2, 4, 4), (0, 0, 0)),
+    ("mvit patch", 3, 96, 16, 224, (3, 7, 7), (2, 4, 4), (1, 3, 3)),
+]
+
+
+def _first_call_s(fn, device: str) -> float:
+    """Wall time of a shape's first call, synchronized: what calibrating it costs beyond its timing
+    (cuDNN picks and builds its plan on a shape's first call)."""
+    t0 = time.perf_counter()
+    fn()
+    if device.startswith("cuda"):
+        torch.cuda.synchronize()
+    return time.perf_counter() - t0
+
+
+def sweep_conv3d(device: str, budget: float, out: list) -> None:
+    """3-d convolutions (``CONV3D_GRID``, ``CONV3D_OFFGRID``, ``CONV3D_LAYERS``), NCDHW, no bias, at one clip and eight,
+    float32 (TF32, cuDNN's default), float16 and bfloat16, with the kernels each ran."""
+    gen = torch.Generator(device=device).manual_seed(8)
+    with torch.no_grad():
+        for dtype in ("float32", "float16", "bfloat16"):
+            dt = DT[dtype]
+            for role, shapes in (("grid", CONV3D_GRID), ("offgrid", CONV3D_OFFGRID), ("layer", CONV3D_LAYERS)):
+                for batch in (1, 8):
+                    for label, cin, cout, depth, side, kernel, stride, padding in shapes:
+                        x = torch.randn(batch, cin, depth, side, side, device=device, dtype=dt, generator=gen)
+                        w = torch.randn(cout, cin, *kernel, device=device, dtype=dt, generator=gen) / (cin * kernel[0] * kernel[1] * kernel[2]) ** 0.5
+                        fn = lambda: F.conv3d(x, w, None, stride, padding)  # noqa: E731
+                        first = _first_call_s(fn, device)
+                        t = _time(fn, device, budget)
+                        names = kernel_names(fn, device) if device.startswith("cuda") else []
+                        out.append(dict(family="conv3d", role=role, label=label, dtype=dtype, batch=batch, cin=cin, cout=cout, depth=depth,
+                                        size=side, kernel=list(kernel), stride=list(stride), padding=list(padding), kernels=names, first_call_s=first, **t))
+                        del x, w
+            torch.cuda.empty_cache() if device.startswith("cuda") else None
+
+
+# 1x1 grouped convolutions (grouped GEMMs: SqueezeBERT's conv1d of 4 groups, ShuffleNet-style 2-d
+# pointwise groups): (dims, batch, in channels, out channels, groups, length or side)
+GROUPED_POINTWISE = [
+    *[(1, b, cin, cout, 4, 128) for b in (1, 8) for cin, cout in ((768, 768), (768, 3072), (3072, 768))],
+    *[(1, 8, c, c, g, 512) for c, g in ((512, 2), (512, 8), (1024, 16), (256, 4))],
+    *[(2, 32, c, c, g, s) for c, g, s in ((240, 3, 28), (480, 3, 14), (512, 4, 28), (1024, 8, 14))],
+]
+
+
+def sweep_grouped_pointwise(device: str, budget: float, out: list) -> None:
+    """``GROUPED_POINTWISE`` in float32 (TF32) and float16, no bias, with the kernels each ran."""
+    gen = torch.Generator(device=device).manual_seed(9)
+    with torch.no_grad():
+        for dtype in ("float32", "float16"):
+            dt = DT[dtype]
+            for dims, batch, cin, cout, groups, side in GROUPED_POINTWISE:
+                x = torch.randn(batch, cin, *(side,) * dims, device=device, dtype=dt, generator=gen)
+                w = torch.randn(cout, cin // groups, *(1,) * dims, device=device, dtype=dt, generator=gen)
+                conv = F.conv1d if dims == 1 else F.conv2d
+                fn = lambda: conv(x, w, None, 1, 0, 1, groups)  # noqa: E731
+                t = _time(fn, device, budget)
+                names = kernel_names(fn, device) if device.startswith("cuda") else []
+                out.append(dict(family="grouped_pointwise", dtype=dtype, dims=dims, batch=batch, cin=cin, cout=cout, groups=groups, size=side,
+                                kernels=names, **t))
+
+
 # cats of contiguous inputs: (dim, the inputs' shapes) from DenseNet's blocks (a large input and many
 # of 32 channels), feature pyramids and U-Nets (a few unequal or equal inputs), a key cache grown by
 # one step, and many equal small inputs
@@ -346,7 +450,7 @@ def main() -> int:
     ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     ap.add_argument("--budget", type=float, default=0.02)
     ap.add_argument("--json", required=True)
-    ap.add_argument("--only", choices=["convs", "gemms", "conv_channels", "conv_backward", "attention_lengths", "attention_heads", "grouped_widths", "cat_inputs"], help="one sweep")
+    ap.add_argument("--only", choices=["convs", "gemms", "conv_channels", "conv_backward", "attention_lengths", "attention_heads", "grouped_widths", "cat_inputs", "conv3d", "grouped_pointwise"], help="one sweep")
     args = ap.parse_args()
     t0 = time.perf_counter()
     points: list[dict] = []
@@ -362,6 +466,10 @@ def main() -> int:
         sweep_grouped_widths(args.device, args.budget, points)
     if args.only == "cat_inputs":
         sweep_cat_inputs(args.device, args.budget, points)
+    if args.only == "conv3d":
+        sweep_conv3d(args.device, args.budget, points)
+    if args.only == "grouped_pointwise":
+        sweep_grouped_pointwise(args.device, args.budget, points)
     if args.only in (None, "convs"):
         sweep_convs(args.device, args.budget, points)
         print(f"convolutions: {len(points)} points, {time.perf_counter() - t0:.0f} s", flush=True)

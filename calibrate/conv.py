@@ -42,6 +42,11 @@ class ConvShape(NamedTuple):
     dims: int = 2
     transposed: bool = False
     layout: str = "nchw"  # or "channels_last" (2-d)
+    # a 3-d convolution's depth where it is not the cube's (a clip of frames; a 1x3x3 or 3x1x1 filter)
+    depth: int | None = None
+    kernel_depth: int | None = None
+    stride_depth: int | None = None
+    padding_depth: int | None = None
 
 
 _S = ConvShape
@@ -62,10 +67,43 @@ GPU_SHAPES = [
     _S(32, 99, 256, 28, 1, 1, 0), _S(32, 3, 32, 128, 3, 1, 1), _S(32, 3, 32, 224, 3, 2, 1),
     _S(1, 3, 64, 224, 7, 2, 3), _S(8, 3, 64, 224, 7, 2, 3),
     _S(32, 3, 128, 224, 4, 4, 0), _S(1, 3, 256, 224, 16, 16, 0), _S(32, 3, 256, 224, 16, 16, 0),
-    # 1-d (length 1024 and 2048), 2x2 stride-2 transposed, 3x3x3
+    # 1-d (length 1024 and 2048), 2x2 stride-2 transposed (3-d: ``GPU_3D_SHAPES``)
     _S(8, 128, 128, 1024, 3, 1, 1, dims=1), _S(8, 256, 256, 2048, 3, 2, 1, dims=1),
     _S(32, 128, 64, 56, 2, 2, 0, transposed=True), _S(32, 512, 256, 14, 2, 2, 0, transposed=True),
-    _S(4, 32, 64, 28, 3, 1, 1, dims=3), _S(4, 3, 32, 56, 3, 1, 1, dims=3),
+]
+
+
+def shape_3d(batch: int, cin: int, cout: int, depth: int, side: int, kernel: tuple, stride: tuple, padding: tuple) -> ConvShape:
+    """A 3-d convolution over a clip (``depth`` frames of ``side`` x ``side``), its filter, stride and
+    padding given depth first (d, h, w) with h = w."""
+    other = lambda v, cube: None if v == cube else v  # noqa: E731
+    return ConvShape(batch, cin, cout, side, kernel[1], stride[1], padding[1], dims=3, depth=other(depth, side),
+                     kernel_depth=other(kernel[0], kernel[1]), stride_depth=other(stride[0], stride[1]), padding_depth=other(padding[0], padding[1]))
+
+
+# 3-d convolutions (video networks), NCDHW. cuDNN runs them as NDHWC implicit GEMMs behind layout
+# transforms (a 1x1x1 of stride 1 as a GEMM), at ratios to the GEMM curve of their own, which the
+# 2-d points do not tell. The filters video networks use (name, filter, stride, padding, output
+# channels per input channel), depth first: 3x3x3, the 1x3x3 spatial and 3x1x1 temporal halves of
+# (2+1)-d and separable blocks, 1x1x1; each of stride 1 and strided (all sides, or the spatial or
+# temporal ones). Calibration times each at 64 and 256 input channels over eight clips of 16x32x32
+# and 4x8x8, and two 3-channel stems (``benchmarks/conv3d_check.py`` checks them on the layers of
+# torchvision's video models, held out).
+FILTERS_3D = [
+    ("3x3x3 s1", (3, 3, 3), (1, 1, 1), (1, 1, 1), 1), ("3x3x3 s2", (3, 3, 3), (2, 2, 2), (1, 1, 1), 2),
+    ("1x3x3 s1", (1, 3, 3), (1, 1, 1), (0, 1, 1), 1), ("1x3x3 s1x2x2", (1, 3, 3), (1, 2, 2), (0, 1, 1), 2),
+    ("3x1x1 s1", (3, 1, 1), (1, 1, 1), (1, 0, 0), 1), ("3x1x1 s2x1x1", (3, 1, 1), (2, 1, 1), (1, 0, 0), 2),
+    ("1x1x1 s1", (1, 1, 1), (1, 1, 1), (0, 0, 0), 2), ("1x1x1 s2", (1, 1, 1), (2, 2, 2), (0, 0, 0), 2),
+]
+CHANNELS_3D = (64, 256)
+CLIPS_3D = ((16, 32), (8, 16), (4, 8))  # (frames, side) of the sweep's grid; calibration takes the first and last
+STEMS_3D = [
+    ("stem 3x3x3 s1x2x2", 3, 32, 16, 64, (3, 3, 3), (1, 2, 2), (1, 1, 1)),
+    ("stem 1x5x5 s1x2x2", 3, 64, 8, 128, (1, 5, 5), (1, 2, 2), (0, 2, 2)),
+]
+GPU_3D_SHAPES = [
+    *[shape_3d(8, c, widen * c, d, side, k, st, pad) for _, k, st, pad, widen in FILTERS_3D for c in CHANNELS_3D for d, side in (CLIPS_3D[0], CLIPS_3D[-1])],
+    *[shape_3d(8, *stem[1:]) for stem in STEMS_3D],
 ]
 # Strided channels-last 2-d convolutions: cuDNN runs its NHWC kernels on them directly, where the
 # same convolution in NCHW pays layout transforms around those kernels (strided 1x1s and 3x3s, the 7x7
@@ -125,6 +163,10 @@ _CONV = {(1, False): F.conv1d, (2, False): F.conv2d, (3, False): F.conv3d,
 
 def _label(dtype_name: str, s: ConvShape) -> str:
     kind = f"{'transposed ' if s.transposed else ''}{s.dims}d{' channels-last' if s.layout == 'channels_last' else ''}"
+    if s.dims == 3 and (s.depth or s.kernel_depth or s.stride_depth):
+        pick = lambda v, cube: cube if v is None else v  # noqa: E731
+        return (f"conv {kind} {dtype_name} {s.batch}x{s.in_channels}x{pick(s.depth, s.size)}x{s.size}^2 "
+                f"k{pick(s.kernel_depth, s.kernel)}x{s.kernel}^2 s{pick(s.stride_depth, s.stride)}x{s.stride}^2 -> {s.out_channels}")
     return f"conv {kind} {dtype_name} {s.batch}x{s.in_channels}x{s.size}^{s.dims} k{s.kernel} s{s.stride} -> {s.out_channels}"
 
 
@@ -141,12 +183,13 @@ def measure_conv(dtype_name: str, shapes: list[tuple], device: str, *, budget_s:
             point = ConvPoint.model_construct(**s._asdict())
             x_shape, w_shape, _ = point.shapes()
             x = torch.randn(x_shape, device=device, dtype=dtype)
-            w = torch.randn(w_shape, device=device, dtype=dtype) / (s.in_channels * s.kernel**s.dims) ** 0.5
+            w = torch.randn(w_shape, device=device, dtype=dtype) / (s.in_channels * point.taps) ** 0.5
             if s.layout == "channels_last":
                 x, w = x.contiguous(memory_format=torch.channels_last), w.contiguous(memory_format=torch.channels_last)
             conv = _CONV[(s.dims, s.transposed)]
+            stride, padding = point.strides, point.paddings
             t = time_fn(
-                lambda: conv(x, w, None, s.stride, s.padding), device=device, budget_s=budget_s, warmup_budget_s=budget_s,
+                lambda: conv(x, w, None, stride, padding), device=device, budget_s=budget_s, warmup_budget_s=budget_s,
                 min_samples=5, label=_label(dtype_name, s),
             )
             if t.warning:

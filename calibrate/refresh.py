@@ -1,6 +1,6 @@
 """Measure one GPU calibration stage again on the profiled machine and put it into the profile.
 
-    python -m calibrate.refresh PROFILE --stage attention|cat_grid|conv|gemm_ratios|conv_families|layout|norm_families|pooling|reductions [--output PATH]
+    python -m calibrate.refresh PROFILE --stage attention|cat_grid|conv|conv3d|gemm_ratios|conv_families|layout|norm_families|pooling|reductions [--output PATH]
 
 A stage's design can change after a profile is shipped (the addmm ratio grew from eight shapes to a
 grid over rows, reduction length and width). Calibrating the whole machine again moves every other
@@ -32,6 +32,27 @@ def measure_convs(device: str, *, budget_s: float, warnings: list, quick: bool):
     plan = gpu_plan(quick, torch.cuda.get_device_properties(device).total_memory)
     return [conv.measure_conv(dtype, plan.conv_shapes_for(dtype), device, budget_s=budget_s, warnings=warnings, keyed=plan.conv_keyed)
             for dtype in plan.conv_dtypes]
+
+
+def measure_convs_3d(device: str, *, budget_s: float, warnings: list, quick: bool):
+    """The 3-d convolutions of calibration's plan (``calibrate.conv.GPU_3D_SHAPES``), every dtype of it."""
+    plan = gpu_plan(quick, torch.cuda.get_device_properties(device).total_memory)
+    shapes = [s for s in plan.conv_shapes if s in conv.GPU_3D_SHAPES]
+    return [conv.measure_conv(dtype, shapes, device, budget_s=budget_s, warnings=warnings, keyed=plan.conv_keyed) for dtype in plan.conv_dtypes]
+
+
+def merge_op_curves(old: list, measured: list) -> list:
+    """Op curves (pointwise families): the measured ones replace theirs, the rest stay."""
+    ops = {(c.op, c.dtype) for c in measured}
+    return [c for c in old if (c.op, c.dtype) not in ops] + measured
+
+
+def merge_3d_points(old: list, measured: list) -> list:
+    """Dense convolution curves: each keeps its points of other kinds and takes the measured 3-d
+    points of its dtype in place of its own."""
+    new = {(c.dtype, c.tf32): c.points for c in measured}
+    return [c.model_copy(update=dict(points=[p for p in c.points if p.dims != 3] + new.get((c.dtype, c.tf32), [])))
+            if (c.dtype, c.tf32) in new else c for c in old]
 
 
 def measure_attentions(device: str, *, budget_s: float, warnings: list, quick: bool):
@@ -72,19 +93,20 @@ class Stage(NamedTuple):
     measure: Callable  # (device, *, budget_s, warnings, quick) -> that field's value
     seconds_key: str  # its calibration.stage_seconds key
     budget_share: float  # of the plan's point budget per point: the mechanism families take half
-    merged: bool = False  # the field is a list of op curves: the measured ones replace theirs, the rest stay
+    merge: Callable | None = None  # (the field's value, the measured part) -> its new value; None: replaced
 
 
 STAGES = {
     "attention": Stage("attention", measure_attentions, "gpu attention", 1.0),
     "conv": Stage("conv", measure_convs, "gpu conv", 1.0),
+    "conv3d": Stage("conv", measure_convs_3d, "gpu conv 3d", 1.0, merge=merge_3d_points),
     "gemm_ratios": Stage("gemm_ratios", mechanisms.measure_gemm_ratios, "gpu gemm ratios", 0.5),
     "conv_families": Stage("conv_families", mechanisms.measure_conv_families, "gpu conv families", 0.5),
     "norm_families": Stage("norm_families", mechanisms.measure_norm_families, "gpu norm families", 0.5),
-    "cat_grid": Stage("pointwise", memory.measure_cat_grid, "gpu cat grid", 1.0, merged=True),
-    "layout": Stage("pointwise", measure_layouts, "gpu layout", 1.0, merged=True),
-    "pooling": Stage("pointwise", measure_pooling, "gpu pooling", 1.0, merged=True),
-    "reductions": Stage("pointwise", measure_reductions, "gpu reductions", 1.0, merged=True),
+    "cat_grid": Stage("pointwise", memory.measure_cat_grid, "gpu cat grid", 1.0, merge=merge_op_curves),
+    "layout": Stage("pointwise", measure_layouts, "gpu layout", 1.0, merge=merge_op_curves),
+    "pooling": Stage("pointwise", measure_pooling, "gpu pooling", 1.0, merge=merge_op_curves),
+    "reductions": Stage("pointwise", measure_reductions, "gpu reductions", 1.0, merge=merge_op_curves),
 }
 
 
@@ -104,7 +126,7 @@ def gpu_of(profile) -> str:
 
 def refresh(profile, stage: str, device: str):
     """The profile with ``stage`` measured again on ``device``, and the warnings of the measurement."""
-    field, measure, key, share, merged = STAGES[stage]
+    field, measure, key, share, merge = STAGES[stage]
     quick = profile.calibration.quick
     plan = gpu_plan(quick, torch.cuda.get_device_properties(device).total_memory)
     warnings: list[str] = []
@@ -113,9 +135,8 @@ def refresh(profile, stage: str, device: str):
     with torch.no_grad():  # calibration's grad mode
         measured = measure(device, budget_s=plan.point_budget_s * share, warnings=warnings, quick=quick)
     seconds = round(time.perf_counter() - start, 3)
-    if merged:
-        ops = {(c.op, c.dtype) for c in measured}
-        measured = [c for c in getattr(profile.gpu.measurements, field) if (c.op, c.dtype) not in ops] + measured
+    if merge is not None:
+        measured = merge(getattr(profile.gpu.measurements, field), measured)
     gpu = profile.gpu.model_copy(update=dict(measurements=profile.gpu.measurements.model_copy(update={field: measured})))
     now = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     calibration = profile.calibration.model_copy(update=dict(

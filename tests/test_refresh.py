@@ -101,3 +101,18 @@ def test_the_conv_stage_measures_calibrations_shapes_in_every_conv_dtype(monkeyp
     assert not half & set(next(shapes for dtype, shapes, *_ in calls if dtype == "float32"))
     assert set(refresh_mod.conv.channel_shapes()) <= set(plan.conv_shapes)
     assert refresh_mod.STAGES["conv"].seconds_key == "gpu conv"  # calibration's stage_seconds key for the stage
+
+
+def test_the_conv3d_stage_replaces_only_the_3d_points():
+    """``--stage conv3d`` measures calibration's 3-d shapes and swaps them into each dense
+    convolution curve of its dtype; the 2-d, 1-d and transposed points stay as they were."""
+    profile = load_profile_file(REPO / "device_profiles" / "nvidia-h100-80gb-hbm3.json")
+    old = profile.gpu.measurements.conv
+    fresh = [c.model_copy(update=dict(points=[p.model_copy(update=dict(batch=p.batch + 1)) for p in c.points if p.dims == 3][:2]))
+             for c in old[:1]]
+    merged = refresh_mod.merge_3d_points(old, fresh)
+    assert [p for p in merged[0].points if p.dims != 3] == [p for p in old[0].points if p.dims != 3]
+    assert [p for p in merged[0].points if p.dims == 3] == fresh[0].points
+    assert merged[1:] == old[1:]
+    assert refresh_mod.STAGES["conv3d"].seconds_key == "gpu conv 3d"
+    assert set(refresh_mod.conv.GPU_3D_SHAPES) <= set(refresh_mod.gpu_plan(False, 80 << 30).conv_shapes)

@@ -316,6 +316,10 @@ def _keyed_rows(rows: list, key: ConvKey) -> list:
     # before the input's alignment: the legacy kernel runs whatever the input channels (an odd 117 too)
     same = [r for r in same if r[0].out_aligned == key.out_aligned] or same
     same = [r for r in same if r[0].aligned == key.aligned] or same
+    # a 1x1 filter is a plain GEMM (cuBLAS runs many): a filter of several taps, which cuDNN's implicit
+    # GEMMs gather, takes the points of other multi-tap filters where there are any
+    gathered = [r for r in same if (r[0].taps > 1) == (key.taps > 1)]
+    same = gathered or same
     gap = {r[0].taps: abs(math.log(r[0].taps / key.taps)) for r in same}
     nearest = min(gap.values())
     same = [r for r in same if gap[r[0].taps] == nearest]
@@ -351,16 +355,16 @@ class ConvModel:
                 nbytes = itemsize * (math.prod(x_shape) + math.prod(w_shape) + math.prod(out_shape))
                 roof = max(roof, nbytes / bandwidth.bytes_per_s(nbytes, "copy"))
             ratio = _work_time(p.time.median_s, overhead_s) / roof
-            taps = p.kernel**p.dims
+            taps = p.taps
             values = (math.log(m), math.log(n), math.log(k), math.log(ratio))
             if self.keyed:
                 kind = conv_kind(p.dims, p.transposed)
                 last = p.layout == "channels_last"
-                plane = conv_plane_aligned(kind, taps, p.stride > 1, p.out_size**p.dims, itemsize, channels_last=last)
-                out = conv_out_aligned(kind, taps, p.stride > 1, p.out_channels, p.out_size**p.dims, itemsize, channels_last=last)
+                plane = conv_plane_aligned(kind, taps, p.strided, p.out_positions, itemsize, channels_last=last)
+                out = conv_out_aligned(kind, taps, p.strided, p.out_channels, p.out_positions, itemsize, channels_last=last)
                 # a point keeps its own layout: a channels-last point of stride 1 prices no convolution
                 # (those are keyed NCHW, ``conv_channels_last_key``) rather than blend into the NCHW ones
-                keyed_rows.append((ConvKey(kind, taps, p.stride > 1, conv_aligned(p.in_channels, itemsize), plane, out, last), values))
+                keyed_rows.append((ConvKey(kind, taps, p.strided, conv_aligned(p.in_channels, itemsize), plane, out, last), values))
             else:
                 rows.append((taps, *values))
         self._rows = np.array(rows, dtype=np.float64)

@@ -12,7 +12,7 @@ import math
 from datetime import datetime
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_serializer, model_validator
 
 SCHEMA_VERSION = 1
 PROFILE_KIND = "roofline-device-profile"
@@ -228,6 +228,9 @@ def conv2d_output_size(size: int, kernel: int, stride: int, padding: int) -> int
     return (size + 2 * padding - kernel) // stride + 1
 
 
+_DEPTH_FIELDS = ("depth", "kernel_depth", "stride_depth", "padding_depth")
+
+
 class ConvPoint(_Strict):
     """One dense convolution forward on square (cubic) input, without bias, as cuDNN (or oneDNN)
     picks the algorithm by default (no cudnn.benchmark): NCHW (NCL, NCDHW) unless ``layout`` says
@@ -236,7 +239,11 @@ class ConvPoint(_Strict):
     batch: int = Field(ge=1, description="Images.")
     in_channels: int = Field(ge=1, description="Input channels.")
     out_channels: int = Field(ge=1, description="Output channels (filters).")
-    size: int = Field(ge=1, description="Input height = width (= depth; the length of a 1-d input).")
+    size: int = Field(ge=1, description="Input height = width (= depth unless ``depth`` says; the length of a 1-d input).")
+    depth: int | None = Field(default=None, ge=1, description="A 3-d input's depth where it is not ``size`` (a clip of 16 frames of 56x56).")
+    kernel_depth: int | None = Field(default=None, ge=1, description="A 3-d filter's depth where it is not ``kernel`` (1x3x3 spatial, 3x1x1 temporal).")
+    stride_depth: int | None = Field(default=None, ge=1, description="A 3-d stride's depth where it is not ``stride`` (1x2x2: spatial only).")
+    padding_depth: int | None = Field(default=None, ge=0, description="A 3-d padding's depth where it is not ``padding``.")
     kernel: int = Field(ge=1, description="Filter height = width (= depth).")
     stride: int = Field(ge=1, description="Stride.")
     padding: int = Field(ge=0, description="Zero padding on each side.")
@@ -251,30 +258,80 @@ class ConvPoint(_Strict):
     time: Stat = Field(description="Time of one call.")
     flop_per_s: float = Field(gt=0, le=MAX_FLOP_PER_S, description="FLOPs (as flop_counter counts: 2 x N x conv positions x Cout x Cin x taps) / median time.")
 
+    def _axes(self) -> list[tuple[int, int, int, int]]:
+        """(input side, filter, stride, padding) of each spatial dimension, depth first."""
+        axes = [(self.size, self.kernel, self.stride, self.padding)] * self.dims
+        if self.dims == 3:
+            pick = lambda value, default: default if value is None else value  # noqa: E731
+            axes[0] = (pick(self.depth, self.size), pick(self.kernel_depth, self.kernel), pick(self.stride_depth, self.stride),
+                       pick(self.padding_depth, self.padding))
+        return axes
+
+    def _out_side(self, side: int, kernel: int, stride: int, padding: int) -> int:
+        if self.transposed:
+            return (side - 1) * stride - 2 * padding + kernel
+        return conv2d_output_size(side, kernel, stride, padding)
+
     @property
     def out_size(self) -> int:
-        if self.transposed:
-            return (self.size - 1) * self.stride - 2 * self.padding + self.kernel
-        return conv2d_output_size(self.size, self.kernel, self.stride, self.padding)
+        return self._out_side(self.size, self.kernel, self.stride, self.padding)
+
+    @property
+    def in_sides(self) -> tuple[int, ...]:
+        """The input's spatial sides (depth first for a 3-d input)."""
+        return tuple(a[0] for a in self._axes())
+
+    @property
+    def strides(self) -> list[int]:
+        return [a[2] for a in self._axes()]
+
+    @property
+    def paddings(self) -> list[int]:
+        return [a[3] for a in self._axes()]
+
+    @property
+    def taps(self) -> int:
+        """Filter taps (kernel elements per input channel)."""
+        return math.prod(a[1] for a in self._axes())
+
+    @property
+    def strided(self) -> bool:
+        return max(self.strides) > 1
+
+    @property
+    def out_positions(self) -> int:
+        """Output positions (pixels, voxels) of one image."""
+        return math.prod(self._out_side(*a) for a in self._axes())
 
     def shapes(self) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
         """(input, weight, output) shapes, as ``roofline.costs.conv.conv_gemm`` takes them."""
-        d = self.dims
-        x = (self.batch, self.in_channels, *(self.size,) * d)
+        axes = self._axes()
+        x = (self.batch, self.in_channels, *(a[0] for a in axes))
         channels = (self.in_channels, self.out_channels) if self.transposed else (self.out_channels, self.in_channels)
-        w = (*channels, *(self.kernel,) * d)
-        out = (self.batch, self.out_channels, *(self.out_size,) * d)
+        w = (*channels, *(a[1] for a in axes))
+        out = (self.batch, self.out_channels, *(self._out_side(*a) for a in axes))
         return x, w, out
 
     @property
     def flops(self) -> int:
-        conv_positions = (self.size if self.transposed else self.out_size) ** self.dims
-        return 2 * self.batch * conv_positions * self.out_channels * self.in_channels * self.kernel**self.dims
+        conv_positions = math.prod(self.in_sides) if self.transposed else self.out_positions
+        return 2 * self.batch * conv_positions * self.out_channels * self.in_channels * self.taps
+
+    @model_serializer(mode="wrap")
+    def _without_unset_axes(self, handler):
+        """A point's depth fields are written only where they are set (a 3-d point that is not a cube)."""
+        data = handler(self)
+        for name in _DEPTH_FIELDS:
+            if data.get(name, 0) is None:
+                del data[name]
+        return data
 
     @model_validator(mode="after")
     def _rate_matches_time(self):
-        if self.out_size < 1:
-            raise ValueError(f"conv point: kernel {self.kernel} does not fit input {self.size} with padding {self.padding}")
+        if min(self._out_side(*a) for a in self._axes()) < 1:
+            raise ValueError(f"conv point: kernel {self.kernel} does not fit input {self.in_sides} with padding {self.padding}")
+        if self.dims != 3 and any(v is not None for v in (self.depth, self.kernel_depth, self.stride_depth, self.padding_depth)):
+            raise ValueError("conv point: depth, kernel_depth, stride_depth and padding_depth belong to 3-d convolutions")
         if self.layout == "channels_last" and (self.dims != 2 or self.transposed):
             raise ValueError("conv point: channels-last is a layout of 2-d forward convolutions")
         if not _close(self.flops / self.time.median_s, self.flop_per_s):
