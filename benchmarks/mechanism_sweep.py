@@ -1,6 +1,6 @@
 """Kernels whose time the GEMM curve cannot tell, timed over the shapes real models use.
 
-    python benchmarks/mechanism_sweep.py [--device cuda] [--budget 0.02] [--only convs|gemms|conv_channels|conv_backward|attention_lengths|attention_heads|grouped_widths|cat_inputs|conv3d|grouped_pointwise] --json OUT.json
+    python benchmarks/mechanism_sweep.py [--device cuda] [--budget 0.02] [--only convs|gemms|conv_channels|conv_backward|attention_lengths|attention_heads|grouped_widths|cat_inputs|conv3d|grouped_pointwise|foreach] --json OUT.json
 
 Each family is a mechanism of how the kernel runs, not a model: depthwise convolutions (groups =
 channels: a few FLOPs per byte), grouped convolutions (ResNeXt, RegNet), the other convolutions
@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 import time
 from pathlib import Path
@@ -370,6 +371,51 @@ def sweep_grouped_pointwise(device: str, budget: float, out: list) -> None:
                                 kernels=names, **t))
 
 
+# multi-tensor (foreach) ops as torch's default AdamW runs them, over the parameter lists of models
+# (torchvision's, where installed) and of equal tensors: (op, lists it reads, the call)
+FOREACH_OPS = {
+    "mul_": lambda p, g, v: torch._foreach_mul_(p, 0.999),
+    "add_": lambda p, g, v: torch._foreach_add_(p, g, alpha=0.1),
+    "lerp_": lambda p, g, v: torch._foreach_lerp_(p, g, 0.1),
+    "addcmul_": lambda p, g, v: torch._foreach_addcmul_(v, g, g, value=0.001),
+    "sqrt": lambda p, g, v: torch._foreach_sqrt(v),
+    "addcdiv_": lambda p, g, v: torch._foreach_addcdiv_(p, g, v, value=-0.001),
+}
+FOREACH_EQUAL = [(16, 1 << 24), (64, 1 << 20), (200, 4096), (1000, 1024)]  # (tensors, elements each)
+FOREACH_MODELS = ["resnet18", "mobilenet_v2", "convnext_tiny", "vit_b_16"]
+
+
+def foreach_lists() -> list[tuple[str, list[tuple[int, ...]]]]:
+    """(label, the shapes of a parameter list): torchvision models' parameters where torchvision is
+    installed, and lists of equal tensors."""
+    lists = [(f"equal {n}x{e}", [(e,)] * n) for n, e in FOREACH_EQUAL]
+    try:
+        import torchvision
+
+        for name in FOREACH_MODELS:
+            with torch.device("meta"):
+                model = getattr(torchvision.models, name)()
+            lists.append((name, [tuple(q.shape) for q in model.parameters()]))
+    except ImportError:
+        pass
+    return lists
+
+
+def sweep_foreach(device: str, budget: float, out: list) -> None:
+    """``FOREACH_OPS`` over ``foreach_lists()`` in float32, with the kernels each ran."""
+    gen = torch.Generator(device=device).manual_seed(10)
+    for label, shapes in foreach_lists():
+        p, g, v = ([torch.rand(s, device=device, generator=gen) + 0.5 for s in shapes] for _ in range(3))
+        for op, call in FOREACH_OPS.items():
+            fn = lambda: call(p, g, v)  # noqa: E731
+            t = _time(fn, device, budget)
+            names = kernel_names(fn, device) if device.startswith("cuda") else []
+            out.append(dict(family="foreach", op=op, label=label, dtype="float32", shapes=[list(x) for x in shapes],
+                            elements=sum(math.prod(x) for x in shapes), kernels=names, **t))
+        del p, g, v
+        torch.cuda.empty_cache() if device.startswith("cuda") else None
+
+
 # cats of contiguous inputs: (dim, the inputs' shapes) from DenseNet's blocks (a large input and many
 # of 32 channels), feature pyramids and U-Nets (a few unequal or equal inputs), a key cache grown by
 # one step, and many equal small inputs
@@ -450,7 +496,7 @@ def main() -> int:
     ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     ap.add_argument("--budget", type=float, default=0.02)
     ap.add_argument("--json", required=True)
-    ap.add_argument("--only", choices=["convs", "gemms", "conv_channels", "conv_backward", "attention_lengths", "attention_heads", "grouped_widths", "cat_inputs", "conv3d", "grouped_pointwise"], help="one sweep")
+    ap.add_argument("--only", choices=["convs", "gemms", "conv_channels", "conv_backward", "attention_lengths", "attention_heads", "grouped_widths", "cat_inputs", "conv3d", "grouped_pointwise", "foreach"], help="one sweep")
     args = ap.parse_args()
     t0 = time.perf_counter()
     points: list[dict] = []
@@ -470,6 +516,8 @@ def main() -> int:
         sweep_conv3d(args.device, args.budget, points)
     if args.only == "grouped_pointwise":
         sweep_grouped_pointwise(args.device, args.budget, points)
+    if args.only == "foreach":
+        sweep_foreach(args.device, args.budget, points)
     if args.only in (None, "convs"):
         sweep_convs(args.device, args.budget, points)
         print(f"convolutions: {len(points)} points, {time.perf_counter() - t0:.0f} s", flush=True)

@@ -35,7 +35,10 @@ import torch
 import torch.nn.functional as F
 
 from calibrate.matmul import _tf32
-from roofline.schema.profile import ConvFamilyCurve, ConvFamilyPoint, GemmRatioCurve, GemmRatioPoint, NormFamilyCurve, NormFamilyPoint, Stat
+from roofline.costs.optimizer import CHUNK_ELEMENTS, launches
+from roofline.schema.profile import (
+    ConvFamilyCurve, ConvFamilyPoint, ForeachKernels, GemmRatioCurve, GemmRatioPoint, NormFamilyCurve, NormFamilyPoint, Stat,
+)
 from roofline.timing import time_fn
 
 DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16, "tf32": torch.float32}
@@ -349,3 +352,31 @@ def steps(quick: bool) -> int:
     grouped = len(GROUPED_DTYPES) * (len(GROUPED_WIDTHS) + len(GROUPED_STRIDE2)) * len(GROUPED_BATCHES)
     misaligned = sum(len(v) for v in MISALIGNED_N.values()) * len(MISALIGNED_M)
     return dw + grouped + misaligned + sum(len(addmm_shapes(d)) for d in ADDMM_DTYPES) + len(BMM_DTYPES) * len(BMM_SHAPES)
+
+
+# multi_tensor_apply's kernels (``roofline.schema.profile.ForeachKernels``), each timed with
+# torch._foreach_add_ over two float32 lists: tiny tensors (a kernel's floor), a few whole chunks
+# (the rate one block streams), large tensors (the streaming rate)
+FOREACH_TINY = (1000, 1024)  # (tensors, elements): 16 kernels
+FOREACH_CHUNKS = 8  # tensors of one chunk each: one kernel of 8 blocks
+FOREACH_LARGE = (8, 1 << 24)  # 512 MiB a list
+
+
+def measure_foreach(device: str, *, budget_s: float, warnings: list, progress=None) -> ForeachKernels:
+    """A kernel's floor, one block's chunk and the streaming rate of ``torch._foreach_add_``."""
+    gen = torch.Generator(device=device).manual_seed(12)
+
+    def timed(tensors: int, elements: int) -> Stat:
+        p, g = ([torch.rand(elements, device=device, generator=gen) for _ in range(tensors)] for _ in range(2))
+        stat = _stat(lambda: torch._foreach_add_(p, g, alpha=1e-3), device, budget_s, f"foreach add {tensors} x {elements}", warnings)
+        if progress:
+            progress()
+        return stat
+
+    tiny = timed(*FOREACH_TINY)
+    per_kernel = launches([FOREACH_TINY[1]] * FOREACH_TINY[0], 2)
+    floor = Stat(median_s=tiny.median_s / per_kernel, iqr_s=tiny.iqr_s / per_kernel, samples=tiny.samples)
+    chunk = timed(FOREACH_CHUNKS, CHUNK_ELEMENTS)
+    large = timed(*FOREACH_LARGE)
+    stream = 3 * 4 * FOREACH_LARGE[0] * FOREACH_LARGE[1] / large.median_s  # p and g read, p written
+    return ForeachKernels(kernel_floor=floor, chunk=chunk, stream_bytes_per_s=stream)

@@ -1,6 +1,6 @@
 """Measure one GPU calibration stage again on the profiled machine and put it into the profile.
 
-    python -m calibrate.refresh PROFILE --stage attention|cat_grid|conv|conv3d|gemm_ratios|conv_families|layout|norm_families|pooling|reductions [--output PATH]
+    python -m calibrate.refresh PROFILE --stage attention|cat_grid|conv|conv3d|foreach|gemm_ratios|conv_families|layout|norm_families|pooling|reductions [--output PATH]
 
 A stage's design can change after a profile is shipped (the addmm ratio grew from eight shapes to a
 grid over rows, reduction length and width). Calibrating the whole machine again moves every other
@@ -39,6 +39,11 @@ def measure_convs_3d(device: str, *, budget_s: float, warnings: list, quick: boo
     plan = gpu_plan(quick, torch.cuda.get_device_properties(device).total_memory)
     shapes = [s for s in plan.conv_shapes if s in conv.GPU_3D_SHAPES]
     return [conv.measure_conv(dtype, shapes, device, budget_s=budget_s, warnings=warnings, keyed=plan.conv_keyed) for dtype in plan.conv_dtypes]
+
+
+def measure_foreach(device: str, *, budget_s: float, warnings: list, quick: bool):
+    """multi_tensor_apply's kernels as calibration measures them (``calibrate.mechanisms.measure_foreach``)."""
+    return mechanisms.measure_foreach(device, budget_s=budget_s, warnings=warnings)
 
 
 def merge_op_curves(old: list, measured: list) -> list:
@@ -100,6 +105,7 @@ STAGES = {
     "attention": Stage("attention", measure_attentions, "gpu attention", 1.0),
     "conv": Stage("conv", measure_convs, "gpu conv", 1.0),
     "conv3d": Stage("conv", measure_convs_3d, "gpu conv 3d", 1.0, merge=merge_3d_points),
+    "foreach": Stage("foreach", measure_foreach, "gpu foreach", 1.0),
     "gemm_ratios": Stage("gemm_ratios", mechanisms.measure_gemm_ratios, "gpu gemm ratios", 0.5),
     "conv_families": Stage("conv_families", mechanisms.measure_conv_families, "gpu conv families", 0.5),
     "norm_families": Stage("norm_families", mechanisms.measure_norm_families, "gpu norm families", 0.5),

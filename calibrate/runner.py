@@ -125,7 +125,7 @@ class Plan:
         n += len(rnn.KINDS) * len(self.rnn_dtypes) * len(self.rnn_shapes)
         if gpu:
             n += 4 * len(self.transfer_sizes) + len(memory.CAT_GRID_BYTES[1::2] if self.quick else memory.CAT_GRID_BYTES)
-            n += mechanisms.steps(self.quick) + mechanisms.norm_steps(self.quick) if self.mechanisms else 0
+            n += mechanisms.steps(self.quick) + mechanisms.norm_steps(self.quick) + 3 if self.mechanisms else 0  # 3: the foreach kernels
         elif not self.quick:
             n += 2 * len(mechanisms.BATCH_NORM_TRAIN_SHAPES) + len(conv.CPU_PASS_SHAPES)
         return n
@@ -413,7 +413,7 @@ def _measure_part(device: str, plan: Plan, progress: _Progress, warnings: list, 
         ))
     if plan.conv_dtypes:
         lap("conv")
-    conv_families, gemm_ratios, norm_families = [], [], []
+    conv_families, gemm_ratios, norm_families, foreach = [], [], [], None
     if gpu and plan.mechanisms:
         progress.stage(f"{device} depthwise and grouped convolutions")
         conv_families = mechanisms.measure_conv_families(device, budget_s=plan.point_budget_s / 2, warnings=warnings, progress=progress.step, quick=plan.quick)
@@ -424,6 +424,9 @@ def _measure_part(device: str, plan: Plan, progress: _Progress, warnings: list, 
         progress.stage(f"{device} batch norm and group norm")
         norm_families = mechanisms.measure_norm_families(device, budget_s=plan.point_budget_s / 2, warnings=warnings, progress=progress.step, quick=plan.quick)
         lap("norm families")
+        progress.stage(f"{device} multi-tensor kernels")
+        foreach = mechanisms.measure_foreach(device, budget_s=plan.point_budget_s, warnings=warnings, progress=progress.step)
+        lap("foreach")
     if not gpu and not plan.quick:
         progress.stage(f"{device} training batch norm")
         norm_families = mechanisms.measure_batch_norm_training(device, budget_s=plan.point_budget_s / 2, warnings=warnings, progress=progress.step)
@@ -473,7 +476,7 @@ def _measure_part(device: str, plan: Plan, progress: _Progress, warnings: list, 
         lap("torch.compile overheads")
     return Measurements(
         matmul=curves, bandwidth=bandwidth, pointwise=pointwise, overheads=overheads, transfers=transfers, attention=attention, conv=convs, rnn=rnns,
-        conv_families=conv_families, gemm_ratios=gemm_ratios, norm_families=norm_families, conv_passes=conv_passes,
+        conv_families=conv_families, gemm_ratios=gemm_ratios, norm_families=norm_families, conv_passes=conv_passes, foreach=foreach,
     )
 
 

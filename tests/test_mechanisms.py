@@ -577,3 +577,16 @@ def test_row_reductions_only_where_the_families_price_them():
     assert priced(amin, 1025, gpu) is None
     assert priced(amin, 64, DeviceModel(bare.gpu, "cuda")) is None
     assert priced(amin, 64, DeviceModel(shipped.host, "cpu")) is None
+
+
+def test_measure_foreach_on_the_cpu_gives_the_three_rates(monkeypatch):
+    """The multi-tensor stage's three timings (small lists here): a kernel's floor is the tiny
+    lists' time over their launches, the streaming rate the large lists' bytes (p and g read, p
+    written) over their time."""
+    import calibrate.mechanisms as mech
+
+    monkeypatch.setattr(mech, "FOREACH_TINY", (128, 16))
+    monkeypatch.setattr(mech, "FOREACH_LARGE", (2, 1 << 16))
+    rates = mech.measure_foreach("cpu", budget_s=0.002, warnings=[])
+    assert rates.kernel_floor.median_s > 0 and rates.chunk.median_s > 0
+    assert 1e8 < rates.stream_bytes_per_s < 1e13

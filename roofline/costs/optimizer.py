@@ -54,24 +54,44 @@ FOREACH = {
 }
 
 
-def launches(sizes: list[int], lists: int) -> int:
-    """Kernels ``multi_tensor_apply`` launches for tensors of ``sizes`` elements over ``lists`` lists:
-    a launch when its tensors or its chunks are full, or at the last chunk of the last tensor; a
-    tensor cut by a launch carries on into the next."""
+def kernel_chunks(sizes: list[int], lists: int) -> list[list[int]]:
+    """The kernels ``multi_tensor_apply`` launches for tensors of ``sizes`` elements over ``lists``
+    lists, each as the elements of its blocks' chunks: a launch when its tensors or its chunks are
+    full, or at the last chunk of the last tensor; a tensor cut by a launch carries on into the next."""
     max_tensors = MAX_TENSORS.get(max(1, min(lists, 5)), 30)
     sizes = [n for n in sizes if n > 0]
-    kernels = tensors = blocks = 0
+    kernels: list[list[int]] = []
+    blocks: list[int] = []
+    tensors = 0
     for i, n in enumerate(sizes):
         tensors += 1
         chunks = math.ceil(n / CHUNK_ELEMENTS)
         for c in range(chunks):
-            blocks += 1
+            blocks.append(min(CHUNK_ELEMENTS, n - c * CHUNK_ELEMENTS))
             last_of_tensor = c == chunks - 1
-            if (tensors == max_tensors and last_of_tensor) or blocks == MAX_BLOCKS or (last_of_tensor and i == len(sizes) - 1):
-                kernels += 1
-                blocks = 0
+            if (tensors == max_tensors and last_of_tensor) or len(blocks) == MAX_BLOCKS or (last_of_tensor and i == len(sizes) - 1):
+                kernels.append(blocks)
+                blocks = []
                 tensors = 0 if last_of_tensor else 1
     return kernels
+
+
+def launches(sizes: list[int], lists: int) -> int:
+    """Kernels ``multi_tensor_apply`` launches (``kernel_chunks``)."""
+    return len(kernel_chunks(sizes, lists))
+
+
+def multi_tensor_kernels(op: CapturedOp) -> list[list[int]] | None:
+    """A foreach or fused optimizer op's kernels as their blocks' chunk elements (``kernel_chunks``);
+    None for any other op."""
+    if op.packet not in MULTI_TENSOR_PACKETS:
+        return None
+    if op.packet.startswith("aten._foreach_"):
+        lists = _lists(op)
+        return kernel_chunks([t.numel for t in lists[0]], len(lists) + (1 if op.outputs else 0)) if lists else []
+    a = arguments(op)
+    depth = sum(1 for name in _FUSED_LISTS if tensors_in(a.get(name)))
+    return kernel_chunks([t.numel for t in tensors_in(a["self"])], depth)
 
 
 def _lists(op: CapturedOp) -> list[list[TensorMeta]]:
@@ -85,7 +105,11 @@ def _foreach_base(op: CapturedOp) -> str:
 
 
 _WRITE_ONLY = ("zero", "copy")
-_FOREACH_PACKETS = existing_ops(*(f"_foreach_{n}{s}" for n in FOREACH for s in ("", "_")))
+_FOREACH_NAMES = [f"_foreach_{n}{s}" for n in FOREACH for s in ("", "_")]
+_FOREACH_PACKETS = existing_ops(*_FOREACH_NAMES)
+_FUSED_NAMES = ["_fused_adam_", "_fused_adamw_", "_fused_adam", "_fused_adamw", "_fused_sgd_", "_fused_sgd", "_fused_adagrad_", "_fused_adagrad"]
+# the op packets (``CapturedOp.packet``) multi_tensor_apply runs
+MULTI_TENSOR_PACKETS = {f"aten.{n}" for n in _FOREACH_NAMES + _FUSED_NAMES}
 
 
 @register(*_FOREACH_PACKETS)

@@ -71,6 +71,7 @@ class DeviceModel:
         self.conv_passes = passes if passes is not None and passes.ok else None
         self.gemm_ratios = GemmRatioModel(m.gemm_ratios, lambda dtype, rows, n, k: self.matmul_model(dtype).time_s(rows, n, k))
         self.norm_families = NormFamilyModel(m.norm_families, included)
+        self.foreach = m.foreach if kind == "cuda" else None  # multi_tensor_apply's kernels
         # shape-exact kernels (GPU: device time; a CPU's op times include its dispatch and stay on the curves)
         self.kernel_table = {e.key: e.time.median_s for e in m.kernels} if kind == "cuda" else {}
 

@@ -640,6 +640,18 @@ class KernelEntry(_Strict):
     model: str = Field(default="", description="The model file it was timed for.")
 
 
+class ForeachKernels(_Strict):
+    """GPU: how ``multi_tensor_apply``'s kernels (the ``_foreach_*`` ops of a default optimizer step,
+    the fused optimizers) run, each measured with ``torch._foreach_add_`` over float32 lists. A kernel
+    gives each chunk of up to 65536 elements a thread block: it takes at least ``kernel_floor``, its
+    bytes at ``stream_bytes_per_s``, and its largest chunk at the rate one block streams
+    (``chunk``: few blocks, each a whole chunk, far from filling the GPU)."""
+
+    kernel_floor: Stat = Field(description="Time of one kernel over tiny tensors (1024 elements each).")
+    chunk: Stat = Field(description="Time of one kernel of eight blocks, each streaming one whole chunk (65536 elements, 3 accesses of 4 bytes).")
+    stream_bytes_per_s: float = Field(gt=0, description="Bytes a second over large tensors (16 of 16M elements): its streaming rate.")
+
+
 class Measurements(_Strict):
     """Everything measured on one device."""
 
@@ -659,6 +671,7 @@ class Measurements(_Strict):
     conv_families: list[ConvFamilyCurve] = Field(default_factory=list, description="GPU: depthwise and grouped convolutions per dtype and layout; depthwise gradients apart.")
     gemm_ratios: list[GemmRatioCurve] = Field(default_factory=list, description="GPU: misaligned GEMMs and addmm's epilogue against the plain GEMM.")
     norm_families: list[NormFamilyCurve] = Field(default_factory=list, description="GPU: eval batch norm over plane size and group norm over rows in flight; CPU: training batch norm and its backward over elements.")
+    foreach: ForeachKernels | None = Field(default=None, description="GPU: multi-tensor kernels (optimizer steps); None: priced as one streaming op.")
     kernels: list[KernelEntry] = Field(
         default_factory=list, description="GPU: shape-exact kernel times of the models the profile was run --for; prediction uses them before any curve.",
     )
