@@ -294,22 +294,49 @@ def test_layer_norm_backward_reads_its_inputs_twice_from_rows_of_256():
     import statistics
     from pathlib import Path
 
-    import roofline.costs.backward as backward
+    import roofline.model.kernels as kernels
     from benchmarks.row_kernels import predicted_s
     from roofline.profiles import load_profile_file
 
     repo = Path(__file__).parent.parent
     profile = load_profile_file(repo / "device_profiles" / "nvidia-h100-80gb-hbm3.json")
     points = [p for p in json.loads((repo / "benchmarks" / "results" / "h100_layer_norm_backward_rows.json").read_text())["points"]
-              if p["row"] >= backward.LAYER_NORM_REREAD_ROW]
+              if p["row"] >= kernels.LAYER_NORM_REREAD_ROW]
     assert len(points) == 24
 
     def median_error() -> float:
         return statistics.median(abs(predicted_s(profile, p) / p["median_s"] - 1) for p in points)
 
     assert median_error() < 0.15
-    backward.LAYER_NORM_REREAD_ROW = 1 << 40
+    kernels.LAYER_NORM_REREAD_ROW = 1 << 40
     try:
         assert median_error() > 0.3
     finally:
-        backward.LAYER_NORM_REREAD_ROW = 256
+        kernels.LAYER_NORM_REREAD_ROW = 256
+
+
+def test_layer_norm_backward_rereads_on_the_gpu_only():
+    """The second read is GammaBetaBackward's, a CUDA kernel: the CPU's layer norm backward keeps one
+    pass, and a backward without the weight's or bias's gradient runs one kernel."""
+    from pathlib import Path
+
+    from roofline.graph.ops import CapturedOp, TensorMeta
+    from roofline.model.device import DeviceModel
+    from roofline.model.kernels import rereads_bytes
+    from roofline.profiles import load_profile_file
+
+    fixture = load_profile_file(Path(__file__).parent / "fixtures" / "h100_profile.json")
+    x = TensorMeta.contiguous((64, 768), torch.float32, "cuda")
+    stats = TensorMeta.contiguous((64, 1), torch.float32, "cuda")
+    w = TensorMeta.contiguous((768,), torch.float32, "cuda")
+
+    def op(mask):
+        return CapturedOp(index=0, target=torch.ops.aten.native_layer_norm_backward.default,
+                          args=(x, x, [768], stats, stats, w, w, mask), kwargs={}, outputs=(x, w, w))
+
+    gpu, cpu = DeviceModel(fixture.part("cuda"), "cuda"), DeviceModel(fixture.part("cpu"), "cpu")
+    full = op([True, True, True])
+    assert rereads_bytes(full, cost_of(full)[0], gpu) == 2 * 64 * 768 * 4
+    assert rereads_bytes(full, cost_of(full)[0], cpu) == 0
+    input_only = op([True, False, False])
+    assert rereads_bytes(input_only, cost_of(input_only)[0], gpu) == 0

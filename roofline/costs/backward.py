@@ -113,32 +113,17 @@ def _masked(a: dict, n: int) -> list[bool]:
     return [bool(m) for m in mask] if isinstance(mask, (list, tuple)) else [True] * n
 
 
-# From rows of this many elements, CUDA layer norm's backward streams the output's gradient and the input
-# twice: its input-gradient kernel, then GammaBetaBackward (benchmarks/results/h100_layer_norm_backward_rows.json,
-# whose kernels show both at every row length: priced so, rows of 256-1024 read -20% to +31% where one pass
-# read -34% to -51%). Over shorter rows GammaBetaBackward runs other strategies (a few column blocks
-# scanning every row, or partial sums and two reductions over more than 64Ki rows) that neither pricing
-# follows.
-LAYER_NORM_REREAD_ROW = 256
-
-
 @register(aten.native_layer_norm_backward, category="norm")
 def layer_norm_backward_cost(op: CapturedOp) -> OpCost:
     """LayerNorm gradients: 8 FLOPs per element for the input's, 3 for the weight's, 1 for the bias's.
-    Bytes: from rows of ``LAYER_NORM_REREAD_ROW``, the weight's and bias's kernel reads the output's
-    gradient and the input again."""
+    Bytes: one pass; a GPU's second read is its kernels' (``roofline.model.kernels.rereads_bytes``)."""
     a = arguments(op)
     want = _masked(a, 3)
     n = a["input"].numel
     affine = (want[1] and a.get("weight") is not None) or (want[2] and a.get("bias") is not None)
     flops = n * (_NORM_INPUT_GRAD * want[0] + _NORM_WEIGHT_GRAD * (want[1] and a.get("weight") is not None)
                  + _NORM_BIAS_GRAD * (want[2] and a.get("bias") is not None))
-    cost = _one_pass(op, flops, "norm", kernels=1 + int(affine))
-    row = math.prod(int(d) for d in a["normalized_shape"])
-    if want[0] and affine and row >= LAYER_NORM_REREAD_ROW:
-        # the weight's and bias's kernel (GammaBetaBackward) reads the output's gradient and the input again
-        cost = replace(cost, bytes_read=cost.bytes_read + a["grad_out"].nbytes + a["input"].nbytes)
-    return cost
+    return _one_pass(op, flops, "norm", kernels=1 + int(affine))
 
 
 @register(*existing_ops("native_batch_norm_backward", "batch_norm_backward", "cudnn_batch_norm_backward",

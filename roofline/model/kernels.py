@@ -151,9 +151,31 @@ def _reach_factor(op: CapturedOp, cost: OpCost, dev: DeviceModel, reach: Reach) 
     return factor
 
 
+# From rows of this many elements, CUDA layer norm's backward streams the output's gradient and the input
+# twice: its input-gradient kernel, then GammaBetaBackward (benchmarks/results/h100_layer_norm_backward_rows.json,
+# whose kernels show both at every row length: priced so, rows of 256-1024 read -20% to +31% where one pass
+# read -34% to -51%). Over shorter rows GammaBetaBackward runs other strategies (a few column blocks
+# scanning every row, or partial sums and two reductions over more than 64Ki rows) that neither pricing
+# follows.
+LAYER_NORM_REREAD_ROW = 256
+
+
+def rereads_bytes(op: CapturedOp, cost: OpCost, dev: DeviceModel) -> int:
+    """Bytes a GPU's kernels read beyond the op's one pass: a layer norm backward's GammaBetaBackward
+    reads the output's gradient and the input again when it follows the input's gradient."""
+    if dev.kind != "cuda" or op.packet != "aten.native_layer_norm_backward":
+        return 0
+    a = arguments(op)
+    mask = a.get("output_mask")
+    want = [bool(m) for m in mask] if isinstance(mask, (list, tuple)) else [True] * 3
+    affine = (want[1] and a.get("weight") is not None) or (want[2] and a.get("bias") is not None)
+    row = math.prod(int(d) for d in a["normalized_shape"])
+    return a["grad_out"].nbytes + a["input"].nbytes if want[0] and affine and row >= LAYER_NORM_REREAD_ROW else 0
+
+
 def _memory_s(op: CapturedOp, cost: OpCost, dev: DeviceModel) -> float:
     """Compulsory bytes over the bandwidth of the op's family (or the copy, read or write curve)."""
-    nbytes = cost.bytes_read + cost.bytes_written
+    nbytes = cost.bytes_read + cost.bytes_written + rereads_bytes(op, cost, dev)
     if not nbytes:
         return 0.0
     rows_s = _norm_family_s(op, cost, dev) if cost.category == "norm" and dev.norm_families else None
