@@ -37,6 +37,7 @@ class StubDevice:
 
     attention = {}
     kernel_table = {}
+    foreach = None  # no multi-tensor rates: a foreach op prices as one streaming op
     cache_bytes = None  # no cache size: an op that reads more than it writes takes the read curve
 
     def family_bytes_per_s(self, family, nbytes, dtype_name="float32"):
