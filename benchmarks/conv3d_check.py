@@ -2,14 +2,15 @@
 
     python benchmarks/conv3d_check.py [--sweep benchmarks/results/h100_conv3d.json] [--profile P] [--points]
 
-The sweep (``mechanism_sweep.py --only conv3d``) times a grid of cubic 3-d convolutions (3x3x3 and
-1x1x1, strides 1 and 2, 32-384 channels over three volumes) and the layers of torchvision's video
-models (R3D-18, MC3-18, R(2+1)D-18 with its 1x3x3 and 3x1x1 filters, S3D, the Swin3D and MViT patch
-embeddings), at one clip and eight, in float32 (TF32, cuDNN's default), float16 and bfloat16. This
-prices each as ``roofline advise`` prices a convolution and prints the |error| (median, p90) by part
-(grid, layers), dtype and filter; ``--points`` each point's line too; ``--without-3d`` prices them
-on the profile's other points. The calibrated 3-d shapes
-(``calibrate.conv.GPU_SHAPES``) are grid points: the layers are held out of calibration.
+The sweep (``mechanism_sweep.py --only conv3d``) times the grid calibration picks its 3-d points from
+(``calibrate.conv``: 8 filters, 3x3x3, 1x3x3, 3x1x1 and 1x1x1 at strides 1 and 2, at 64 and 256
+channels over three clips, and two 3-channel stems; ``GPU_3D_SHAPES`` takes two of the clips), four
+filters at 32-384 channels over other clips ("offgrid"), and the layers of torchvision's video
+models (R3D-18, MC3-18, R(2+1)D-18, S3D, the Swin3D and MViT patch embeddings), at one clip and eight,
+in float32 (TF32, cuDNN's default), float16 and bfloat16. This prices each as ``roofline advise``
+prices a convolution and prints the |error| (median, p90) by part, dtype and filter; ``--points``
+each point's line too; ``--without-3d`` prices them on the profile's other points. The off-grid
+convolutions and the layers are held out of calibration.
 """
 
 from __future__ import annotations

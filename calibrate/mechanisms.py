@@ -35,7 +35,7 @@ import torch
 import torch.nn.functional as F
 
 from calibrate.matmul import _tf32
-from roofline.costs.optimizer import CHUNK_ELEMENTS, launches
+from roofline.costs.optimizer import CHUNK_ELEMENTS, FOREACH_CHUNK_BYTES, launches
 from roofline.schema.profile import (
     ConvFamilyCurve, ConvFamilyPoint, ForeachKernels, GemmRatioCurve, GemmRatioPoint, NormFamilyCurve, NormFamilyPoint, Stat,
 )
@@ -378,5 +378,5 @@ def measure_foreach(device: str, *, budget_s: float, warnings: list, progress=No
     floor = Stat(median_s=tiny.median_s / per_kernel, iqr_s=tiny.iqr_s / per_kernel, samples=tiny.samples)
     chunk = timed(FOREACH_CHUNKS, CHUNK_ELEMENTS)
     large = timed(*FOREACH_LARGE)
-    stream = 3 * 4 * FOREACH_LARGE[0] * FOREACH_LARGE[1] / large.median_s  # p and g read, p written
+    stream = FOREACH_CHUNK_BYTES / CHUNK_ELEMENTS * FOREACH_LARGE[0] * FOREACH_LARGE[1] / large.median_s  # p and g read, p written
     return ForeachKernels(kernel_floor=floor, chunk=chunk, stream_bytes_per_s=stream)

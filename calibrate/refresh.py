@@ -38,6 +38,8 @@ def measure_convs_3d(device: str, *, budget_s: float, warnings: list, quick: boo
     """The 3-d convolutions of calibration's plan (``calibrate.conv.GPU_3D_SHAPES``), every dtype of it."""
     plan = gpu_plan(quick, torch.cuda.get_device_properties(device).total_memory)
     shapes = [s for s in plan.conv_shapes if s in conv.GPU_3D_SHAPES]
+    if not shapes:
+        raise ProfileError("this plan times no 3-d convolutions (a quick profile's): refresh its conv stage instead")
     return [conv.measure_conv(dtype, shapes, device, budget_s=budget_s, warnings=warnings, keyed=plan.conv_keyed) for dtype in plan.conv_dtypes]
 
 
@@ -54,7 +56,12 @@ def merge_op_curves(old: list, measured: list) -> list:
 
 def merge_3d_points(old: list, measured: list) -> list:
     """Dense convolution curves: each keeps its points of other kinds and takes the measured 3-d
-    points of its dtype in place of its own."""
+    points of its dtype in place of its own. A profile without a keyed curve for a measured dtype
+    (one whose convolutions take no 3-d points) refuses them."""
+    keyed = {(c.dtype, c.tf32) for c in old if c.keyed}
+    missing = [f"{c.dtype}{' (TF32)' if c.tf32 else ''}" for c in measured if (c.dtype, c.tf32) not in keyed]
+    if missing:
+        raise ProfileError(f"the profile has no keyed convolution curve for {', '.join(missing)}: refresh its conv stage instead")
     new = {(c.dtype, c.tf32): c.points for c in measured}
     return [c.model_copy(update=dict(points=[p for p in c.points if p.dims != 3] + new.get((c.dtype, c.tf32), [])))
             if (c.dtype, c.tf32) in new else c for c in old]

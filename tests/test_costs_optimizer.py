@@ -112,6 +112,9 @@ def test_multi_tensor_kernels_are_cut_into_their_blocks_chunks():
     sizes = [1024] * 1000
     assert len(kernel_chunks(sizes, 2)) == launches(sizes, 2) == 16  # 64 tensors a launch at two lists
     assert [len(k) for k in kernel_chunks([1 << 24] * 16, 1)][:2] == [320, 320]
+    # a full block count cuts a tensor, which carries on into the next kernel
+    cut = kernel_chunks([CHUNK_ELEMENTS * 330], 1)
+    assert [len(k) for k in cut] == [320, 10] and sum(map(sum, cut)) == CHUNK_ELEMENTS * 330
 
 
 def test_foreach_ops_price_on_the_profiles_multi_tensor_kernels():
@@ -134,5 +137,8 @@ def test_foreach_ops_price_on_the_profiles_multi_tensor_kernels():
         return statistics.median(abs(predicted_s(profile, p) / p["median_s"] - 1) for p in points)
 
     assert median_error() < 0.12
+    from roofline.model.device import DeviceModel
+
+    assert DeviceModel(profile.part("cpu"), "cpu").foreach is None  # the rates are the GPU's kernels'
     profile.gpu.measurements.foreach = None
     assert median_error() > 0.2

@@ -579,14 +579,17 @@ def test_row_reductions_only_where_the_families_price_them():
     assert priced(amin, 64, DeviceModel(shipped.host, "cpu")) is None
 
 
-def test_measure_foreach_on_the_cpu_gives_the_three_rates(monkeypatch):
-    """The multi-tensor stage's three timings (small lists here): a kernel's floor is the tiny
-    lists' time over their launches, the streaming rate the large lists' bytes (p and g read, p
-    written) over their time."""
+def test_measure_foreach_turns_its_three_timings_into_the_rates(monkeypatch):
+    """The multi-tensor stage: a kernel's floor is the tiny lists' time over their launches (16 for
+    1000 tensors of 1024 over two lists), the chunk its own timing, the streaming rate the large
+    lists' bytes (p and g read, p written: 12 bytes an element) over their time."""
     import calibrate.mechanisms as mech
+    from roofline.schema.profile import Stat
 
-    monkeypatch.setattr(mech, "FOREACH_TINY", (128, 16))
-    monkeypatch.setattr(mech, "FOREACH_LARGE", (2, 1 << 16))
-    rates = mech.measure_foreach("cpu", budget_s=0.002, warnings=[])
-    assert rates.kernel_floor.median_s > 0 and rates.chunk.median_s > 0
-    assert 1e8 < rates.stream_bytes_per_s < 1e13
+    times = iter([32e-6, 10e-6, 2e-3])
+    monkeypatch.setattr(mech, "_stat", lambda fn, device, budget_s, label, warnings: Stat(median_s=next(times), iqr_s=0.0, samples=5))
+    monkeypatch.setattr(mech, "FOREACH_LARGE", (2, 1 << 10))  # the lists are still made: keep them small
+    rates = mech.measure_foreach("cpu", budget_s=0.001, warnings=[])
+    assert rates.kernel_floor.median_s == pytest.approx(32e-6 / 16)
+    assert rates.chunk.median_s == pytest.approx(10e-6)
+    assert rates.stream_bytes_per_s == pytest.approx(12 * 2 * (1 << 10) / 2e-3)

@@ -116,3 +116,11 @@ def test_the_conv3d_stage_replaces_only_the_3d_points():
     assert merged[1:] == old[1:]
     assert refresh_mod.STAGES["conv3d"].seconds_key == "gpu conv 3d"
     assert set(refresh_mod.conv.GPU_3D_SHAPES) <= set(refresh_mod.gpu_plan(False, 80 << 30).conv_shapes)
+
+
+def test_the_conv3d_stage_refuses_a_profile_without_keyed_curves():
+    """3-d points in a curve that is not keyed would mix into its 2-d points of the same taps."""
+    profile = load_profile_file(REPO / "device_profiles" / "nvidia-h100-80gb-hbm3.json")
+    old = [c.model_copy(update=dict(keyed=False)) for c in profile.gpu.measurements.conv]
+    with pytest.raises(refresh_mod.ProfileError, match="keyed"):
+        refresh_mod.merge_3d_points(old, profile.gpu.measurements.conv[:1])

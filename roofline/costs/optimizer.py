@@ -81,17 +81,17 @@ def launches(sizes: list[int], lists: int) -> int:
     return len(kernel_chunks(sizes, lists))
 
 
+def _foreach_sizes(op: CapturedOp) -> tuple[list[int], int]:
+    """A foreach op's first list's sizes and the lists its kernels touch (its outputs one more)."""
+    lists = _lists(op)
+    return ([t.numel for t in lists[0]] if lists else []), len(lists) + (1 if op.outputs else 0)
+
+
 def multi_tensor_kernels(op: CapturedOp) -> list[list[int]] | None:
-    """A foreach or fused optimizer op's kernels as their blocks' chunk elements (``kernel_chunks``);
-    None for any other op."""
+    """A foreach op's kernels as their blocks' chunk elements (``kernel_chunks``); None for any other op."""
     if op.packet not in MULTI_TENSOR_PACKETS:
         return None
-    if op.packet.startswith("aten._foreach_"):
-        lists = _lists(op)
-        return kernel_chunks([t.numel for t in lists[0]], len(lists) + (1 if op.outputs else 0)) if lists else []
-    a = arguments(op)
-    depth = sum(1 for name in _FUSED_LISTS if tensors_in(a.get(name)))
-    return kernel_chunks([t.numel for t in tensors_in(a["self"])], depth)
+    return kernel_chunks(*_foreach_sizes(op))
 
 
 def _lists(op: CapturedOp) -> list[list[TensorMeta]]:
@@ -107,9 +107,12 @@ def _foreach_base(op: CapturedOp) -> str:
 _WRITE_ONLY = ("zero", "copy")
 _FOREACH_NAMES = [f"_foreach_{n}{s}" for n in FOREACH for s in ("", "_")]
 _FOREACH_PACKETS = existing_ops(*_FOREACH_NAMES)
-_FUSED_NAMES = ["_fused_adam_", "_fused_adamw_", "_fused_adam", "_fused_adamw", "_fused_sgd_", "_fused_sgd", "_fused_adagrad_", "_fused_adagrad"]
-# the op packets (``CapturedOp.packet``) multi_tensor_apply runs
-MULTI_TENSOR_PACKETS = {f"aten.{n}" for n in _FOREACH_NAMES + _FUSED_NAMES}
+# the foreach ops' packets (``CapturedOp.packet``): multi_tensor_apply's kernels, priced on a GPU at the
+# profile's multi-tensor rates (the fused optimizers run it too, with no recorded check yet: they stay
+# on the bandwidth curve)
+MULTI_TENSOR_PACKETS = {f"aten.{n}" for n in _FOREACH_NAMES}
+# the calibrated chunk (``ForeachKernels.chunk``): _foreach_add_ over float32, two lists read and one written
+FOREACH_CHUNK_BYTES = CHUNK_ELEMENTS * 3 * 4
 
 
 @register(*_FOREACH_PACKETS)
@@ -120,7 +123,7 @@ def foreach_cost(op: CapturedOp) -> OpCost:
     lists = _lists(op)
     first = lists[0] if lists else []
     elements = sum(t.numel for t in first)
-    depth = len(lists) + (1 if op.outputs else 0)
+    _, depth = _foreach_sizes(op)
     # zero and copy overwrite their destination without reading it
     read, written = rw_bytes(op, skip_read=("self",) if _foreach_base(op) in _WRITE_ONLY else ())
     return OpCost(

@@ -24,7 +24,7 @@ from roofline.costs import OpCost
 from roofline.costs.conv import is_transposed
 from roofline.costs.pooling import kernel_taps, spatial_dims
 from roofline.costs.norm import batch_norm_training, is_batch_norm_forward
-from roofline.costs.optimizer import CHUNK_ELEMENTS, multi_tensor_kernels
+from roofline.costs.optimizer import FOREACH_CHUNK_BYTES, multi_tensor_kernels
 from roofline.costs.registry import arguments, schema_of
 from roofline.graph.ops import CapturedOp, TensorMeta
 from roofline.model.curves import ConvKey, conv_aligned, conv_channels_last_key, conv_kind, conv_out_aligned, conv_plane_aligned
@@ -61,7 +61,7 @@ def _bandwidth_kind(cost: OpCost, dev: DeviceModel) -> str:
 
 
 def multi_tensor_s(chunks: list[list[int]], cost: OpCost, dev: DeviceModel) -> float:
-    """A foreach or fused optimizer op's kernels on the profile's multi-tensor rates: each kernel
+    """A foreach op's kernels on the profile's multi-tensor rates: each kernel
     takes at least its floor, its bytes at the streaming rate, and its largest chunk at the rate one
     block streams (a kernel of few blocks, or of one large tensor's last chunks, waits on its
     slowest block: small parameter lists run far below the bandwidth curve)."""
@@ -70,7 +70,7 @@ def multi_tensor_s(chunks: list[list[int]], cost: OpCost, dev: DeviceModel) -> f
     if not elements:
         return 0.0
     per_element = (cost.bytes_read + cost.bytes_written) / elements
-    block_bytes_per_s = CHUNK_ELEMENTS * 3 * 4 / rates.chunk.median_s  # the calibrated chunk: _foreach_add_ on float32
+    block_bytes_per_s = FOREACH_CHUNK_BYTES / rates.chunk.median_s
     return sum(max(rates.kernel_floor.median_s, sum(k) * per_element / rates.stream_bytes_per_s, max(k) * per_element / block_bytes_per_s)
                for k in chunks)
 
@@ -82,8 +82,8 @@ def kernel_terms(op: CapturedOp, cost: OpCost, dev: DeviceModel, reach: Reach = 
     if cost.kernels == 0:
         return 0.0, 0.0, 0.0
     chunks = multi_tensor_kernels(op) if dev.foreach is not None else None
-    if chunks:
-        return cost.flops / dev.vector_flop_per_s, multi_tensor_s(chunks, cost, dev), 0.0
+    if chunks:  # the floor term: the kernels at their floor, so that a list of tiny tensors reads as floor-bound
+        return cost.flops / dev.vector_flop_per_s, multi_tensor_s(chunks, cost, dev), len(chunks) * dev.foreach.kernel_floor.median_s
     attention = _attention_time(op, cost, dev) if cost.category == "attention" else None
     if attention is not None:
         compute = attention

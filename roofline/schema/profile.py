@@ -274,6 +274,7 @@ class ConvPoint(_Strict):
 
     @property
     def out_size(self) -> int:
+        """The output's height (= width; a 3-d output's depth is ``shapes()``'s)."""
         return self._out_side(self.size, self.kernel, self.stride, self.padding)
 
     @property
@@ -649,7 +650,7 @@ class ForeachKernels(_Strict):
 
     kernel_floor: Stat = Field(description="Time of one kernel over tiny tensors (1024 elements each).")
     chunk: Stat = Field(description="Time of one kernel of eight blocks, each streaming one whole chunk (65536 elements, 3 accesses of 4 bytes).")
-    stream_bytes_per_s: float = Field(gt=0, description="Bytes a second over large tensors (16 of 16M elements): its streaming rate.")
+    stream_bytes_per_s: float = Field(gt=0, description="Bytes a second over large tensors (8 of 16Mi elements): its streaming rate.")
 
 
 class Measurements(_Strict):
