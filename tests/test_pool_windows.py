@@ -64,3 +64,16 @@ def test_a_channels_last_pool_keeps_its_bytes_price():
     profile = load_profile_file(H100)
     bytes_only = without_stages(profile, "cuda", ["pointwise:max_pool2d_2x2"])
     assert predicted_s(profile, point) == pytest.approx(predicted_s(bytes_only, point))
+
+
+def test_without_stages_drops_an_optional_measurement_that_defaults_to_none():
+    """``--drop foreach``: the multi-tensor rates are optional (None), as the curve lists are (empty)."""
+    from pathlib import Path
+
+    from roofline.profiles import load_profile_file
+
+    profile = load_profile_file(Path(__file__).parent.parent / "device_profiles" / "nvidia-h100-80gb-hbm3.json")
+    assert profile.gpu.measurements.foreach is not None
+    assert without_stages(profile, "cuda", ["foreach"]).gpu.measurements.foreach is None
+    with pytest.raises(SystemExit, match="not an optional measurement"):
+        without_stages(profile, "cuda", ["overheads"])

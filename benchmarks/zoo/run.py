@@ -368,9 +368,9 @@ def without_stages(profile, kind: str, stages: list[str]):
             meas.pointwise = [c for c in meas.pointwise if c.op != stage.split(":", 1)[1]]
             continue
         field = type(meas).model_fields.get(stage)
-        if field is None or field.default_factory is None:
+        if field is None or (field.default_factory is None and field.default is not None):
             raise SystemExit(f"--drop {stage}: not an optional measurement of the profile's {kind} part")
-        setattr(meas, stage, field.default_factory())
+        setattr(meas, stage, field.default_factory() if field.default_factory is not None else None)
     return stripped
 
 
