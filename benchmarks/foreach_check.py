@@ -20,22 +20,38 @@ import torch
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from benchmarks.mechanism_sweep import FOREACH_OPS  # noqa: E402
-from benchmarks.sweep_checks import check_parser, error_line, kernel_s, sweep_points  # noqa: E402
+from benchmarks.sweep_checks import check_parser, error_line, sweep_points  # noqa: E402
+from roofline.costs import cost_of  # noqa: E402
+from roofline.graph.ops import CapturedOp, TensorMeta  # noqa: E402
+from roofline.model.device import DeviceModel  # noqa: E402
+from roofline.model.kernels import kernel_s  # noqa: E402
 from roofline.profiles import load_profile_file  # noqa: E402
 
 
-def predicted_s(profile, p: dict) -> float:
-    """The profile's kernel time of one point's call, captured on meta tensors."""
-    n = len(p["shapes"])
-    call = FOREACH_OPS[p["op"]]
+aten = torch.ops.aten
+# each sweep op as the aten overload it dispatches to: (overload, lists it takes, scalar arguments, returns a list)
+ATEN_OPS = {
+    "mul_": (aten._foreach_mul_.Scalar, 1, (0.999,), False),
+    "add_": (aten._foreach_add_.List, 2, (), False),
+    "lerp_": (aten._foreach_lerp_.Scalar, 2, (0.1,), False),
+    "addcmul_": (aten._foreach_addcmul_.Scalar, 3, (0.001,), False),  # the sweep's v + g * g: its last two lists one
+    "sqrt": (aten._foreach_sqrt.default, 1, (), True),
+    "addcdiv_": (aten._foreach_addcdiv_.Scalar, 3, (-0.001,), False),
+}
 
-    def step(*ts):
-        out = call(list(ts[:n]), list(ts[n:2 * n]), list(ts[2 * n:]))
-        return out[0] if out else ts[0]
 
-    inputs = tuple(torch.empty(s) for _ in range(3) for s in p["shapes"])  # three distinct lists
-    return kernel_s(step, inputs, profile)
+def predicted_s(dev: DeviceModel, p: dict) -> float:
+    """The device model's kernel time for one point: the aten op on lists of its shapes (float32, on
+    the GPU), priced as ``roofline advise`` prices the op."""
+    target, lists, scalars, returns = ATEN_OPS[p["op"]]
+    names = ["p", "g", "g" if p["op"] == "addcmul_" else "v"][:lists]
+    args = tuple([TensorMeta.contiguous(tuple(shape), torch.float32, "cuda") for shape in p["shapes"]] for _ in names)
+    sources = tuple((f"{name}{i}", -1) for name in names for i in range(len(p["shapes"])))  # a list passed twice is read once
+    outputs = tuple(TensorMeta.contiguous(tuple(shape), torch.float32, "cuda") for shape in p["shapes"]) if returns else ()
+    op = CapturedOp(index=0, target=target, args=(*args, *scalars), kwargs={}, outputs=outputs, input_sources=sources)
+    cost, supported = cost_of(op)
+    assert supported, op.name
+    return kernel_s(op, cost, dev)[0]
 
 
 def held_out(p: dict) -> bool:
@@ -51,10 +67,10 @@ def main() -> int:
     ap = check_parser(__doc__, "h100_foreach.json")
     ap.add_argument("--points", action="store_true", help="each point's line")
     args = ap.parse_args()
-    profile = load_profile_file(Path(args.profile))
+    dev = DeviceModel(load_profile_file(Path(args.profile)).gpu, "cuda")
     groups: dict[str, list[float]] = defaultdict(list)
     for p in sweep_points(args.sweep, "foreach"):
-        t = predicted_s(profile, p)
+        t = predicted_s(dev, p)
         e = t / p["median_s"] - 1
         for key in ("all", f"op {p['op']}", f"list {p['label']}") + (("held out",) if held_out(p) else ()):
             groups[key].append(e)

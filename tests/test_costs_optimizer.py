@@ -119,26 +119,27 @@ def test_multi_tensor_kernels_are_cut_into_their_blocks_chunks():
 
 def test_foreach_ops_price_on_the_profiles_multi_tensor_kernels():
     """The recorded H100 foreach ops (benchmarks/results/h100_foreach.json: an AdamW step's six
-    ops over four torchvision models' parameters and lists of equal tensors): within 12% in the
-    median on the shipped profile's multi-tensor rates, over 20% under as one streaming op each."""
+    ops over four torchvision models' parameters and lists of equal tensors), those over lists of
+    other sizes than calibration times: within 20% in the median on the shipped profile's
+    multi-tensor rates, 25% under as one streaming op each."""
     import statistics
     from pathlib import Path
 
-    from benchmarks.foreach_check import predicted_s
+    from benchmarks.foreach_check import held_out, predicted_s
     from benchmarks.sweep_checks import sweep_points
+    from roofline.model.device import DeviceModel
     from roofline.profiles import load_profile_file
 
     repo = Path(__file__).parent.parent
     profile = load_profile_file(repo / "device_profiles" / "nvidia-h100-80gb-hbm3.json")
-    points = sweep_points(repo / "benchmarks" / "results" / "h100_foreach.json", "foreach")
-    assert len(points) == 48 and profile.gpu.measurements.foreach is not None
+    points = [p for p in sweep_points(repo / "benchmarks" / "results" / "h100_foreach.json", "foreach") if held_out(p)]
+    assert len(points) == 36 and profile.gpu.measurements.foreach is not None
 
     def median_error() -> float:
-        return statistics.median(abs(predicted_s(profile, p) / p["median_s"] - 1) for p in points)
+        dev = DeviceModel(profile.gpu, "cuda")
+        return statistics.median(abs(predicted_s(dev, p) / p["median_s"] - 1) for p in points)
 
-    assert median_error() < 0.12
-    from roofline.model.device import DeviceModel
-
+    assert median_error() < 0.2
     assert DeviceModel(profile.part("cpu"), "cpu").foreach is None  # the rates are the GPU's kernels'
     profile.gpu.measurements.foreach = None
-    assert median_error() > 0.2
+    assert median_error() > 0.24
