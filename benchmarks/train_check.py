@@ -1,6 +1,7 @@
 """Training steps predicted against measured: time per step, per phase, and the peak of memory.
 
     python benchmarks/train_check.py --profile P [--device cuda|cpu] [--only NAME ...] [--list] [--json OUT]
+    python benchmarks/train_check.py --profile P --replay RECORD.json   # no GPU: this code against a recorded run
 
 Each case is a model, a batch and an optimizer. The step ``roofline advise --train`` predicts
 (``Analysis`` with ``Options(train=...)``: forward, loss, backward, optimizer step as torch runs it on
@@ -149,6 +150,20 @@ def run_case(case: Case, profile, kind: str, device: str, step: TrainStep) -> di
     )
 
 
+def replayed_case(case: Case, recorded: dict, profile, kind: str, step: TrainStep) -> dict:
+    """A recorded case priced again by this code (captured here on meta tensors) against its recorded
+    measurements: the step as calibrated and at the recorded host scale, each phase, the peak."""
+    with torch.device("meta"):
+        model, args, kwargs = case.build()
+    analysis = Analysis.of(model, args, kwargs, profile, Options(device=kind, train=step, batch_sweep=False, capture_device="cpu"), name=case.name)
+    training = analysis.training
+    scale = recorded.get("host_scale")
+    phases = {p.phase: dict(predicted_s=phase_prediction_s(p), in_step_s=p.predicted_s, measured_s=recorded["phases"].get(p.phase, {}).get("measured_s"))
+              for p in training.phases}
+    return dict(recorded, ops=len(analysis.graph.ops), predicted_s=training.predicted_s, phases=phases,
+                predicted_now_s=analysis.at_host_scale(scale).total_s if scale else None, peak_bytes=training.memory.peak_bytes)
+
+
 def summary(rows: list[dict], key: str, label: str) -> str:
     errors = [abs(e) for e in (r[key] for r in rows) if e is not None]
     if not errors:
@@ -189,6 +204,8 @@ def main() -> int:
         help="measure the training step's host costs on this machine (roofline.measure.training_host), write a copy of the profile with them to OUT.json, and exit",
     )
     ap.add_argument("--json")
+    ap.add_argument("--replay", metavar="RECORD.json", help="price the record's cases again with this code against its measurements "
+                    "(no GPU: the cases whose libraries are installed here, captured on this CPU)")
     args = ap.parse_args()
     cases = all_cases()
     if args.list:
@@ -197,22 +214,26 @@ def main() -> int:
         return 0
     if not args.profile:
         ap.error("--profile is required (a profile of this machine: roofline calibrate)")
-    profile, kind = resolve_profile(args.profile, args.device)
-    device = device_for(profile, kind)
+    recorded = {r["case"]: r for r in json.loads(Path(args.replay).read_text())["rows"]} if args.replay else None
+    profile, kind = resolve_profile(args.profile, args.device or ("cuda" if args.replay else None))
+    device = None if recorded is not None else device_for(profile, kind)
     if args.training_host:
         return write_training_host(profile, kind, device, Path(args.training_host))
     if args.only:
         cases = [c for c in cases if any(s in c.name for s in args.only)]
+    elif recorded is not None:
+        cases = [c for c in cases if c.name in recorded]
     elif kind == "cpu":
         cases = [c for c in cases if c.cpu]
     step = TrainStep(optimizer=args.optimizer)
-    print(f"training steps on {profile.device} ({kind}), profile '{profile.name}', torch {torch.__version__}, {time.strftime('%Y-%m-%d')}, {args.optimizer}")
+    print(f"{f'replay of {Path(args.replay).name}: ' if args.replay else ''}training steps on {profile.device} ({kind}), profile '{profile.name}', "
+          f"torch {torch.__version__}, {time.strftime('%Y-%m-%d')}, {args.optimizer}")
     print(f"{'case':<28} {'impl':<8} {'predicted':>11} {'at host':>11} {'measured':>11} {'error':>7} {'at host':>7} | "
           f"{'fwd':>7} {'bwd':>7} {'opt':>7} | {'peak pred':>10} {'measured':>10} {'error':>7}")
     rows = []
     for case in cases:
         try:
-            r = run_case(case, profile, kind, device, step)
+            r = replayed_case(case, recorded[case.name], profile, kind, step) if recorded is not None else run_case(case, profile, kind, device, step)
         except Exception as e:  # noqa: BLE001 - one case's failure is reported, the rest still run
             print(f"{case.name:<28} failed: {type(e).__name__}: {str(e).splitlines()[0][:140]}")
             continue
@@ -225,7 +246,7 @@ def main() -> int:
               f"{r['peak_bytes'] / 1e6:8.2f}MB {(r['measured_peak_bytes'] or 0) / 1e6:8.2f}MB {pct(r['peak_error'])}")
         rows.append(r)
         gc.collect()  # this case's model and optimizer, where reference cycles keep them, are not the next case's
-        if kind == "cuda":
+        if kind == "cuda" and recorded is None:
             torch.cuda.empty_cache()
     print(summary(rows, "error", "step time, as calibrated"))
     print(summary(rows, "error_now", "step time, at the host scale of the measurement"))

@@ -154,6 +154,21 @@ def test_training_host_costs_price_engine_and_optimizer(h100):
     assert host(timed, "forward") - host(plain, "forward") == pytest.approx(recorded * 1 * us, rel=1e-6)
     assert host(timed, "backward") - host(plain, "backward") == pytest.approx(g.training.autograd_nodes * 10 * us, rel=1e-6)
     assert host(timed, "optimizer") == pytest.approx(100 * us + 4 * 7 * us, rel=1e-6)  # 4 parameter tensors
+    # a foreach step's lead share is billed before its first kernel, the rest spread over its ops: the
+    # first op's host time grows by the lead less its own part of it, the phase's total stays
+    import roofline.advice.training as training_advice
+
+    first = lambda a: next(t.host_s for op, t in zip(a.graph.ops, a.timeline().ops) if op.phase == "optimizer")  # noqa: E731
+    total = 100 * us + 4 * 7 * us
+    share = training_advice.OPTIMIZER_LEAD_SHARE["foreach"]
+    training_advice.OPTIMIZER_LEAD_SHARE["foreach"] = 0.0
+    try:
+        spread = Analysis(g, _with_training_host(h100, training), "cuda", Options(device="cuda", train=step, batch_sweep=False))
+        assert host(spread, "optimizer") == pytest.approx(total, rel=1e-6)
+        w = first(spread) / total  # the first op's share of the spread time
+    finally:
+        training_advice.OPTIMIZER_LEAD_SHARE["foreach"] = share
+    assert share > 0.2 and first(timed) == pytest.approx(first(spread) + share * total * (1 - w), rel=1e-6)
     r = timed.report()
     assert not any("not calibrated" in w or "no training host costs" in w for w in r.warnings)
     # at twice the host's speed scale, the training costs double with the dispatch costs

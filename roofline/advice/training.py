@@ -42,8 +42,9 @@ def training_host_cost(graph: CapturedGraph, costs: Sequence[OpCost], dev: Devic
     Every op pays what the eager timeline charges it (its kind's dispatch, the module calls it
     enters, the model's own Python before it); a forward op autograd records pays ``grad_record_s`` more; the backward pass pays
     ``autograd_node_s`` per node the engine runs, spread over its ops; the optimizer's ops together
-    cost the measured host time of its step over this many parameter tensors, spread over them in
-    proportion to their dispatch. Each op's host time is then multiplied by its phase's measured
+    cost the measured host time of its step over this many parameter tensors, its lead
+    (``OPTIMIZER_LEAD_SHARE``) before the first of them and the rest spread over them in proportion
+    to their dispatch. Each op's host time is then multiplied by its phase's measured
     ``phase_switch`` (a phase run among the others is slower than in the hot loops that timed these
     costs). Module calls that launch nothing are billed before the first op.
     The training costs move with the host's speed as the dispatch cost does."""
@@ -75,15 +76,25 @@ def training_host_cost(graph: CapturedGraph, costs: Sequence[OpCost], dev: Devic
     measured = optimizer_host(training, info.optimizer, info.implementation)
     if optimizer and measured is not None:
         total = (measured.call_s + measured.per_parameter_s * info.parameters) * scale
+        lead = total * OPTIMIZER_LEAD_SHARE.get(info.implementation, 0.0)
         weights = sum(base[i] for i in optimizer) or float(len(optimizer))
         for i in optimizer:
             share = (base[i] or (weights / len(optimizer))) / weights
-            extra[i] += total * share - base[i]
+            extra[i] += (total - lead) * share - base[i]
+        extra[optimizer[0]] += lead  # before the step's first kernel: the device waits for it
     switch = training.phase_switch  # each phase runs after the others, slower than the hot loops that timed it
     host = [max(b + x, 0.0) * switch.get(op.phase or "", 1.0) for b, x, op in zip(base, extra, ops)]
     by_index = {op.index: h for op, h in zip(ops, host)}
     start = max(graph.module_calls - sum(entered), 0) * module_s
     return (lambda op, cost: by_index[op.index]), start
+
+
+# The share of a foreach optimizer step's host time spent before it launches its first kernel (grouping
+# its tensors by device and dtype, its step counts, its Python): the device waits through it. Profiled on
+# the H100 over four torchvision models' parameter lists and as many tiny tensors, AdamW foreach: 0.24-0.28
+# (``python benchmarks/optimizer_lead_probe.py --json OUT``, benchmarks/results/h100_optimizer_lead.json).
+# The other implementations were not profiled and keep their host time spread over their ops.
+OPTIMIZER_LEAD_SHARE = {"foreach": 0.26}
 
 
 # torch's Adam and AdamW run the same step code (in torch 2.13 AdamW subclasses Adam; they share the foreach
