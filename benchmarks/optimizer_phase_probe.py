@@ -5,8 +5,9 @@
 For torchvision models at a training batch (float32, AdamW foreach), each training step synchronizes
 after its backward, then times its optimizer step: the wall time to a synchronize and the device time
 between CUDA events recorded before and after it. Then the same step runs alone (no forward or
-backward between steps), timed the same way. Where the two differ tells whether an optimizer phase
-inside a step is slower on the host (wall only) or on the device too.
+backward between steps), timed the same way. The device time between the events holds the step's
+kernels and any wait for the host between them, so it bounds how much slower an optimizer phase runs
+inside a step than alone without telling the two apart.
 """
 
 from __future__ import annotations
