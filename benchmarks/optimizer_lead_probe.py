@@ -5,7 +5,7 @@
 torch's foreach AdamW groups its tensors by device and dtype and does other Python work before it
 launches its first kernel; until then the device waits. For the parameter lists of torchvision
 models (real sizes) and as many tiny tensors, it profiles steps (torch.profiler, CPU and CUDA
-activity) and records, per step, the host time from the step's start to its first kernel launch
+activity; the profiler slows every host call, so its host times run above the wall times) and records, per step, the host time from the step's start to its first kernel launch
 and to its end, and the device's busy time; and each step's wall time to a synchronize without the
 profiler.
 """
@@ -61,10 +61,11 @@ def profile_steps(shapes: list[tuple[int, ...]]) -> dict:
     launches = sorted(e.time_range.start for e in events if e.name in ("cudaLaunchKernel", "cuLaunchKernel", "cudaLaunchKernelExC", "cuLaunchKernelEx"))
     kernels = [e for e in events if e.device_type.name == "CUDA"]
     rows = []
-    for s in steps:
+    for n, s in enumerate(steps):
         start, end = s.time_range.start, s.time_range.end
         first = next((t for t in launches if start <= t <= end), None)
-        busy = sum(k.time_range.end - k.time_range.start for k in kernels if start <= k.time_range.start <= end + 50_000)
+        until = steps[n + 1].time_range.start if n + 1 < len(steps) else float("inf")  # the step's kernels: before the next step
+        busy = sum(k.time_range.end - k.time_range.start for k in kernels if start <= k.time_range.start < until)
         rows.append(dict(host_us=end - start, lead_us=(first - start) if first is not None else None, device_us=busy))
     return dict(tensors=len(shapes), elements=sum(int(torch.Size(s).numel()) for s in shapes), wall_us=1e6 * statistics.median(walls),
                 host_us=statistics.median(r["host_us"] for r in rows), lead_us=statistics.median(r["lead_us"] for r in rows if r["lead_us"] is not None),

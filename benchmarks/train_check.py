@@ -221,13 +221,19 @@ def main() -> int:
         return write_training_host(profile, kind, device, Path(args.training_host))
     if args.only:
         cases = [c for c in cases if any(s in c.name for s in args.only)]
-    elif recorded is not None:
-        cases = [c for c in cases if c.name in recorded]
-    elif kind == "cpu":
+    elif kind == "cpu" and recorded is None:
         cases = [c for c in cases if c.cpu]
+    if recorded is not None:
+        known = {c.name for c in all_cases()}
+        for name in recorded:
+            if name not in known:
+                print(f"{name}: left out (its library is not installed here)")
+        cases = [c for c in cases if c.name in recorded]
     step = TrainStep(optimizer=args.optimizer)
     print(f"{f'replay of {Path(args.replay).name}: ' if args.replay else ''}training steps on {profile.device} ({kind}), profile '{profile.name}', "
           f"torch {torch.__version__}, {time.strftime('%Y-%m-%d')}, {args.optimizer}")
+    if recorded is not None:
+        print("captured on this machine's CPU: attention, RNN and nn.TransformerEncoder paths can differ from the recorded GPU capture")
     print(f"{'case':<28} {'impl':<8} {'predicted':>11} {'at host':>11} {'measured':>11} {'error':>7} {'at host':>7} | "
           f"{'fwd':>7} {'bwd':>7} {'opt':>7} | {'peak pred':>10} {'measured':>10} {'error':>7}")
     rows = []
@@ -253,7 +259,7 @@ def main() -> int:
     print(summary(rows, "peak_error", "peak memory"))
     if args.json:
         Path(args.json).write_text(json.dumps(dict(device=profile.device, profile=profile.name, torch=torch.__version__,
-                                                   date=time.strftime("%Y-%m-%d"), rows=rows), indent=1, default=str))
+                                                   date=time.strftime("%Y-%m-%d"), replay_of=args.replay, rows=rows), indent=1, default=str))
     return 0
 
 

@@ -160,14 +160,15 @@ def test_training_host_costs_price_engine_and_optimizer(h100):
 
     first = lambda a: next(t.host_s for op, t in zip(a.graph.ops, a.timeline().ops) if op.phase == "optimizer")  # noqa: E731
     total = 100 * us + 4 * 7 * us
-    share = training_advice.OPTIMIZER_LEAD_SHARE["foreach"]
-    training_advice.OPTIMIZER_LEAD_SHARE["foreach"] = 0.0
+    key = ("adamw", "foreach")
+    share = training_advice.OPTIMIZER_LEAD_SHARE[key]
+    training_advice.OPTIMIZER_LEAD_SHARE[key] = 0.0
     try:
         spread = Analysis(g, _with_training_host(h100, training), "cuda", Options(device="cuda", train=step, batch_sweep=False))
         assert host(spread, "optimizer") == pytest.approx(total, rel=1e-6)
         w = first(spread) / total  # the first op's share of the spread time
     finally:
-        training_advice.OPTIMIZER_LEAD_SHARE["foreach"] = share
+        training_advice.OPTIMIZER_LEAD_SHARE[key] = share
     assert share > 0.2 and first(timed) == pytest.approx(first(spread) + share * total * (1 - w), rel=1e-6)
     r = timed.report()
     assert not any("not calibrated" in w or "no training host costs" in w for w in r.warnings)
@@ -204,3 +205,22 @@ def test_adam_is_priced_with_adamw_host_figures():
     training = TrainingOverheads(grad_record_s=stat, autograd_node_s=stat, optimizers={"adamw:foreach": adamw})
     assert optimizer_host(training, "adam", "foreach") == adamw
     assert optimizer_host(training, "sgd", "foreach") is None and optimizer_host(training, "adam", "fused") is None
+
+
+def test_train_check_replays_a_recorded_run_without_a_gpu(tmp_path):
+    """``benchmarks/train_check.py --replay``: a recorded H100 case priced again here against its
+    recorded measurements; the errors are this code's prediction over the record's time."""
+    import json
+    import subprocess
+    import sys
+
+    record = REPO / "benchmarks" / "results" / "h100_train_check.json"
+    out = tmp_path / "replay.json"
+    proc = subprocess.run([sys.executable, str(REPO / "benchmarks" / "train_check.py"), "--profile", str(REPO / "device_profiles" / "nvidia-h100-80gb-hbm3.json"),
+                           "--replay", str(record), "--only", "small_mlp", "--json", str(out)], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert "replay of h100_train_check.json" in proc.stdout
+    row = json.loads(out.read_text())["rows"][0]
+    measured = next(r for r in json.loads(record.read_text())["rows"] if r["case"] == "small_mlp")["measured_s"]
+    assert row["case"] == "small_mlp" and row["measured_s"] == measured
+    assert row["error"] == pytest.approx(row["predicted_s"] / measured - 1)

@@ -76,7 +76,7 @@ def training_host_cost(graph: CapturedGraph, costs: Sequence[OpCost], dev: Devic
     measured = optimizer_host(training, info.optimizer, info.implementation)
     if optimizer and measured is not None:
         total = (measured.call_s + measured.per_parameter_s * info.parameters) * scale
-        lead = total * OPTIMIZER_LEAD_SHARE.get(info.implementation, 0.0)
+        lead = total * OPTIMIZER_LEAD_SHARE.get((info.optimizer, info.implementation), 0.0)
         weights = sum(base[i] for i in optimizer) or float(len(optimizer))
         for i in optimizer:
             share = (base[i] or (weights / len(optimizer))) / weights
@@ -89,12 +89,14 @@ def training_host_cost(graph: CapturedGraph, costs: Sequence[OpCost], dev: Devic
     return (lambda op, cost: by_index[op.index]), start
 
 
-# The share of a foreach optimizer step's host time spent before it launches its first kernel (grouping
-# its tensors by device and dtype, its step counts, its Python): the device waits through it. Profiled on
-# the H100 over four torchvision models' parameter lists and as many tiny tensors, AdamW foreach: 0.24-0.28
-# (``python benchmarks/optimizer_lead_probe.py --json OUT``, benchmarks/results/h100_optimizer_lead.json).
-# The other implementations were not profiled and keep their host time spread over their ops.
-OPTIMIZER_LEAD_SHARE = {"foreach": 0.26}
+# The share of a foreach Adam/AdamW step's host time spent before it launches its first kernel (grouping
+# its tensors by device and dtype, its step counts, its Python): the device waits through it. Profiled
+# (under torch.profiler, which slows every call) on the H100 over four torchvision models' parameter lists
+# and as many tiny tensors: 0.25-0.27 of step()'s host time (``python benchmarks/optimizer_lead_probe.py
+# --json OUT``, benchmarks/results/h100_optimizer_lead.json). It is taken of the measured step host time,
+# zero_grad's included. Other optimizers and implementations were not profiled and keep their host time
+# spread over their ops.
+OPTIMIZER_LEAD_SHARE = {("adamw", "foreach"): 0.26, ("adam", "foreach"): 0.26}
 
 
 # torch's Adam and AdamW run the same step code (in torch 2.13 AdamW subclasses Adam; they share the foreach

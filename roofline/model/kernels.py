@@ -154,7 +154,7 @@ def _reach_factor(op: CapturedOp, cost: OpCost, dev: DeviceModel, reach: Reach) 
 # From rows of this many elements, CUDA layer norm's backward streams the output's gradient and the input
 # twice: its input-gradient kernel, then GammaBetaBackward (benchmarks/results/h100_layer_norm_backward_rows.json,
 # whose kernels show both at every row length: priced so, rows of 256-1024 read -20% to +31% where one pass
-# read -34% to -51%). Over shorter rows GammaBetaBackward runs other strategies (a few column blocks
+# read -12% to -51%). Over shorter rows GammaBetaBackward runs other strategies (a few column blocks
 # scanning every row, or partial sums and two reductions over more than 64Ki rows) that neither pricing
 # follows.
 LAYER_NORM_REREAD_ROW = 256
