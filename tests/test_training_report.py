@@ -207,19 +207,20 @@ def test_adam_is_priced_with_adamw_host_figures():
     assert optimizer_host(training, "sgd", "foreach") is None and optimizer_host(training, "adam", "fused") is None
 
 
-def test_train_check_replays_a_recorded_run_without_a_gpu(tmp_path):
+def test_train_check_replays_a_recorded_run_without_a_gpu(tmp_path, monkeypatch, capsys):
     """``benchmarks/train_check.py --replay``: a recorded H100 case priced again here against its
     recorded measurements; the errors are this code's prediction over the record's time."""
     import json
-    import subprocess
     import sys
+
+    from benchmarks import train_check
 
     record = REPO / "benchmarks" / "results" / "h100_train_check.json"
     out = tmp_path / "replay.json"
-    proc = subprocess.run([sys.executable, str(REPO / "benchmarks" / "train_check.py"), "--profile", str(REPO / "device_profiles" / "nvidia-h100-80gb-hbm3.json"),
-                           "--replay", str(record), "--only", "small_mlp", "--json", str(out)], capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr
-    assert "replay of h100_train_check.json" in proc.stdout
+    monkeypatch.setattr(sys, "argv", ["train_check.py", "--profile", str(REPO / "device_profiles" / "nvidia-h100-80gb-hbm3.json"),
+                                      "--replay", str(record), "--only", "small_mlp", "--json", str(out)])
+    assert train_check.main() == 0
+    assert "replay of h100_train_check.json" in capsys.readouterr().out
     row = json.loads(out.read_text())["rows"][0]
     measured = next(r for r in json.loads(record.read_text())["rows"] if r["case"] == "small_mlp")["measured_s"]
     assert row["case"] == "small_mlp" and row["measured_s"] == measured
