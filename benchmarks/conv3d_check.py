@@ -24,11 +24,9 @@ import torch
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from benchmarks.sweep_checks import DTYPES, check_parser, error_line, sweep_points  # noqa: E402
-from roofline.costs import cost_of  # noqa: E402
+from benchmarks.sweep_checks import DTYPES, check_parser, error_line, op_kernel_s, sweep_points  # noqa: E402
 from roofline.graph.ops import CapturedOp, TensorMeta  # noqa: E402
 from roofline.model.device import DeviceModel  # noqa: E402
-from roofline.model.kernels import kernel_s  # noqa: E402
 from roofline.profiles import load_profile_file  # noqa: E402
 
 
@@ -45,9 +43,7 @@ def predicted_s(dev: DeviceModel, p: dict) -> float:
     y = TensorMeta.contiguous(out_shape(p), dt, "cuda")
     op = CapturedOp(index=0, target=torch.ops.aten.convolution.default,
                     args=(x, w, None, p["stride"], p["padding"], [1, 1, 1], False, [0, 0, 0], 1), kwargs={}, outputs=(y,))
-    cost, supported = cost_of(op)
-    assert supported, op.name
-    return kernel_s(op, cost, dev)[0]
+    return op_kernel_s(op, dev)
 
 
 def filter_name(p: dict) -> str:

@@ -21,11 +21,9 @@ import torch
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from benchmarks.sweep_checks import error_line, sweep_points  # noqa: E402
-from roofline.costs import cost_of  # noqa: E402
+from benchmarks.sweep_checks import error_line, op_kernel_s, sweep_points  # noqa: E402
 from roofline.graph.ops import CapturedOp, TensorMeta  # noqa: E402
 from roofline.model.device import DeviceModel  # noqa: E402
-from roofline.model.kernels import kernel_s  # noqa: E402
 from roofline.profiles import load_profile_file  # noqa: E402
 
 DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
@@ -47,9 +45,7 @@ def predicted_s(dev: DeviceModel, p: dict) -> float:
         outs = (x, None, None) if p["variant"] == "input_grad" else (None, w, None)
         op = CapturedOp(index=0, target=torch.ops.aten.convolution_backward.default, args=(y, x, w, None, *conv, MASKS[p["variant"]]),
                         kwargs={}, outputs=tuple(o for o in outs if o is not None))
-    cost, supported = cost_of(op)
-    assert supported, op.name
-    return kernel_s(op, cost, dev)[0]
+    return op_kernel_s(op, dev)
 
 
 def main() -> int:

@@ -27,10 +27,9 @@ import torch.nn.functional as F
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from roofline.costs import cost_of  # noqa: E402
+from benchmarks.sweep_checks import op_kernel_s  # noqa: E402
 from roofline.graph.ops import CapturedOp, TensorMeta  # noqa: E402
 from roofline.model.device import DeviceModel  # noqa: E402
-from roofline.model.kernels import kernel_s  # noqa: E402
 from roofline.profiles import load_profile_file  # noqa: E402
 
 # (batch, in channels, out channels, size, kernel, stride); padding kernel // 2
@@ -86,9 +85,7 @@ def predicted_s(dev: DeviceModel, shape, variant: str) -> float:
         outs = (x if mask[0] else None, w if mask[1] else None)
         op = CapturedOp(index=0, target=torch.ops.aten.convolution_backward.default, args=(y, x, w, None, *conv, mask),
                         kwargs={}, outputs=tuple(o for o in outs if o is not None))
-    cost, supported = cost_of(op)
-    assert supported, op.name
-    return kernel_s(op, cost, dev)[0]
+    return op_kernel_s(op, dev)
 
 
 def report(sweep: dict, path: str) -> None:

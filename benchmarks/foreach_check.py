@@ -20,11 +20,9 @@ import torch
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from benchmarks.sweep_checks import check_parser, error_line, sweep_points  # noqa: E402
-from roofline.costs import cost_of  # noqa: E402
+from benchmarks.sweep_checks import check_parser, error_line, op_kernel_s, sweep_points  # noqa: E402
 from roofline.graph.ops import CapturedOp, TensorMeta  # noqa: E402
 from roofline.model.device import DeviceModel  # noqa: E402
-from roofline.model.kernels import kernel_s  # noqa: E402
 from roofline.profiles import load_profile_file  # noqa: E402
 
 
@@ -49,9 +47,7 @@ def predicted_s(dev: DeviceModel, p: dict) -> float:
     sources = tuple((f"{name}{i}", -1) for name in names for i in range(len(p["shapes"])))  # a list passed twice is read once
     outputs = tuple(TensorMeta.contiguous(tuple(shape), torch.float32, "cuda") for shape in p["shapes"]) if returns else ()
     op = CapturedOp(index=0, target=target, args=(*args, *scalars), kwargs={}, outputs=outputs, input_sources=sources)
-    cost, supported = cost_of(op)
-    assert supported, op.name
-    return kernel_s(op, cost, dev)[0]
+    return op_kernel_s(op, dev)
 
 
 def held_out(p: dict) -> bool:

@@ -286,20 +286,23 @@ def _r2plus1d_mid(cin: int, cout: int) -> int:
     return cin * cout * 27 // (cin * 9 + 3 * cout)
 
 
+# (channels, frames, side) at each stage of an R3D-18 / R(2+1)D-18 clip of 16 x 112 x 112; the last has no stride after it
+VIDEO_STAGES = ((64, 16, 56), (128, 8, 28), (256, 4, 14), (512, 2, 7))
+STRIDED_STAGES = VIDEO_STAGES[:-1]
 CONV3D_LAYERS = [
     ("r3d stem", 3, 64, 16, 112, (3, 7, 7), (1, 2, 2), (1, 3, 3)),
-    *[("r3d k3 s1", c, c, d, s, (3, 3, 3), (1, 1, 1), (1, 1, 1)) for c, d, s in ((64, 16, 56), (128, 8, 28), (256, 4, 14), (512, 2, 7))],
-    *[("r3d k3 s2", c, 2 * c, d, s, (3, 3, 3), (2, 2, 2), (1, 1, 1)) for c, d, s in ((64, 16, 56), (128, 8, 28), (256, 4, 14))],
-    *[("r3d k1 s2", c, 2 * c, d, s, (1, 1, 1), (2, 2, 2), (0, 0, 0)) for c, d, s in ((64, 16, 56), (128, 8, 28), (256, 4, 14))],
+    *[("r3d k3 s1", c, c, d, s, (3, 3, 3), (1, 1, 1), (1, 1, 1)) for c, d, s in VIDEO_STAGES],
+    *[("r3d k3 s2", c, 2 * c, d, s, (3, 3, 3), (2, 2, 2), (1, 1, 1)) for c, d, s in STRIDED_STAGES],
+    *[("r3d k1 s2", c, 2 * c, d, s, (1, 1, 1), (2, 2, 2), (0, 0, 0)) for c, d, s in STRIDED_STAGES],
     *[("mc3 1x3x3 s1", c, c, 16, s, (1, 3, 3), (1, 1, 1), (0, 1, 1)) for c, s in ((128, 28), (256, 14), (512, 7))],
     *[("mc3 1x3x3 s2", c, 2 * c, 16, s, (1, 3, 3), (1, 2, 2), (0, 1, 1)) for c, s in ((64, 56), (128, 28), (256, 14))],
     *[("mc3 k1 s2", c, 2 * c, 16, s, (1, 1, 1), (1, 2, 2), (0, 0, 0)) for c, s in ((64, 56), (128, 28), (256, 14))],
     ("r2plus1d stem spatial", 3, 45, 16, 112, (1, 7, 7), (1, 2, 2), (0, 3, 3)),
     ("r2plus1d stem temporal", 45, 64, 16, 56, (3, 1, 1), (1, 1, 1), (1, 0, 0)),
-    *[("r2plus1d 1x3x3 s1", c, _r2plus1d_mid(c, c), d, s, (1, 3, 3), (1, 1, 1), (0, 1, 1)) for c, d, s in ((64, 16, 56), (128, 8, 28), (256, 4, 14), (512, 2, 7))],
-    *[("r2plus1d 3x1x1 s1", _r2plus1d_mid(c, c), c, d, s, (3, 1, 1), (1, 1, 1), (1, 0, 0)) for c, d, s in ((64, 16, 56), (128, 8, 28), (256, 4, 14), (512, 2, 7))],
-    *[("r2plus1d 1x3x3 s2", c, _r2plus1d_mid(c, 2 * c), d, s, (1, 3, 3), (1, 2, 2), (0, 1, 1)) for c, d, s in ((64, 16, 56), (128, 8, 28), (256, 4, 14))],
-    *[("r2plus1d 3x1x1 s2", _r2plus1d_mid(c, 2 * c), 2 * c, d, s // 2, (3, 1, 1), (2, 1, 1), (1, 0, 0)) for c, d, s in ((64, 16, 56), (128, 8, 28), (256, 4, 14))],
+    *[("r2plus1d 1x3x3 s1", c, _r2plus1d_mid(c, c), d, s, (1, 3, 3), (1, 1, 1), (0, 1, 1)) for c, d, s in VIDEO_STAGES],
+    *[("r2plus1d 3x1x1 s1", _r2plus1d_mid(c, c), c, d, s, (3, 1, 1), (1, 1, 1), (1, 0, 0)) for c, d, s in VIDEO_STAGES],
+    *[("r2plus1d 1x3x3 s2", c, _r2plus1d_mid(c, 2 * c), d, s, (1, 3, 3), (1, 2, 2), (0, 1, 1)) for c, d, s in STRIDED_STAGES],
+    *[("r2plus1d 3x1x1 s2", _r2plus1d_mid(c, 2 * c), 2 * c, d, s // 2, (3, 1, 1), (2, 1, 1), (1, 0, 0)) for c, d, s in STRIDED_STAGES],
     ("s3d stem spatial", 3, 64, 16, 224, (1, 7, 7), (1, 2, 2), (0, 3, 3)),
     ("s3d stem temporal", 64, 64, 16, 112, (7, 1, 1), (2, 1, 1), (3, 0, 0)),
     ("s3d k1", 64, 64, 8, 56, (1, 1, 1), (1, 1, 1), (0, 0, 0)),

@@ -1,8 +1,9 @@
 """What the sweep checks share: a sweep's points of one family, a callable's kernel time priced on
-meta tensors, each point's line and one line of their errors.
+meta tensors (or one hand-built op's), each point's line and one line of their errors.
 
-The checks (``addmm_grid_check.py``, ``conv_channels_check.py``, ``conv_backward_check.py``,
-``attention_lengths_check.py``, ``cat_inputs_check.py``) price the points ``mechanism_sweep.py`` recorded with a profile.
+The checks (``addmm_grid_check.py``, ``conv_channels_check.py``, ``conv_backward_check.py``, ``conv3d_check.py``,
+``foreach_check.py``, ``attention_lengths_check.py``, ``cat_inputs_check.py``) price the points ``mechanism_sweep.py``
+recorded with a profile.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from typing import Callable
 
 import torch
 
+from roofline.costs import cost_of
+from roofline.model.kernels import kernel_s as _op_kernel_terms
 from roofline.pipeline import Analysis, Options
 from roofline.profiles import load_profile_file
 
@@ -40,6 +43,14 @@ def kernel_s(fn: Callable, inputs: tuple, profile) -> float:
     captured on the CPU) with ``profile``."""
     a = Analysis.of(fn, inputs, None, profile, Options(device="cuda", capture_device="cpu", batch_sweep=False))
     return sum(k[0] for k in a.kernels())
+
+
+def op_kernel_s(op, dev) -> float:
+    """The kernel time ``roofline advise`` predicts for one captured op (built by hand from a sweep
+    point's shapes) on a device model."""
+    cost, supported = cost_of(op)
+    assert supported, op.name
+    return _op_kernel_terms(op, cost, dev)[0]
 
 
 def priced_lines(points: list[dict], predicted_s: Callable[[dict], float], describe: Callable[[dict], str]) -> list[float]:

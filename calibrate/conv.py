@@ -164,9 +164,10 @@ _CONV = {(1, False): F.conv1d, (2, False): F.conv2d, (3, False): F.conv3d,
 def _label(dtype_name: str, s: ConvShape) -> str:
     kind = f"{'transposed ' if s.transposed else ''}{s.dims}d{' channels-last' if s.layout == 'channels_last' else ''}"
     if s.dims == 3 and (s.depth or s.kernel_depth or s.stride_depth):
-        pick = lambda v, cube: cube if v is None else v  # noqa: E731
-        return (f"conv {kind} {dtype_name} {s.batch}x{s.in_channels}x{pick(s.depth, s.size)}x{s.size}^2 "
-                f"k{pick(s.kernel_depth, s.kernel)}x{s.kernel}^2 s{pick(s.stride_depth, s.stride)}x{s.stride}^2 -> {s.out_channels}")
+        point = ConvPoint.model_construct(**s._asdict())
+        depth, filter_depth, stride_depth = point.in_sides[0], point.shapes()[1][2], point.strides[0]
+        return (f"conv {kind} {dtype_name} {s.batch}x{s.in_channels}x{depth}x{s.size}^2 "
+                f"k{filter_depth}x{s.kernel}^2 s{stride_depth}x{s.stride}^2 -> {s.out_channels}")
     return f"conv {kind} {dtype_name} {s.batch}x{s.in_channels}x{s.size}^{s.dims} k{s.kernel} s{s.stride} -> {s.out_channels}"
 
 

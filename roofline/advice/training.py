@@ -76,7 +76,7 @@ def training_host_cost(graph: CapturedGraph, costs: Sequence[OpCost], dev: Devic
     measured = optimizer_host(training, info.optimizer, info.implementation)
     if optimizer and measured is not None:
         total = (measured.call_s + measured.per_parameter_s * info.parameters) * scale
-        lead = total * OPTIMIZER_LEAD_SHARE.get((info.optimizer, info.implementation), 0.0)
+        lead = total * lead_share(info.optimizer, info.implementation)
         weights = sum(base[i] for i in optimizer) or float(len(optimizer))
         for i in optimizer:
             share = (base[i] or (weights / len(optimizer))) / weights
@@ -96,7 +96,15 @@ def training_host_cost(graph: CapturedGraph, costs: Sequence[OpCost], dev: Devic
 # --json OUT``, benchmarks/results/h100_optimizer_lead.json). It is taken of the measured step host time,
 # zero_grad's included. Other optimizers and implementations were not profiled and keep their host time
 # spread over their ops.
-OPTIMIZER_LEAD_SHARE = {("adamw", "foreach"): 0.26, ("adam", "foreach"): 0.26}
+OPTIMIZER_LEAD_SHARE = {("adamw", "foreach"): 0.26}
+
+
+def lead_share(optimizer: str, implementation: str) -> float:
+    """``OPTIMIZER_LEAD_SHARE`` of this optimizer, or of the one that runs the same step code (``SAME_HOST_PATH``)."""
+    found = OPTIMIZER_LEAD_SHARE.get((optimizer, implementation))
+    if found is None and optimizer in SAME_HOST_PATH:
+        found = OPTIMIZER_LEAD_SHARE.get((SAME_HOST_PATH[optimizer], implementation))
+    return found or 0.0
 
 
 # torch's Adam and AdamW run the same step code (in torch 2.13 AdamW subclasses Adam; they share the foreach

@@ -113,10 +113,21 @@ def _masked(a: dict, n: int) -> list[bool]:
     return [bool(m) for m in mask] if isinstance(mask, (list, tuple)) else [True] * n
 
 
+def layer_norm_backward_reread_bytes(op: CapturedOp) -> int:
+    """Bytes CUDA's GammaBetaBackward reads again after the input-gradient kernel has read them: the
+    output's gradient and the input, when the backward asks for the input's gradient and for the
+    weight's or the bias's; 0 otherwise (one kernel)."""
+    a = arguments(op)
+    want = _masked(a, 3)
+    affine = (want[1] and a.get("weight") is not None) or (want[2] and a.get("bias") is not None)
+    return a["grad_out"].nbytes + a["input"].nbytes if want[0] and affine else 0
+
+
 @register(aten.native_layer_norm_backward, category="norm")
 def layer_norm_backward_cost(op: CapturedOp) -> OpCost:
     """LayerNorm gradients: 8 FLOPs per element for the input's, 3 for the weight's, 1 for the bias's.
-    Bytes: one pass; a GPU's second read is its kernels' (``roofline.model.kernels.rereads_bytes``)."""
+    Bytes: one pass; a GPU's second read is its kernels' (``layer_norm_backward_reread_bytes``, priced by
+    ``roofline.model.kernels.rereads_bytes``)."""
     a = arguments(op)
     want = _masked(a, 3)
     n = a["input"].numel

@@ -21,6 +21,7 @@ import math
 import torch
 
 from roofline.costs import OpCost
+from roofline.costs.backward import layer_norm_backward_reread_bytes
 from roofline.costs.conv import is_transposed
 from roofline.costs.pooling import kernel_taps, spatial_dims
 from roofline.costs.norm import batch_norm_training, is_batch_norm_forward
@@ -162,15 +163,11 @@ LAYER_NORM_REREAD_ROW = 256
 
 def rereads_bytes(op: CapturedOp, cost: OpCost, dev: DeviceModel) -> int:
     """Bytes a GPU's kernels read beyond the op's one pass: a layer norm backward's GammaBetaBackward
-    reads the output's gradient and the input again when it follows the input's gradient."""
+    over rows of ``LAYER_NORM_REREAD_ROW`` and more (``costs.backward.layer_norm_backward_reread_bytes``)."""
     if dev.kind != "cuda" or op.packet != "aten.native_layer_norm_backward":
         return 0
-    a = arguments(op)
-    mask = a.get("output_mask")
-    want = [bool(m) for m in mask] if isinstance(mask, (list, tuple)) else [True] * 3
-    affine = (want[1] and a.get("weight") is not None) or (want[2] and a.get("bias") is not None)
-    row = math.prod(int(d) for d in a["normalized_shape"])
-    return a["grad_out"].nbytes + a["input"].nbytes if want[0] and affine and row >= LAYER_NORM_REREAD_ROW else 0
+    row = math.prod(int(d) for d in arguments(op)["normalized_shape"])
+    return layer_norm_backward_reread_bytes(op) if row >= LAYER_NORM_REREAD_ROW else 0
 
 
 def _memory_s(op: CapturedOp, cost: OpCost, dev: DeviceModel) -> float:
