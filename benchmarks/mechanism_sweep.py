@@ -1,6 +1,6 @@
 """Kernels whose time the GEMM curve cannot tell, timed over the shapes real models use.
 
-    python benchmarks/mechanism_sweep.py [--device cuda] [--budget 0.02] [--only convs|gemms|conv_channels|conv_backward|attention_lengths|attention_heads|grouped_widths|cat_inputs|conv3d|grouped_pointwise|foreach] --json OUT.json
+    python benchmarks/mechanism_sweep.py [--device cuda] [--budget 0.02] [--only convs|gemms|conv_channels|conv_backward|attention_lengths|attention_heads|grouped_widths|cat_inputs|conv3d|grouped_pointwise|foreach|grouped_kernels] --json OUT.json
 
 Each family is a mechanism of how the kernel runs, not a model: depthwise convolutions (groups =
 channels: a few FLOPs per byte), grouped convolutions (ResNeXt, RegNet), the other convolutions
@@ -374,6 +374,46 @@ def sweep_grouped_pointwise(device: str, budget: float, out: list) -> None:
                                 kernels=names, **t))
 
 
+# grouped convolutions of few groups (RegNet's stems of stages: 2-8 groups over 28-112 pixels) and
+# depthwise ones whose filters multiply the channels (PiT's strided pooling: out = 2 x in), where
+# the kernel cuDNN or ATen picks is not the one the calibrated families time
+FEW_GROUPS = [2, 3, 4, 8]
+FEW_GROUP_WIDTHS = [16, 24, 32, 48]
+FEW_GROUP_SIDES = [28, 56, 112]
+MULTIPLIERS = [1, 2, 4]
+MULTIPLIER_SHAPES = [(32, 144, 28), (32, 288, 14), (32, 64, 56), (1, 144, 28), (32, 512, 28)]  # (batch, channels, side)
+
+
+def sweep_grouped_kernels(device: str, budget: float, out: list) -> None:
+    """3x3 grouped convolutions of few groups and depthwise ones with channel multipliers (NCHW,
+    no bias), stride 1 and 2, float32 (TF32) and float16, with the kernels each ran."""
+    gen = torch.Generator(device=device).manual_seed(10)
+    cuda = device.startswith("cuda")
+    with torch.no_grad():
+        for dtype in ("float32", "float16"):
+            dt = DT[dtype]
+            for groups in FEW_GROUPS:
+                for width in FEW_GROUP_WIDTHS:
+                    for side in FEW_GROUP_SIDES:
+                        for stride in (1, 2):
+                            c = groups * width
+                            x = torch.randn(32, c, side, side, device=device, dtype=dt, generator=gen)
+                            w = torch.randn(c, width, 3, 3, device=device, dtype=dt, generator=gen)
+                            fn = lambda: F.conv2d(x, w, None, stride, 1, 1, groups)  # noqa: E731
+                            t = _time(fn, device, budget)
+                            out.append(dict(family="grouped_few", dtype=dtype, batch=32, groups=groups, width=width, side=side, stride=stride,
+                                            kernels=kernel_names(fn, device) if cuda else [], **t))
+            for batch, c, side in MULTIPLIER_SHAPES:
+                for mult in MULTIPLIERS:
+                    for stride in (1, 2):
+                        x = torch.randn(batch, c, side, side, device=device, dtype=dt, generator=gen)
+                        w = torch.randn(mult * c, 1, 3, 3, device=device, dtype=dt, generator=gen)
+                        fn = lambda: F.conv2d(x, w, None, stride, 1, 1, c)  # noqa: E731
+                        t = _time(fn, device, budget)
+                        out.append(dict(family="depthwise_multiplier", dtype=dtype, batch=batch, channels=c, multiplier=mult, side=side,
+                                        stride=stride, kernels=kernel_names(fn, device) if cuda else [], **t))
+
+
 # multi-tensor (foreach) ops as torch's default AdamW runs them, over the parameter lists of models
 # (torchvision's, where installed) and of equal tensors: (op, lists it reads, the call)
 FOREACH_OPS = {
@@ -499,7 +539,7 @@ def main() -> int:
     ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     ap.add_argument("--budget", type=float, default=0.02)
     ap.add_argument("--json", required=True)
-    ap.add_argument("--only", choices=["convs", "gemms", "conv_channels", "conv_backward", "attention_lengths", "attention_heads", "grouped_widths", "cat_inputs", "conv3d", "grouped_pointwise", "foreach"], help="one sweep")
+    ap.add_argument("--only", choices=["convs", "gemms", "conv_channels", "conv_backward", "attention_lengths", "attention_heads", "grouped_widths", "cat_inputs", "conv3d", "grouped_pointwise", "foreach", "grouped_kernels"], help="one sweep")
     args = ap.parse_args()
     t0 = time.perf_counter()
     points: list[dict] = []
@@ -521,6 +561,8 @@ def main() -> int:
         sweep_grouped_pointwise(args.device, args.budget, points)
     if args.only == "foreach":
         sweep_foreach(args.device, args.budget, points)
+    if args.only == "grouped_kernels":
+        sweep_grouped_kernels(args.device, args.budget, points)
     if args.only in (None, "convs"):
         sweep_convs(args.device, args.budget, points)
         print(f"convolutions: {len(points)} points, {time.perf_counter() - t0:.0f} s", flush=True)

@@ -14,7 +14,7 @@ import torch
 from roofline.costs import OpCost
 from roofline.graph.ops import CapturedOp
 from roofline.model.device import DeviceModel
-from roofline.model.kernels import DTYPE_NAMES, SELECTION_FAMILY
+from roofline.model.kernels import DTYPE_NAMES, SELECTION_FAMILY, cudnn_may_loop_groups, kernel_source
 
 # Kernels that are neither streaming nor a GEMM, and that no calibration stage times: what runs them.
 UNCALIBRATED_KERNELS = {
@@ -66,4 +66,6 @@ def uncertain_reason(op: CapturedOp, cost: OpCost, supported: bool, dev: DeviceM
             return f"{cost.category} in {_dtype_name(dtype)}: complex arithmetic priced on the float32 curve"
         if dtype is not None and dtype not in DTYPE_NAMES:
             return f"{cost.category} in {_dtype_name(dtype)}: no {_dtype_name(dtype)} curve; priced on the float32 one"
+    if cost.category == "conv" and dev.kind == "cuda" and not cost.parts and cost.conv_gradient is None and kernel_source(op, cost, dev) != "table":
+        return cudnn_may_loop_groups(op)
     return None
