@@ -377,7 +377,7 @@ def sweep_grouped_pointwise(device: str, budget: float, out: list) -> None:
 # grouped convolutions of few groups (RegNet's stems of stages: 2-8 groups over 28-112 pixels) and
 # depthwise ones whose filters multiply the channels (PiT's strided pooling: out = 2 x in), where
 # the kernel cuDNN or ATen picks is not the one the calibrated families time
-FEW_GROUPS = [2, 3, 4, 8]
+FEW_GROUP_COUNTS = [2, 3, 4, 8]
 FEW_GROUP_WIDTHS = [16, 24, 32, 48]
 FEW_GROUP_SIDES = [28, 56, 112]
 MULTIPLIERS = [1, 2, 4]
@@ -392,7 +392,7 @@ def sweep_grouped_kernels(device: str, budget: float, out: list) -> None:
     with torch.no_grad():
         for dtype in ("float32", "float16"):
             dt = DT[dtype]
-            for groups in FEW_GROUPS:
+            for groups in FEW_GROUP_COUNTS:
                 for width in FEW_GROUP_WIDTHS:
                     for side in FEW_GROUP_SIDES:
                         for stride in (1, 2):

@@ -7,6 +7,7 @@ import torch
 
 from benchmarks.grouped_kernels_check import per_group, priced
 from benchmarks.sweep_checks import sweep_points
+from roofline.graph.training import TrainStep
 from roofline.model.kernel_table import kernel_key
 from roofline.pipeline import Analysis, Options
 from roofline.profiles import load_profile_file
@@ -33,24 +34,57 @@ def test_float32_convolutions_of_two_or_three_groups_are_flagged_and_run_far_slo
     assert all(p["median_s"] > 4 * t for p, t in looped)
 
 
-def test_wide_groups_one_image_and_half_precision_are_not_flagged(profile):
-    # the zoo's convolutions of 2-3 groups at 64-256 channels a group, or of one image, ran their grouped kernels
-    for groups, width, batch, dtype in ((2, 64, 32, "float32"), (3, 24, 1, "float32"), (3, 24, 32, "float16")):
-        point = dict(family="grouped_few", dtype=dtype, batch=batch, groups=groups, width=width, side=56, stride=2)
-        assert not priced(profile, point)[1], (groups, width, batch, dtype)
+def _flags(fn, *inputs, device="cuda", profile=None):
+    a = Analysis.of(fn, inputs, None, profile, Options(device=device, capture_device="cpu", batch_sweep=False))
+    return [why for op, why in zip(a.graph.ops, a.uncertain) if "convolution" in op.name]
 
 
-def test_a_channels_last_depthwise_convolution_with_a_multiplier_is_flagged(profile):
-    # PiT's strided pooling: cuDNN runs it (a channels-last input) one legacy kernel per group
+def test_up_to_56_channels_a_group_are_flagged_not_64(profile):
+    # the zoo's convolutions of 2-3 groups at 64-256 channels a group ran their grouped kernels
+    for width, flagged in ((56, True), (64, False)):
+        point = dict(family="grouped_few", dtype="float32", batch=32, groups=3, width=width, side=56, stride=2)
+        assert priced(profile, point)[1] == flagged, width
+
+
+@pytest.mark.parametrize("case", ["one image", "float16", "1x1", "channels-last", "1-d", "transposed", "on the CPU"])
+def test_what_the_records_ran_at_its_price_is_not_flagged(profile, case):
+    F = torch.nn.functional
+    x = torch.empty(1 if case == "one image" else 32, 72, 56, 56, device="meta",
+                    dtype=torch.float16 if case == "float16" else torch.float32)
+    w = torch.empty(72, 24, 1 if case == "1x1" else 3, 1 if case == "1x1" else 3, device="meta", dtype=x.dtype)
+    if case == "channels-last":
+        x = x.contiguous(memory_format=torch.channels_last)
+    if case == "1-d":
+        flags = _flags(lambda x, w: F.conv1d(x, w, None, 2, 1, 1, 3), x[:, :, 0], w[:, :, 0], profile=profile)
+    elif case == "transposed":
+        flags = _flags(lambda x, w: F.conv_transpose2d(x, w, None, 2, 1, 0, 3), x, w.reshape(72, 24, 3, 3), profile=profile)
+    else:
+        flags = _flags(lambda x, w: F.conv2d(x, w, None, 2, 1 if w.shape[-1] == 3 else 0, 1, 3), x, w, profile=profile,
+                       device="cpu" if case == "on the CPU" else "cuda")
+    assert flags and not any(flags), case
+    assert any(_flags(lambda x, w: F.conv2d(x, w, None, 2, 1, 1, 3), torch.empty(32, 72, 56, 56, device="meta"),
+                      torch.empty(72, 24, 3, 3, device="meta"), profile=profile))
+
+
+def test_a_gradient_is_not_flagged(profile):
+    # a training step's convolution_backward: its kernels were not recorded
+    model = torch.nn.Conv2d(48, 48, 3, 2, 1, groups=3)
+    a = Analysis.of(model, (torch.empty(32, 48, 56, 56, device="meta"),), None, profile,
+                    Options(device="cuda", capture_device="cpu", batch_sweep=False, train=TrainStep()))
+    ops = {op.name: why for op, why in zip(a.graph.ops, a.uncertain)}
+    assert ops["aten.convolution.default"] and ops["aten.convolution_backward.default"] is None
+
+
+def test_a_depthwise_convolution_with_a_multiplier_is_flagged_where_cudnn_runs_it(profile):
+    # PiT's strided pooling: a channels-last input, which cuDNN runs; in NCHW float32 ATen's own kernel
+    # runs it at its price (the record's 20 float32 shapes)
+    conv = lambda x, w: torch.nn.functional.conv2d(x, w, None, 2, 1, 1, 288)  # noqa: E731
     x = torch.empty(32, 14, 14, 288, dtype=torch.float16, device="meta").permute(0, 3, 1, 2)
-    w = torch.empty(576, 1, 3, 3, dtype=torch.float16, device="meta")
-    a = Analysis.of(lambda x, w: torch.nn.functional.conv2d(x, w, None, 2, 1, 1, 288), (x, w), None, profile,
-                    Options(device="cuda", capture_device="cpu", batch_sweep=False))
-    assert any(why and "channel multiplier" in why for why in a.uncertain)
-    same = torch.empty(576, 1, 3, 3, dtype=torch.float16, device="meta")[:288]
-    plain = Analysis.of(lambda x, w: torch.nn.functional.conv2d(x, w, None, 2, 1, 1, 288), (x, same), None, profile,
-                        Options(device="cuda", capture_device="cpu", batch_sweep=False))
-    assert not any(plain.uncertain)
+    twice = torch.empty(576, 1, 3, 3, dtype=torch.float16, device="meta")
+    assert any(why and "channel multiplier" in why for why in _flags(conv, x, twice, profile=profile))
+    assert not any(_flags(conv, x, twice[:288], profile=profile))
+    nchw = torch.empty(32, 288, 14, 14, device="meta")
+    assert not any(_flags(conv, nchw, torch.empty(576, 1, 3, 3, device="meta"), profile=profile))
 
 
 def test_a_timed_kernel_clears_the_flag(profile):

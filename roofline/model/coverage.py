@@ -66,6 +66,7 @@ def uncertain_reason(op: CapturedOp, cost: OpCost, supported: bool, dev: DeviceM
             return f"{cost.category} in {_dtype_name(dtype)}: complex arithmetic priced on the float32 curve"
         if dtype is not None and dtype not in DTYPE_NAMES:
             return f"{cost.category} in {_dtype_name(dtype)}: no {_dtype_name(dtype)} curve; priced on the float32 one"
-    if cost.category == "conv" and dev.kind == "cuda" and not cost.parts and cost.conv_gradient is None and kernel_source(op, cost, dev) != "table":
+    forward_conv = cost.category == "conv" and not cost.parts and cost.conv_gradient is None
+    if forward_conv and dev.kind == "cuda" and kernel_source(op, cost, dev) != "table":
         return cudnn_may_loop_groups(op)
     return None

@@ -603,22 +603,26 @@ def runs_cudnn_depthwise(op: CapturedOp) -> bool:
 
 
 # cuDNN's heuristics run some float32 convolutions of this many groups or fewer one group at a time,
-# on FP32 (not TF32) kernels between transposes, at 0.6-4.5 TFLOP/s
-# (python benchmarks/grouped_kernels_check.py)
+# on FP32 (not TF32) kernels between transposes (python benchmarks/grouped_kernels_check.py)
 FEW_GROUPS = 3
-# ... of at most this many channels a group, over a batch (at 64 and more a group, and for one image,
-# the recorded convolutions ran their grouped kernels)
+# ... of at most this many channels a group, over a batch: the sweep's widths reach 48, the zoo's
+# convolutions of 64 and more a group, and of one image, ran their grouped kernels; 56 lies between
 FEW_GROUPS_WIDTH_MAX = 56
 
 
 def cudnn_may_loop_groups(op: CapturedOp) -> str | None:
-    """Why cuDNN may run this GPU convolution group by group on slow kernels, where the calibrated
-    grouped and depthwise families price its grouped kernel; None otherwise. Which shapes it picks
-    that for is its heuristics' choice, not a rule of shapes: a float32 NCHW 2-d convolution of a
-    batch in 2-3 groups of at most 56 channels over a filter of several taps (26 of the 48 such shapes ``mechanism_sweep.py --only
-    grouped_kernels`` timed on the H100, most at stride 2), and a depthwise one whose filters
-    multiply the channels (out = k x in) that cuDNN rather than ATen runs (``runs_cudnn_depthwise``;
-    one legacy kernel per group where it loops)."""
+    """Why cuDNN may run this forward GPU convolution (``aten.convolution``'s arguments) group by
+    group on slow kernels, where the calibrated grouped and depthwise families price its grouped
+    kernel; None otherwise. Which shapes it picks that for is its heuristics' choice, not a rule of
+    shapes:
+
+    - a float32 NCHW 2-d convolution of a batch in 2-3 groups of at most 56 channels over a filter
+      of several taps (26 of the 48 such shapes ``mechanism_sweep.py --only grouped_kernels``
+      timed on the H100 did, most at stride 2);
+    - a depthwise one whose filters multiply the channels (out = k x in) that cuDNN rather than
+      ATen runs (``runs_cudnn_depthwise``): it may take one legacy kernel a group.
+
+    Its gradients are not flagged: their kernels were not recorded."""
     inputs = op.tensor_inputs()
     if len(inputs) < 2 or is_transposed(op):
         return None
@@ -629,7 +633,7 @@ def cudnn_may_loop_groups(op: CapturedOp) -> str | None:
     if is_depthwise(op):
         if w.shape[0] > x.shape[1] and runs_cudnn_depthwise(op):
             return (f"a depthwise convolution with a channel multiplier ({w.shape[0] // x.shape[1]}) that cuDNN runs: it may run "
-                    "one legacy kernel per group, 30-350x the depthwise kernel priced here; `roofline calibrate --for` times it")
+                    "one legacy kernel per group, up to 350x the depthwise kernel priced here; `roofline calibrate --for` times it")
         return None
     if (groups <= FEW_GROUPS and w.shape[1] <= FEW_GROUPS_WIDTH_MAX and x.shape[0] > 1 and x.ndim == 4
             and x.dtype == torch.float32 and not _channels_last(x) and math.prod(w.shape[2:]) > 1):
