@@ -7,7 +7,9 @@ The sweep (``mechanism_sweep.py --only conv_channels``) times 240 NCHW convoluti
 own sample, each in float32 (TF32, cuDNN's default) and float16, with the kernels cuDNN ran. For
 each profile this prints the |error| of the predicted kernel time (median, p90) in all and by the
 kernel cuDNN picked: cuBLAS (``nvjet``), CUTLASS GEMMs, NHWC kernels behind layout transforms
-(``xmma+T``), NCHW xmma kernels, and the slow legacy ``implicit_convolve_sgemm``.
+(``xmma+T``), NCHW xmma kernels, and the slow legacy ``implicit_convolve_sgemm``; then the share
+of a calibrated point's time its kernels run (``ConvPoint.kernels_s``; the rest is gaps between
+them), which the report's per-op ``kernels_busy_s`` takes.
 """
 
 from __future__ import annotations
@@ -74,6 +76,10 @@ def main() -> int:
         print(f"{Path(path).name}: {error_line(errors.pop('all'))}")
         for key in sorted(errors):
             print(f"  {key:<28} {error_line(errors[key])}")
+        shares = sorted(min(q.kernels_s / q.time.median_s, 1.0) for c in profile.gpu.measurements.conv for q in c.points if q.kernels_s)
+        if shares:
+            print(f"  calibrated points' kernels over the call's time: n={len(shares)} median {shares[len(shares) // 2]:.2f}, "
+                  f"p10 {shares[len(shares) // 10]:.2f}, min {shares[0]:.2f}")
     return 0
 
 

@@ -130,22 +130,24 @@ GPU_HALF_SHAPES = [
 # this grid lets the nearest calibrated points share a convolution's kernel more often.
 CHANNELS = [16, 24, 32, 40, 48, 64, 72, 96, 112, 120, 128, 144, 160, 192, 240, 256, 320, 384, 480, 512, 576, 672, 720, 960, 1024, 1280, 2048]
 SIZES = [7, 14, 28, 56, 112]
-CHANNEL_SAMPLE = 60
+CHANNEL_SAMPLE = 180
+CHANNEL_FLOPS = (2e6, 2e10)  # the sample's range of work per convolution: 3x3 layers of a batch of 32 reach 10-20 GFLOP
 CHANNEL_SEED = 11  # a check sample of the grid is drawn with another seed, so calibration's is held out of it
 
 
-def channel_shapes(n: int = CHANNEL_SAMPLE, seed: int = CHANNEL_SEED) -> list[ConvShape]:
-    """``n`` 2-d convolutions (1x1 or 3x3, stride 1 or 2, batch 1 or 32) drawn from the grid of
-    ``CHANNELS`` and ``SIZES``, each of 2 MFLOP to 2 GFLOP."""
+def channel_shapes(n: int | None = None, seed: int = CHANNEL_SEED) -> list[ConvShape]:
+    """``n`` (default ``CHANNEL_SAMPLE``) 2-d convolutions (1x1 or 3x3, stride 1 or 2, batch 1 or
+    32) drawn from the grid of ``CHANNELS`` and ``SIZES``, each of ``CHANNEL_FLOPS``."""
     import random
 
+    n = CHANNEL_SAMPLE if n is None else n
     rng = random.Random(seed)
     out: list[ConvShape] = []
     while len(out) < n:
         cin, cout, size = rng.choice(CHANNELS), rng.choice(CHANNELS), rng.choice(SIZES)
         kernel, stride, batch = rng.choice((1, 1, 3)), rng.choice((1, 1, 1, 2)), rng.choice((1, 32, 32))
         flops = 2 * batch * (size // stride) ** 2 * cout * cin * kernel * kernel
-        if 2e6 <= flops <= 2e9:
+        if CHANNEL_FLOPS[0] <= flops <= CHANNEL_FLOPS[1]:
             out.append(ConvShape(batch, cin, cout, size, kernel, stride, kernel // 2))
     return out
 
@@ -181,26 +183,72 @@ def measure_conv(dtype_name: str, shapes: list[tuple], device: str, *, budget_s:
     with torch.no_grad():
         for shape in shapes:
             s = ConvShape(*shape)
-            point = ConvPoint.model_construct(**s._asdict())
-            x_shape, w_shape, _ = point.shapes()
-            x = torch.randn(x_shape, device=device, dtype=dtype)
-            w = torch.randn(w_shape, device=device, dtype=dtype) / (s.in_channels * point.taps) ** 0.5
-            if s.layout == "channels_last":
-                x, w = x.contiguous(memory_format=torch.channels_last), w.contiguous(memory_format=torch.channels_last)
-            conv = _CONV[(s.dims, s.transposed)]
-            stride, padding = point.strides, point.paddings
-            t = time_fn(
-                lambda: conv(x, w, None, stride, padding), device=device, budget_s=budget_s, warmup_budget_s=budget_s,
-                min_samples=5, label=_label(dtype_name, s),
-            )
+            call = _conv_call(s, dtype, device)
+            t = time_fn(call, device=device, budget_s=budget_s, warmup_budget_s=budget_s, min_samples=5, label=_label(dtype_name, s))
             if t.warning:
                 warnings.append(t.warning)
             stat = t.stat()
-            points.append(ConvPoint(**s._asdict(), time=stat, flop_per_s=point.flops / stat.median_s))
-            del x, w
+            points.append(ConvPoint(**s._asdict(), time=stat, flop_per_s=ConvPoint.model_construct(**s._asdict()).flops / stat.median_s))
+            del call
             if progress:
                 progress()
     return ConvCurve(dtype=dtype_name, tf32=tf32, keyed=keyed, points=points)
+
+
+def _conv_call(s: ConvShape, dtype: torch.dtype, device: str):
+    """One call of the shape's convolution on fresh random tensors."""
+    point = ConvPoint.model_construct(**s._asdict())
+    x_shape, w_shape, _ = point.shapes()
+    x = torch.randn(x_shape, device=device, dtype=dtype)
+    w = torch.randn(w_shape, device=device, dtype=dtype) / (s.in_channels * point.taps) ** 0.5
+    if s.layout == "channels_last":
+        x, w = x.contiguous(memory_format=torch.channels_last), w.contiguous(memory_format=torch.channels_last)
+    conv, stride, padding = _CONV[(s.dims, s.transposed)], point.strides, point.paddings
+    return lambda: conv(x, w, None, stride, padding)
+
+
+# points profiled in one session: their tensors are held until it ends
+PROFILED_AT_ONCE = 128
+
+
+def summed_kernels_s(calls: list) -> list[float | None]:
+    """Per call, the summed durations of the kernels it launches (torch.profiler, one session for
+    all; a warm kernel's duration varies far less than the gaps around it, so one run will do): a
+    call's time without the gaps between its kernels, as the profiler shows an op. Each call must be
+    one top-level aten op; None where the events do not line up with the calls."""
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        for fn in calls:
+            fn()
+        torch.cuda.synchronize()
+    events = [e for e in prof.events() if e.cpu_parent is None and e.name.startswith("aten::")]
+    if len(events) != len(calls):
+        return [None] * len(calls)
+    return [e.device_time_total * 1e-6 if e.device_time_total > 0 else None for e in events]
+
+
+def with_kernel_times(curves: list[ConvCurve], device: str, warnings: list) -> list[ConvCurve]:
+    """The GPU curves with each point's kernels' summed time (``ConvPoint.kernels_s``). A profiler
+    session leaves CUPTI's callbacks on every later launch of the process (pytorch/pytorch#144455),
+    so calibration calls this after every other measurement."""
+    out = []
+    with torch.no_grad():
+        for curve in curves:
+            dtype = DTYPES[curve.dtype]
+            kernels: list[float | None] = []
+            for i in range(0, len(curve.points), PROFILED_AT_ONCE):
+                batch = curve.points[i:i + PROFILED_AT_ONCE]
+                calls = [_conv_call(ConvShape(**{f: getattr(p, f) for f in ConvShape._fields}), dtype, device) for p in batch]
+                for call in calls:  # cuDNN's plan for each shape is built outside the session
+                    call()
+                kernels += summed_kernels_s(calls)
+                del calls
+            missing = sum(k is None for k in kernels)
+            if missing:
+                warnings.append(f"conv {curve.dtype}: {missing} points' kernel times not measured (profiler events did not line up)")
+            out.append(curve.model_copy(update=dict(points=[p.model_copy(update=dict(kernels_s=k)) for p, k in zip(curve.points, kernels)])))
+    return out
 
 
 # oneDNN's dense convolutions on the CPU, forward and each gradient, at batch > 1 (ATen sends a

@@ -30,8 +30,9 @@ from roofline.profiles import load_profile_file, save_profile
 def measure_convs(device: str, *, budget_s: float, warnings: list, quick: bool):
     """The dense convolutions of calibration's plan, every dtype of it (``calibrate.conv``)."""
     plan = gpu_plan(quick, torch.cuda.get_device_properties(device).total_memory)
-    return [conv.measure_conv(dtype, plan.conv_shapes_for(dtype), device, budget_s=budget_s, warnings=warnings, keyed=plan.conv_keyed)
-            for dtype in plan.conv_dtypes]
+    curves = [conv.measure_conv(dtype, plan.conv_shapes_for(dtype), device, budget_s=budget_s, warnings=warnings, keyed=plan.conv_keyed)
+              for dtype in plan.conv_dtypes]
+    return conv.with_kernel_times(curves, device, warnings)
 
 
 def measure_convs_3d(device: str, *, budget_s: float, warnings: list, quick: bool):
@@ -40,7 +41,8 @@ def measure_convs_3d(device: str, *, budget_s: float, warnings: list, quick: boo
     shapes = [s for s in plan.conv_shapes if s in conv.GPU_3D_SHAPES]
     if not shapes:
         raise ProfileError("this plan times no 3-d convolutions (a quick profile's): refresh its conv stage instead")
-    return [conv.measure_conv(dtype, shapes, device, budget_s=budget_s, warnings=warnings, keyed=plan.conv_keyed) for dtype in plan.conv_dtypes]
+    curves = [conv.measure_conv(dtype, shapes, device, budget_s=budget_s, warnings=warnings, keyed=plan.conv_keyed) for dtype in plan.conv_dtypes]
+    return conv.with_kernel_times(curves, device, warnings)
 
 
 def measure_foreach(device: str, *, budget_s: float, warnings: list, quick: bool):

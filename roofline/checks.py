@@ -70,7 +70,7 @@ def attach_measurement(report: Report, measurement: Measurement, analysis: Analy
         op.measured_s = measured
         if measured is None or measured <= 0:
             continue
-        predicted = op.kernel_s if gpu else op.predicted_s
+        predicted = (op.kernels_busy_s or op.kernel_s) if gpu else op.predicted_s
         if predicted > 0 or op.kernels:
             op.error = (predicted - measured) / measured
         if op.kernels:

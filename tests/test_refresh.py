@@ -88,12 +88,15 @@ def test_the_conv_stage_measures_calibrations_shapes_in_every_conv_dtype(monkeyp
         return dtype
 
     monkeypatch.setattr(refresh_mod.conv, "measure_conv", fake_measure)
+    profiled = []
+    monkeypatch.setattr(refresh_mod.conv, "with_kernel_times", lambda curves, device, warnings: profiled.append(curves) or curves)
     monkeypatch.setattr(torch.cuda, "get_device_properties", lambda device: type("P", (), {"total_memory": 80 << 30})())
     plan = refresh_mod.gpu_plan(False, 80 << 30)
     # the mechanism families take half the point budget, the convolutions calibration's whole one
     assert refresh_mod.STAGES["conv"].budget_share == 1.0 and refresh_mod.STAGES["gemm_ratios"].budget_share == 0.5
     got = refresh_mod.measure_convs("cuda:0", budget_s=plan.point_budget_s, warnings=[], quick=False)
     assert got == plan.conv_dtypes == ["float32", "bfloat16", "float16"]
+    assert profiled == [got]  # every measured point's kernels then profiled (ConvPoint.kernels_s)
     assert all(shapes == plan.conv_shapes_for(dtype) and budget == pytest.approx(plan.point_budget_s) and keyed for dtype, shapes, _, budget, keyed in calls)
     # the half-precision-only shapes (output channels off the 64-channel tile) in half precision only
     half = set(refresh_mod.conv.GPU_HALF_SHAPES)

@@ -34,6 +34,7 @@ import torch
 
 from roofline.graph.ops import CapturedGraph
 from roofline.graph.serialize import graph_from_dict, graph_to_dict
+from roofline.model.kernels import kernels_busy_s
 from roofline.pipeline import Analysis, Options, read_host_level, resolve_profile
 from roofline.profiles import load_profile_file
 
@@ -109,7 +110,9 @@ def family_of(op, cost) -> str:
 
 
 def priced_ops(analysis: Analysis, measured: list | None) -> list[dict]:
-    """Each op's prediction (kernel time on a GPU, op time on the CPU) beside its measured time."""
+    """Each op's prediction (on a GPU its kernels' time, without the gaps between one op's kernels
+    where the profile tells them, as the profiler measures an op; op time on the CPU) beside its
+    measured time."""
     gpu = analysis.kind == "cuda"
     tl = analysis.timeline()
     out = []
@@ -117,9 +120,11 @@ def priced_ops(analysis: Analysis, measured: list | None) -> list[dict]:
         if not cost.kernels and not (measured and measured[i]):
             continue
         inputs = op.tensor_inputs()
+        busy = kernels_busy_s(op, cost, analysis.dev, (t.kernel_s, t.compute_s, t.memory_s, 0.0)) if gpu else None
         out.append(dict(
             i=i, op=op.name, family=family_of(op, cost), shapes=[list(x.shape) for x in inputs][:3],
-            dtype=str(inputs[0].dtype).removeprefix("torch.") if inputs else "", predicted_s=t.kernel_s if gpu else t.predicted_s,
+            dtype=str(inputs[0].dtype).removeprefix("torch.") if inputs else "",
+            predicted_s=(busy or t.kernel_s) if gpu else t.predicted_s,
             measured_s=measured[i] if measured else None,
         ))
     return out

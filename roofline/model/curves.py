@@ -356,7 +356,9 @@ class ConvModel:
                 roof = max(roof, nbytes / bandwidth.bytes_per_s(nbytes, "copy"))
             ratio = _work_time(p.time.median_s, overhead_s) / roof
             taps = p.taps
-            values = (math.log(m), math.log(n), math.log(k), math.log(ratio))
+            # the share of the call's time its kernels run (1 where not measured; at most 1)
+            busy = min(p.kernels_s / p.time.median_s, 1.0) if p.kernels_s else 1.0
+            values = (math.log(m), math.log(n), math.log(k), math.log(ratio), math.log(busy))
             if self.keyed:
                 kind = conv_kind(p.dims, p.transposed)
                 last = p.layout == "channels_last"
@@ -370,16 +372,26 @@ class ConvModel:
         self._rows = np.array(rows, dtype=np.float64)
         self._keyed_rows = keyed_rows
 
-    def ratio(self, m: int, n: int, k: int, taps: int, key: ConvKey | None = None) -> float:
-        """The ratio at a convolution's implicit GEMM; ``key`` is used by a keyed curve (required there)."""
+    def _at(self, m: int, n: int, k: int, taps: int, key: ConvKey | None) -> np.ndarray:
+        """(ratio, busy share) at a convolution's implicit GEMM from the nearest points."""
         if self.keyed:
             rows = np.array([values for _, values in _keyed_rows(self._keyed_rows, key)], dtype=np.float64)
-            return float(_nearest_log_mean(rows[:, 0:3], rows[:, 3:4], m, n, k)[0])
+            return _nearest_log_mean(rows[:, 0:3], rows[:, 3:5], m, n, k)
         rows = self._rows
         same = rows[rows[:, 0] == taps]
         if len(same):
             rows = same
-        return float(_nearest_log_mean(rows[:, 1:4], rows[:, 4:5], m, n, k)[0])
+        return _nearest_log_mean(rows[:, 1:4], rows[:, 4:6], m, n, k)
+
+    def ratio(self, m: int, n: int, k: int, taps: int, key: ConvKey | None = None) -> float:
+        """The ratio at a convolution's implicit GEMM; ``key`` is used by a keyed curve (required there)."""
+        return float(self._at(m, n, k, taps, key)[0])
+
+    def busy_share(self, m: int, n: int, k: int, taps: int, key: ConvKey | None = None) -> float:
+        """The share of a call's time its kernels run, at the same points as ``ratio``: cuDNN runs an
+        NCHW convolution as several kernels (layout transforms around its GEMM), and the call's time
+        holds the gaps between them; the profiler's per-op time does not."""
+        return float(self._at(m, n, k, taps, key)[1])
 
 
 PASSES = ("none", "input", "weight")

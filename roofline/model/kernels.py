@@ -28,7 +28,7 @@ from roofline.costs.norm import batch_norm_training, is_batch_norm_forward
 from roofline.costs.optimizer import FOREACH_CHUNK_BYTES, multi_tensor_kernels
 from roofline.costs.registry import arguments, schema_of
 from roofline.graph.ops import CapturedOp, TensorMeta
-from roofline.model.curves import ConvKey, conv_aligned, conv_channels_last_key, conv_kind, conv_out_aligned, conv_plane_aligned
+from roofline.model.curves import ConvKey, ConvModel, conv_aligned, conv_channels_last_key, conv_kind, conv_out_aligned, conv_plane_aligned
 from roofline.model.device import DeviceModel
 from roofline.model.kernel_table import kernel_key
 from roofline.model.reuse import Reach
@@ -754,25 +754,26 @@ def _rnn_layer_s(cost: OpCost, dev: DeviceModel) -> float | None:
     return model.time_s(rec.cell, max(rec.steps, 1), rec.m, rec.n, rec.k)
 
 
-def _conv_ratio(op: CapturedOp, cost: OpCost, dev: DeviceModel, tf32: bool) -> float:
-    """Calibrated conv-to-roofline time ratio for an ungrouped convolution (1.0 otherwise: grouped
-    and depthwise convolutions, and an unbatched input). A keyed curve prices 1-d, 3-d and
-    transposed convolutions too (``ConvKey``); an older curve only 2-d forward ones."""
+def _conv_points(op: CapturedOp, cost: OpCost, dev: DeviceModel, tf32: bool) -> tuple[ConvModel, tuple] | None:
+    """The calibrated conv model that prices an ungrouped convolution and the arguments of its
+    lookup (m, n, k, taps, key); None for grouped and depthwise convolutions, an unbatched input,
+    and a kind the profile's curve does not price. A keyed curve prices 1-d, 3-d and transposed
+    convolutions too (``ConvKey``); an older curve only 2-d forward ones."""
     batch, m, n, k = cost.gemm
     inputs = op.tensor_inputs()
     if batch != 1 or len(inputs) < 2 or op.packet == "aten.conv_tbc":
-        return 1.0
+        return None
     x, w = inputs[0], inputs[1]
     model = dev.conv_model(DTYPE_NAMES.get(cost.compute_dtype, "float32"), tf32)
     if model is None or x.ndim != w.ndim:
-        return 1.0
+        return None
     taps = math.prod(w.shape[2:])
     if not model.keyed:
         if x.ndim != 4 or is_transposed(op):
-            return 1.0
-        return model.ratio(m, n, k, taps)
+            return None
+        return model, (m, n, k, taps, None)
     if x.ndim not in (3, 4, 5):
-        return 1.0
+        return None
     stride = arguments(op).get("stride", [1])
     strided = any(int(s) > 1 for s in stride) if isinstance(stride, (list, tuple)) else int(stride) > 1
     kind = conv_kind(x.ndim - 2, is_transposed(op))
@@ -788,7 +789,33 @@ def _conv_ratio(op: CapturedOp, cost: OpCost, dev: DeviceModel, tf32: bool) -> f
                    or conv_out_aligned(kind, taps, strided, out.shape[1], positions, x.itemsize, channels_last=unit_channels))
     last = cost.conv_gradient is None and conv_channels_last_key(kind, strided, _channels_last(x))
     key = ConvKey(kind, taps, strided, conv_aligned(x.shape[1], x.itemsize), plane, out_aligned, last)
-    return model.ratio(m, n, k, taps, key)
+    return model, (m, n, k, taps, key)
+
+
+def _conv_ratio(op: CapturedOp, cost: OpCost, dev: DeviceModel, tf32: bool) -> float:
+    """Calibrated conv-to-roofline time ratio for an ungrouped convolution (1.0 where no points
+    price it, ``_conv_points``)."""
+    found = _conv_points(op, cost, dev, tf32)
+    return 1.0 if found is None else found[0].ratio(*found[1])
+
+
+def kernels_busy_s(op: CapturedOp, cost: OpCost, dev: DeviceModel, terms: tuple[float, float, float, float]) -> float | None:
+    """An op's kernels' summed time, without the gaps between them, where it differs from its
+    ``kernel_s``: a dense GPU convolution priced from calibrated points whose kernels' time was
+    measured (``ConvPoint.kernels_s``) runs several kernels (layout transforms around its GEMM),
+    and ``kernel_s`` (the device time it takes, what the timeline adds) holds the gaps between
+    them, which the profiler's per-op time leaves out. ``terms``: its ``kernel_s``. None for the rest."""
+    if dev.kind != "cuda" or cost.category != "conv" or cost.parts or cost.gemm is None or _timed(op, cost, dev) is not None:
+        return None
+    tf32 = dev.modes.matmul_tf32 or dev.modes.conv_tf32
+    found = _conv_points(op, cost, dev, tf32)
+    if found is None:
+        return None
+    share = found[0].busy_share(*found[1])
+    if share >= 1.0:
+        return None
+    kernel, compute, memory, _ = terms
+    return kernel - (1.0 - share) * max(compute, memory)
 
 
 def _onednn_conv_s(op: CapturedOp, cost: OpCost, dev: DeviceModel, gemm_s: float) -> float | None:

@@ -228,7 +228,7 @@ def conv2d_output_size(size: int, kernel: int, stride: int, padding: int) -> int
     return (size + 2 * padding - kernel) // stride + 1
 
 
-_DEPTH_FIELDS = ("depth", "kernel_depth", "stride_depth", "padding_depth")
+_OPTIONAL_FIELDS = ("depth", "kernel_depth", "stride_depth", "padding_depth", "kernels_s")
 
 
 class ConvPoint(_Strict):
@@ -256,6 +256,11 @@ class ConvPoint(_Strict):
         default="nchw", description="Memory format of the input and weight (channels_last: a 2-d convolution in NHWC, as cuDNN's NHWC kernels take it).",
     )
     time: Stat = Field(description="Time of one call.")
+    kernels_s: float | None = Field(
+        default=None, gt=0,
+        description="GPU: the summed durations of the kernels one call runs (torch.profiler), without the gaps between them that "
+        "``time`` holds (cuDNN runs an NCHW convolution as 3-5 kernels behind layout transforms); null where not measured.",
+    )
     flop_per_s: float = Field(gt=0, le=MAX_FLOP_PER_S, description="FLOPs (as flop_counter counts: 2 x N x conv positions x Cout x Cin x taps) / median time.")
 
     def _axes(self) -> list[tuple[int, int, int, int]]:
@@ -319,10 +324,11 @@ class ConvPoint(_Strict):
         return 2 * self.batch * conv_positions * self.out_channels * self.in_channels * self.taps
 
     @model_serializer(mode="wrap")
-    def _without_unset_axes(self, handler):
-        """A point's depth fields are written only where they are set (a 3-d point that is not a cube)."""
+    def _without_unset_fields(self, handler):
+        """A point's depth fields are written only where they are set (a 3-d point that is not a cube),
+        its kernels' time only where it was measured."""
         data = handler(self)
-        for name in _DEPTH_FIELDS:
+        for name in _OPTIONAL_FIELDS:
             if data.get(name, 0) is None:
                 del data[name]
         return data

@@ -61,7 +61,12 @@ class OpReport(_Model):
     bytes_read: int = Field(ge=0, description="Compulsory bytes read by the kernel.")
     bytes_written: int = Field(ge=0, description="Compulsory bytes written by the kernel.")
     kernels: int = Field(ge=0, description="Device kernels launched.")
-    kernel_s: float = Field(ge=0, description="Predicted device time of its kernels, seconds.")
+    kernel_s: float = Field(ge=0, description="Predicted device time of its kernels, seconds: what the timeline adds, gaps between its kernels included.")
+    kernels_busy_s: float | None = Field(
+        default=None, ge=0,
+        description="Where it differs from kernel_s: its kernels' summed time without the gaps between them, as the profiler shows an op "
+        "(a dense GPU convolution priced from points that measured both), seconds; null elsewhere.",
+    )
     host_s: float = Field(ge=0, description="Predicted host time to issue it (dispatch + module calls + the model's own Python before it), seconds.")
     python_calls: int = Field(default=0, ge=0, description="Python function calls of the model's own code (not torch's, not the standard library's) since the op before.")
     python_s: float = Field(default=0.0, ge=0, description="The part of host_s those Python calls take, seconds.")
@@ -89,10 +94,10 @@ class OpReport(_Model):
         default="curve", description="Where kernel_s comes from: the calibrated curves, the profile's shape-exact kernel table (roofline calibrate --for), both (a fused op's parts), or none (no kernel).",
     )
     measured_s: float | None = Field(
-        default=None, description="Measured with --measure: device time of its kernels on a GPU, wall time on the CPU; else null."
+        default=None, description="Measured with --measure: the summed device time of its kernels on a GPU (torch.profiler), wall time on the CPU; else null."
     )
     error: float | None = Field(
-        default=None, description="(predicted - measured) / measured, predicted being kernel_s on a GPU and predicted_s on the CPU."
+        default=None, description="(predicted - measured) / measured, predicted being kernels_busy_s (else kernel_s) on a GPU and predicted_s on the CPU."
     )
     roofline_fraction: float | None = Field(default=None, description="Measured: roofline-bound time over measured time (1 = at the roof).")
 
