@@ -64,3 +64,15 @@ def test_other_ops_report_no_separate_kernels_time():
     mlp = torch.nn.Sequential(torch.nn.Linear(64, 64), torch.nn.GELU())
     a = Analysis.of(mlp, (torch.empty(8, 64, device="meta"),), None, profile, Options(device="cuda", capture_device="cpu", batch_sweep=False))
     assert all(op.kernels_busy_s is None for op in a.report().ops)
+
+
+def test_the_measured_chart_and_the_error_agree():
+    from roofline.report.charts.measured import measured_pairs
+
+    profile = load_profile_file(H100)
+    a, op = _conv_report(profile)
+    report = a.report()
+    i = next(k for k, o in enumerate(report.ops) if o.category == "conv")
+    report.ops[i].measured_s = op.kernels_busy_s
+    ((_, predicted, measured),) = measured_pairs(report)
+    assert predicted == measured == op.kernels_busy_s

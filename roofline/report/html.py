@@ -342,7 +342,7 @@ def _ops_section(report: Report) -> str:
         rows.append(row)
         classes.append("dim" if op.regime == "none" else "")
     more = f" ({len(report.ops) - len(ops)} more in the JSON report)" if len(report.ops) > len(ops) else ""
-    what = ("measured: " + ("kernel device time; error against 'kernel'" if gpu else "wall time; error against 'predicted'")) if measured else ""
+    what = ("measured: " + ("summed kernel time; error against 'kernel' (a convolution's without the gaps between its kernels)" if gpu else "wall time; error against 'predicted'")) if measured else ""
     return (
         f'<h2 id="ops">Top {len(ops)} ops by {"measured" if measured else "predicted"} time{more}</h2>'
         + (f'<p class="note">{_e(what)}. “of roof”: the roofline-bound time over the measured time.</p>' if measured else "")
@@ -436,7 +436,7 @@ def _accuracy_section(report: Report) -> str:
     gpu = report.profile.kind == "cuda"
     return (
         '<h2 id="accuracy">Accuracy</h2>' + _cards(cards)
-        + f'<p class="note">Per-op error = (predicted − measured) / measured, predicted being the {"kernel time (GPU: measured kernel device time)" if gpu else "predicted time (CPU: measured wall time)"}; '
+        + f'<p class="note">Per-op error = (predicted − measured) / measured, predicted being the {"kernel time (GPU: a convolution’s without the gaps between its kernels; measured: summed kernel time)" if gpu else "predicted time (CPU: measured wall time)"}; '
         "the whole-forward error compares the eager total with its measured median.</p>"
     )
 

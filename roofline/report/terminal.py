@@ -91,7 +91,8 @@ def render(report: Report, console: Console | None = None, top: int = 15) -> Non
     if measured:
         cols += ["measured", "error", "of roof"]
         gpu = report.profile.kind == "cuda"
-        table.caption = "measured: kernel device time per op (error against 'kernel')" if gpu else "measured: wall time per op (error against 'predicted')"
+        table.caption = ("measured: summed kernel time per op (error against 'kernel'; a convolution's without the gaps "
+                         "between its kernels)") if gpu else "measured: wall time per op (error against 'predicted')"
     for c in cols:
         table.add_column(c, justify="right" if c in ("#", "FLOP", "bytes", "kernel", "host", "predicted", "measured", "error", "of roof") else "left", overflow="fold")
     for op in sorted(report.ops, key=lambda o: -(o.measured_s or o.predicted_s) if measured else -o.predicted_s)[:top]:

@@ -26,11 +26,12 @@ from roofline.units import si
 
 
 def measured_pairs(report: Report) -> list[tuple[OpReport, float, float]]:
-    """(op, predicted, measured) for measured ops; predicted is kernel time on a GPU, predicted time on the CPU."""
+    """(op, predicted, measured) for measured ops; predicted is kernel time on a GPU (a convolution's
+    without the gaps between its kernels, as the profiler measures it), predicted time on the CPU."""
     out = []
     for op in report.ops:
         if op.measured_s and op.measured_s > 0:
-            pred = op_time(report, op)
+            pred = (op.kernels_busy_s or op_time(report, op)) if is_gpu(report) else op_time(report, op)
             if pred > 0:
                 out.append((op, pred, op.measured_s))
     return out
@@ -91,7 +92,7 @@ def predicted_vs_measured(report: Report, *, band: float = 0.25, top: int = 8) -
         ax.yaxis.set_major_formatter(eng("s"))
         ax.xaxis.set_minor_formatter(NullFormatter())
         ax.yaxis.set_minor_formatter(NullFormatter())
-        ax.set_xlabel(f"measured ({'kernel device time' if gpu else 'wall time'} per op)")
+        ax.set_xlabel(f"measured ({'summed kernel time' if gpu else 'wall time'} per op)")
         ax.set_ylabel(f"predicted ({'kernel time' if gpu else 'predicted time'} per op)")
         ax.grid(True, which="major", color="#eeeeee", lw=0.8, zorder=0)
         titles(fig, ax, f"predicted vs measured, {len(pairs)} ops", report)
