@@ -76,6 +76,7 @@ OTHER = [
 # dense NCHW convolutions over the channel counts networks use (calibrate.conv.CHANNELS): a sample
 # of the grid drawn with another seed than calibration's, so that it checks the calibrated points
 CONV_SAMPLE, CONV_SEED = 240, 7
+CONV_SWEEP_FLOPS = (2e6, 2e9)  # the recorded sweeps' range of work (calibration's own sample now reaches further)
 CONV_BACKWARD_SAMPLE, CONV_BACKWARD_SEED = 80, 5  # the backward kernels, over a sample of the same grid
 
 
@@ -161,7 +162,7 @@ def sweep_conv_channels(device: str, budget: float, out: list) -> None:
     gen = torch.Generator(device=device).manual_seed(2)
     for dtype in ("float32", "float16"):
         dt = DT[dtype]
-        for shape in channel_shapes(CONV_SAMPLE, CONV_SEED):
+        for shape in channel_shapes(CONV_SAMPLE, CONV_SEED, CONV_SWEEP_FLOPS):
             p = dict(batch=shape.batch, cin=shape.in_channels, cout=shape.out_channels, size=shape.size, kernel=shape.kernel, stride=shape.stride, padding=shape.padding)
             x = torch.randn(p["batch"], p["cin"], p["size"], p["size"], device=device, dtype=dt, generator=gen)
             w = torch.randn(p["cout"], p["cin"], p["kernel"], p["kernel"], device=device, dtype=dt, generator=gen)
@@ -179,7 +180,7 @@ def sweep_conv_backward(device: str, budget: float, out: list) -> None:
     gen = torch.Generator(device=device).manual_seed(3)
     for dtype in ("float32", "float16", "bfloat16"):
         dt = DT[dtype]
-        for shape in channel_shapes(CONV_BACKWARD_SAMPLE, CONV_BACKWARD_SEED):
+        for shape in channel_shapes(CONV_BACKWARD_SAMPLE, CONV_BACKWARD_SEED, CONV_SWEEP_FLOPS):
             p = dict(batch=shape.batch, cin=shape.in_channels, cout=shape.out_channels, size=shape.size, kernel=shape.kernel, stride=shape.stride, padding=shape.padding)
             x = torch.randn(p["batch"], p["cin"], p["size"], p["size"], device=device, dtype=dt, generator=gen)
             w = torch.randn(p["cout"], p["cin"], p["kernel"], p["kernel"], device=device, dtype=dt, generator=gen)

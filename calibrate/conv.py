@@ -135,19 +135,20 @@ CHANNEL_FLOPS = (2e6, 2e10)  # the sample's range of work per convolution: 3x3 l
 CHANNEL_SEED = 11  # a check sample of the grid is drawn with another seed, so calibration's is held out of it
 
 
-def channel_shapes(n: int | None = None, seed: int = CHANNEL_SEED) -> list[ConvShape]:
+def channel_shapes(n: int | None = None, seed: int = CHANNEL_SEED, flops: tuple[float, float] = CHANNEL_FLOPS) -> list[ConvShape]:
     """``n`` (default ``CHANNEL_SAMPLE``) 2-d convolutions (1x1 or 3x3, stride 1 or 2, batch 1 or
-    32) drawn from the grid of ``CHANNELS`` and ``SIZES``, each of ``CHANNEL_FLOPS``."""
+    32) drawn from the grid of ``CHANNELS`` and ``SIZES``, each of ``flops``."""
     import random
 
     n = CHANNEL_SAMPLE if n is None else n
+    lo, hi = flops
     rng = random.Random(seed)
     out: list[ConvShape] = []
     while len(out) < n:
         cin, cout, size = rng.choice(CHANNELS), rng.choice(CHANNELS), rng.choice(SIZES)
         kernel, stride, batch = rng.choice((1, 1, 3)), rng.choice((1, 1, 1, 2)), rng.choice((1, 32, 32))
-        flops = 2 * batch * (size // stride) ** 2 * cout * cin * kernel * kernel
-        if CHANNEL_FLOPS[0] <= flops <= CHANNEL_FLOPS[1]:
+        work = 2 * batch * (size // stride) ** 2 * cout * cin * kernel * kernel
+        if lo <= work <= hi:
             out.append(ConvShape(batch, cin, cout, size, kernel, stride, kernel // 2))
     return out
 
@@ -211,21 +212,29 @@ def _conv_call(s: ConvShape, dtype: torch.dtype, device: str):
 PROFILED_AT_ONCE = 128
 
 
-def summed_kernels_s(calls: list) -> list[float | None]:
+def summed_kernels_s(calls: list, reps: int = 3) -> list[float | None]:
     """Per call, the summed durations of the kernels it launches (torch.profiler, one session for
-    all; a warm kernel's duration varies far less than the gaps around it, so one run will do): a
-    call's time without the gaps between its kernels, as the profiler shows an op. Each call must be
-    one top-level aten op; None where the events do not line up with the calls."""
+    all): a call's time without the gaps between its kernels, as the profiler shows an op. Each call
+    runs ``reps`` times back to back and keeps its least, as the timed calls ran warm (the first run
+    after another shape finds its data out of the cache); one throwaway call opens the session.
+    Each call must be one top-level aten op, its cuDNN plan already built (``cudnn.benchmark``
+    would time its search); None where the events do not line up with the calls."""
     from torch.profiler import ProfilerActivity, profile
 
     with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        calls[0]()
         for fn in calls:
-            fn()
+            for _ in range(reps):
+                fn()
         torch.cuda.synchronize()
-    events = [e for e in prof.events() if e.cpu_parent is None and e.name.startswith("aten::")]
-    if len(events) != len(calls):
+    events = [e for e in prof.events() if e.cpu_parent is None and e.name.startswith("aten::")][1:]
+    if len(events) != reps * len(calls):
         return [None] * len(calls)
-    return [e.device_time_total * 1e-6 if e.device_time_total > 0 else None for e in events]
+    out = []
+    for i in range(len(calls)):
+        least = min(e.device_time_total for e in events[i * reps:(i + 1) * reps])
+        out.append(least * 1e-6 if least > 0 else None)
+    return out
 
 
 def with_kernel_times(curves: list[ConvCurve], device: str, warnings: list) -> list[ConvCurve]:

@@ -639,7 +639,10 @@ def run_calibration(
             # last: a profiler session slows every later launch of the process (``conv.with_kernel_times``)
             progress.stage(f"{device} conv kernels")
             clock = time.perf_counter()
-            gpu_part.measurements.conv = conv.with_kernel_times(gpu_part.measurements.conv, device, warnings)
+            try:
+                gpu_part.measurements.conv = conv.with_kernel_times(gpu_part.measurements.conv, device, warnings)
+            except (RuntimeError, torch.cuda.OutOfMemoryError) as e:  # the points keep their times; only the kernels' go
+                warnings.append(f"conv kernels' times not measured: {str(e).splitlines()[0]}")
             stages["gpu conv kernels"] = round(time.perf_counter() - clock, 3)
     info = CalibrationInfo(
         created_at=datetime.now(timezone.utc),

@@ -546,7 +546,7 @@ class Analysis:
                     index=op.index, target=op.name, module=op.module or op.grad_of, module_type=op.module_type, source=op.source,
                     category=cost.category, inputs=_tensor_infos(op.tensor_inputs()), outputs=_tensor_infos(op.outputs),
                     flops=cost.flops, bytes_read=cost.bytes_read, bytes_written=cost.bytes_written, kernels=cost.kernels,
-                    kernel_s=t.kernel_s, kernels_busy_s=kernels_busy_s(op, cost, self.dev, (t.kernel_s, t.compute_s, t.memory_s, 0.0)),
+                    kernel_s=t.kernel_s, kernels_busy_s=kernels_busy_s(op, cost, self.dev, t.kernel_s, t.compute_s, t.memory_s),
                     host_s=t.host_s, python_calls=op.python_calls, python_s=op.python_calls * python_s * switch.get(op.phase, 1.0),
                     compute_s=t.compute_s, memory_s=t.memory_s,
                     predicted_s=t.predicted_s, start_s=t.start_s, issue_s=t.issue_s, regime=t.regime, bound_by=t.bound_by, waited_s=t.waited_s, work_regime=t.work_regime or None, supported=ok,

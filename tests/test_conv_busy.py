@@ -4,6 +4,7 @@ the H100); the timeline keeps the call's time, the per-op report and its error u
 the kernels' time, as the profiler measures an op."""
 
 import numpy as np
+import pytest
 import torch
 
 from roofline.checks import attach_measurement
@@ -35,7 +36,7 @@ def test_the_shipped_points_hold_their_kernels_time_below_the_calls():
     shares = [p.kernels_s / p.time.median_s for c in profile.gpu.measurements.conv for p in c.points if p.kernels_s]
     assert len(shares) > 500
     shares.sort()
-    assert 0.85 < shares[len(shares) // 2] < 1.0 and shares[len(shares) // 10] < 0.9
+    assert 0.75 < shares[len(shares) // 2] < 0.95 and shares[len(shares) // 10] < 0.85 and shares[-1] <= 1.05
 
 
 def test_a_convolution_reports_its_kernels_without_the_gaps_and_the_timeline_keeps_them():
@@ -76,3 +77,45 @@ def test_the_measured_chart_and_the_error_agree():
     report.ops[i].measured_s = op.kernels_busy_s
     ((_, predicted, measured),) = measured_pairs(report)
     assert predicted == measured == op.kernels_busy_s
+
+
+def test_a_channels_last_convolution_reports_no_separate_kernels_time():
+    # its stride-1 points are its NCHW twin's, whose layout transforms it does not run
+    profile = load_profile_file(H100)
+    conv = torch.nn.Conv2d(128, 128, 3, 1, 1, bias=False, dtype=torch.float16, device="meta")
+    x = torch.empty(32, 128, 28, 28, dtype=torch.float16, device="meta").contiguous(memory_format=torch.channels_last)
+    a = Analysis.of(conv, (x,), None, profile, Options(device="cuda", capture_device="cpu", batch_sweep=False))
+    assert next(op for op in a.report().ops if op.category == "conv").kernels_busy_s is None
+
+
+def test_the_share_takes_the_measured_points_alone_and_prices_the_larger_term():
+    from roofline.model.curves import BUSY_SHARE_MAX, ConvModel
+    from roofline.model.device import DeviceModel
+
+    profile = load_profile_file(H100)
+    a, op = _conv_report(profile)
+    share = (op.kernel_s - op.kernels_busy_s) / max(op.compute_s, op.memory_s)
+    assert 0.0 < share < 0.5  # busy = kernel - (1 - share) x the larger term
+    curve = next(c for c in profile.gpu.measurements.conv if c.dtype == "float16")
+    matmul = DeviceModel(profile.gpu, "cuda").matmul_model("float16")
+    unmeasured = curve.model_copy(update=dict(points=[p.model_copy(update=dict(kernels_s=None)) for p in curve.points]))
+    slow = curve.model_copy(update=dict(points=[p.model_copy(update=dict(kernels_s=BUSY_SHARE_MAX * 1.1 * p.time.median_s)) for p in curve.points]))
+    for stripped in (unmeasured, slow):
+        assert ConvModel(stripped, matmul).busy_share(25088, 128, 1152, 9, ConvModel(curve, matmul)._keyed_rows[0][0]) == 1.0
+
+
+def test_kernel_times_land_on_their_own_points_across_profiler_sessions(monkeypatch):
+    import calibrate.conv as conv
+
+    curve = conv.measure_conv("float32", conv.CPU_SHAPES, "cpu", budget_s=0.001, warnings=[])
+    seen = []
+
+    def fake(calls):
+        seen.append(len(calls))
+        return [(len(seen) * 100 + i) * 1e-6 for i in range(len(calls))]
+
+    monkeypatch.setattr(conv, "summed_kernels_s", fake)
+    monkeypatch.setattr(conv, "PROFILED_AT_ONCE", 3)
+    (out,) = conv.with_kernel_times([curve], "cpu", [])
+    assert seen == [3, 1] and [p.kernels_s for p in out.points] == pytest.approx([100e-6, 101e-6, 102e-6, 200e-6])
+    assert [p.time for p in out.points] == [p.time for p in curve.points]

@@ -403,8 +403,8 @@ def test_the_shipped_h100_profile_prices_held_out_video_layers():
     """The layers of torchvision's video models (R3D-18, MC3-18, R(2+1)D-18, S3D, patch embeddings),
     recorded on the H100 (benchmarks/results/h100_conv3d.json) and held out of calibration: within
     30% in the median on the shipped profile's 3-d points. On the 2-d points of their taps alone
-    the 3x3x3 and the temporal 3x1x1 filters of stride 1 are off by 54% and 29% in the median
-    (28% and 17% on the 3-d points)."""
+    the 3x3x3 and the temporal 3x1x1 filters of stride 1 are off by 57% and 29% in the median
+    (29% and 17% on the 3-d points)."""
     import statistics
 
     from benchmarks.conv3d_check import filter_name, predicted_s

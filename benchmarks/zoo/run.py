@@ -120,7 +120,7 @@ def priced_ops(analysis: Analysis, measured: list | None) -> list[dict]:
         if not cost.kernels and not (measured and measured[i]):
             continue
         inputs = op.tensor_inputs()
-        busy = kernels_busy_s(op, cost, analysis.dev, (t.kernel_s, t.compute_s, t.memory_s, 0.0)) if gpu else None
+        busy = kernels_busy_s(op, cost, analysis.dev, t.kernel_s, t.compute_s, t.memory_s) if gpu else None
         out.append(dict(
             i=i, op=op.name, family=family_of(op, cost), shapes=[list(x.shape) for x in inputs][:3],
             dtype=str(inputs[0].dtype).removeprefix("torch.") if inputs else "",

@@ -330,6 +330,18 @@ def _keyed_rows(rows: list, key: ConvKey) -> list:
     return [r for r in same if r[0].plane_aligned == key.plane_aligned] or same
 
 
+# a point whose kernels' summed time exceeds its call's by more than this ran otherwise when profiled
+BUSY_SHARE_MAX = 1.05
+
+
+def _busy_share(point) -> float:
+    """The share of a calibrated point's call time its kernels run (``ConvPoint.kernels_s``), at
+    most 1; NaN where not measured or not like the timed call (``BUSY_SHARE_MAX``)."""
+    if not point.kernels_s or point.kernels_s > BUSY_SHARE_MAX * point.time.median_s:
+        return math.nan
+    return min(point.kernels_s / point.time.median_s, 1.0)
+
+
 class ConvModel:
     """How much slower (>1) or faster (<1) than its roofline a dense convolution runs, from calibrated
     convolutions of one dtype: the roofline being the larger of its implicit GEMM on the matmul
@@ -356,9 +368,7 @@ class ConvModel:
                 roof = max(roof, nbytes / bandwidth.bytes_per_s(nbytes, "copy"))
             ratio = _work_time(p.time.median_s, overhead_s) / roof
             taps = p.taps
-            # the share of the call's time its kernels run (1 where not measured; at most 1)
-            busy = min(p.kernels_s / p.time.median_s, 1.0) if p.kernels_s else 1.0
-            values = (math.log(m), math.log(n), math.log(k), math.log(ratio), math.log(busy))
+            values = (math.log(m), math.log(n), math.log(k), math.log(ratio), math.log(_busy_share(p)))
             if self.keyed:
                 kind = conv_kind(p.dims, p.transposed)
                 last = p.layout == "channels_last"
@@ -372,26 +382,27 @@ class ConvModel:
         self._rows = np.array(rows, dtype=np.float64)
         self._keyed_rows = keyed_rows
 
-    def _at(self, m: int, n: int, k: int, taps: int, key: ConvKey | None) -> np.ndarray:
-        """(ratio, busy share) at a convolution's implicit GEMM from the nearest points."""
+    def _rows_for(self, taps: int, key: ConvKey | None) -> np.ndarray:
+        """The points a convolution prices from: log(m), log(n), log(k), log(ratio), log(busy share)."""
         if self.keyed:
-            rows = np.array([values for _, values in _keyed_rows(self._keyed_rows, key)], dtype=np.float64)
-            return _nearest_log_mean(rows[:, 0:3], rows[:, 3:5], m, n, k)
+            return np.array([values for _, values in _keyed_rows(self._keyed_rows, key)], dtype=np.float64)
         rows = self._rows
         same = rows[rows[:, 0] == taps]
-        if len(same):
-            rows = same
-        return _nearest_log_mean(rows[:, 1:4], rows[:, 4:6], m, n, k)
+        return (same if len(same) else rows)[:, 1:]
 
     def ratio(self, m: int, n: int, k: int, taps: int, key: ConvKey | None = None) -> float:
         """The ratio at a convolution's implicit GEMM; ``key`` is used by a keyed curve (required there)."""
-        return float(self._at(m, n, k, taps, key)[0])
+        rows = self._rows_for(taps, key)
+        return float(_nearest_log_mean(rows[:, 0:3], rows[:, 3:4], m, n, k)[0])
 
     def busy_share(self, m: int, n: int, k: int, taps: int, key: ConvKey | None = None) -> float:
-        """The share of a call's time its kernels run, at the same points as ``ratio``: cuDNN runs an
-        NCHW convolution as several kernels (layout transforms around its GEMM), and the call's time
-        holds the gaps between them; the profiler's per-op time does not."""
-        return float(self._at(m, n, k, taps, key)[1])
+        """The share of a call's time its kernels run, from the nearest of the same points as ``ratio``
+        that measured it (1 where none did): cuDNN runs an NCHW convolution as several kernels
+        (layout transforms around its GEMM), and the call's time holds the gaps between them; the
+        profiler's per-op time does not."""
+        rows = self._rows_for(taps, key)
+        rows = rows[np.isfinite(rows[:, 4])]
+        return float(_nearest_log_mean(rows[:, 0:3], rows[:, 4:5], m, n, k)[0]) if len(rows) else 1.0
 
 
 PASSES = ("none", "input", "weight")

@@ -799,23 +799,24 @@ def _conv_ratio(op: CapturedOp, cost: OpCost, dev: DeviceModel, tf32: bool) -> f
     return 1.0 if found is None else found[0].ratio(*found[1])
 
 
-def kernels_busy_s(op: CapturedOp, cost: OpCost, dev: DeviceModel, terms: tuple[float, float, float, float]) -> float | None:
+def kernels_busy_s(op: CapturedOp, cost: OpCost, dev: DeviceModel, kernel: float, compute: float, memory: float) -> float | None:
     """An op's kernels' summed time, without the gaps between them, where it differs from its
-    ``kernel_s``: a dense GPU convolution priced from calibrated points whose kernels' time was
-    measured (``ConvPoint.kernels_s``) runs several kernels (layout transforms around its GEMM),
-    and ``kernel_s`` (the device time it takes, what the timeline adds) holds the gaps between
-    them, which the profiler's per-op time leaves out. ``terms``: its ``kernel_s``. None for the rest."""
+    ``kernel`` time: a dense NCHW GPU convolution priced from calibrated points whose kernels' time
+    was measured (``ConvPoint.kernels_s``) runs several kernels (layout transforms around its GEMM),
+    and its kernel time (the device time it takes, what the timeline adds) holds the gaps between
+    them, which the profiler's per-op time leaves out. ``compute``, ``memory``: its terms, the larger
+    of which the points' ratio and share price. None for the rest, a channels-last one too (its
+    stride-1 points are its NCHW twin's, gaps and all)."""
     if dev.kind != "cuda" or cost.category != "conv" or cost.parts or cost.gemm is None or _timed(op, cost, dev) is not None:
         return None
-    tf32 = dev.modes.matmul_tf32 or dev.modes.conv_tf32
-    found = _conv_points(op, cost, dev, tf32)
+    inputs = op.tensor_inputs()
+    if inputs and _channels_last(inputs[0]):
+        return None
+    found = _conv_points(op, cost, dev, dev.modes.matmul_tf32 or dev.modes.conv_tf32)
     if found is None:
         return None
     share = found[0].busy_share(*found[1])
-    if share >= 1.0:
-        return None
-    kernel, compute, memory, _ = terms
-    return kernel - (1.0 - share) * max(compute, memory)
+    return kernel - (1.0 - share) * max(compute, memory) if share < 1.0 else None
 
 
 def _onednn_conv_s(op: CapturedOp, cost: OpCost, dev: DeviceModel, gemm_s: float) -> float | None:
