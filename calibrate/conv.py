@@ -232,8 +232,8 @@ def summed_kernels_s(calls: list, reps: int = 3) -> list[float | None]:
         return [None] * len(calls)
     out = []
     for i in range(len(calls)):
-        least = min(e.device_time_total for e in events[i * reps:(i + 1) * reps])
-        out.append(least * 1e-6 if least > 0 else None)
+        times = [e.device_time_total for e in events[i * reps:(i + 1) * reps] if e.device_time_total > 0]
+        out.append(min(times) * 1e-6 if times else None)
     return out
 
 

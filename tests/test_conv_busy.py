@@ -86,22 +86,39 @@ def test_a_channels_last_convolution_reports_no_separate_kernels_time():
     x = torch.empty(32, 128, 28, 28, dtype=torch.float16, device="meta").contiguous(memory_format=torch.channels_last)
     a = Analysis.of(conv, (x,), None, profile, Options(device="cuda", capture_device="cpu", batch_sweep=False))
     assert next(op for op in a.report().ops if op.category == "conv").kernels_busy_s is None
+    # a channels-last weight (model.to(memory_format=channels_last)) under an NCHW input runs NHWC too
+    conv = conv.to(memory_format=torch.channels_last)
+    b = Analysis.of(conv, (x.contiguous(),), None, profile, Options(device="cuda", capture_device="cpu", batch_sweep=False))
+    assert next(op for op in b.report().ops if op.category == "conv").kernels_busy_s is None
 
 
 def test_the_share_takes_the_measured_points_alone_and_prices_the_larger_term():
-    from roofline.model.curves import BUSY_SHARE_MAX, ConvModel
+    import math
+
+    from roofline.model.curves import BUSY_SHARE_MAX, ConvKey, ConvModel, _keyed_rows
     from roofline.model.device import DeviceModel
 
     profile = load_profile_file(H100)
     a, op = _conv_report(profile)
-    share = (op.kernel_s - op.kernels_busy_s) / max(op.compute_s, op.memory_s)
-    assert 0.0 < share < 0.5  # busy = kernel - (1 - share) x the larger term
+    gap_share = (op.kernel_s - op.kernels_busy_s) / max(op.compute_s, op.memory_s)
+    assert 0.0 < gap_share < 0.5  # busy = kernel - (1 - share) x the larger term
     curve = next(c for c in profile.gpu.measurements.conv if c.dtype == "float16")
     matmul = DeviceModel(profile.gpu, "cuda").matmul_model("float16")
-    unmeasured = curve.model_copy(update=dict(points=[p.model_copy(update=dict(kernels_s=None)) for p in curve.points]))
-    slow = curve.model_copy(update=dict(points=[p.model_copy(update=dict(kernels_s=BUSY_SHARE_MAX * 1.1 * p.time.median_s)) for p in curve.points]))
-    for stripped in (unmeasured, slow):
-        assert ConvModel(stripped, matmul).busy_share(25088, 128, 1152, 9, ConvModel(curve, matmul)._keyed_rows[0][0]) == 1.0
+    model, key, gemm = ConvModel(curve, matmul), ConvKey("2d", 9, False, True), (25088, 128, 1152)
+    # the three points nearest this 3x3 (the model's rows follow the curve's points)
+    rows = {id(r) for r in _keyed_rows(model._keyed_rows, key)}
+    candidates = [i for i, r in enumerate(model._keyed_rows) if id(r) in rows]
+    target = [math.log(v) for v in gemm]
+    nearest = sorted(candidates, key=lambda i: sum((a - b) ** 2 for a, b in zip(model._keyed_rows[i][1][:3], target)))[:3]
+
+    def with_nearest(kernels_s):
+        points = [p.model_copy(update=dict(kernels_s=kernels_s(p))) if i in nearest else p for i, p in enumerate(curve.points)]
+        return ConvModel(curve.model_copy(update=dict(points=points)), matmul).busy_share(*gemm, 9, key)
+
+    unmeasured = with_nearest(lambda p: None)
+    slow = with_nearest(lambda p: BUSY_SHARE_MAX * 1.1 * p.time.median_s)
+    assert slow == unmeasured < 0.99  # left out, not counted as 1, and the next nearest measured points price it
+    assert unmeasured != model.busy_share(*gemm, 9, key)
 
 
 def test_kernel_times_land_on_their_own_points_across_profiler_sessions(monkeypatch):

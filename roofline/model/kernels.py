@@ -809,8 +809,7 @@ def kernels_busy_s(op: CapturedOp, cost: OpCost, dev: DeviceModel, kernel: float
     stride-1 points are its NCHW twin's, gaps and all)."""
     if dev.kind != "cuda" or cost.category != "conv" or cost.parts or cost.gemm is None or _timed(op, cost, dev) is not None:
         return None
-    inputs = op.tensor_inputs()
-    if inputs and _channels_last(inputs[0]):
+    if any(_channels_last(t) for t in op.tensor_inputs()[:2]):  # ATen runs NHWC if either is
         return None
     found = _conv_points(op, cost, dev, dev.modes.matmul_tf32 or dev.modes.conv_tf32)
     if found is None:

@@ -342,7 +342,8 @@ def _ops_section(report: Report) -> str:
         rows.append(row)
         classes.append("dim" if op.regime == "none" else "")
     more = f" ({len(report.ops) - len(ops)} more in the JSON report)" if len(report.ops) > len(ops) else ""
-    what = ("measured: " + ("summed kernel time; error against 'kernel' (a convolution's without the gaps between its kernels)" if gpu else "wall time; error against 'predicted'")) if measured else ""
+    gpu_note = "summed kernel time; error against 'kernel' (a convolution's without the gaps between its kernels)"
+    what = ("measured: " + (gpu_note if gpu else "wall time; error against 'predicted'")) if measured else ""
     return (
         f'<h2 id="ops">Top {len(ops)} ops by {"measured" if measured else "predicted"} time{more}</h2>'
         + (f'<p class="note">{_e(what)}. “of roof”: the roofline-bound time over the measured time.</p>' if measured else "")
@@ -416,6 +417,12 @@ def _extras_section(report: Report) -> str:
     return ('<h2 id="further">Further analyses</h2>' + out) if out else ""
 
 
+_ERROR_BASIS = {
+    True: "kernel time (GPU: a convolution’s without the gaps between its kernels; measured: summed kernel time)",
+    False: "predicted time (CPU: measured wall time)",
+}
+
+
 def _accuracy_section(report: Report) -> str:
     from roofline.report.charts import accuracy, measured_pairs
 
@@ -436,7 +443,7 @@ def _accuracy_section(report: Report) -> str:
     gpu = report.profile.kind == "cuda"
     return (
         '<h2 id="accuracy">Accuracy</h2>' + _cards(cards)
-        + f'<p class="note">Per-op error = (predicted − measured) / measured, predicted being the {"kernel time (GPU: a convolution’s without the gaps between its kernels; measured: summed kernel time)" if gpu else "predicted time (CPU: measured wall time)"}; '
+        + f'<p class="note">Per-op error = (predicted − measured) / measured, predicted being the {_ERROR_BASIS[gpu]}; '
         "the whole-forward error compares the eager total with its measured median.</p>"
     )
 

@@ -31,7 +31,7 @@ def measured_pairs(report: Report) -> list[tuple[OpReport, float, float]]:
     out = []
     for op in report.ops:
         if op.measured_s and op.measured_s > 0:
-            pred = (op.kernels_busy_s or op_time(report, op)) if is_gpu(report) else op_time(report, op)
+            pred = op.kernels_busy_s or op_time(report, op)  # kernels_busy_s: GPU convolutions only
             if pred > 0:
                 out.append((op, pred, op.measured_s))
     return out
