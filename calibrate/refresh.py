@@ -27,22 +27,25 @@ from roofline import __version__
 from roofline.errors import DeviceNotAvailable, ProfileError, RooflineError
 from roofline.profiles import load_profile_file, save_profile
 
-def measure_convs(device: str, *, budget_s: float, warnings: list, quick: bool):
-    """The dense convolutions of calibration's plan, every dtype of it (``calibrate.conv``)."""
+def _timed_convs(device: str, budget_s: float, warnings: list, quick: bool, shapes_of) -> list:
+    """Dense convolution curves, every dtype of calibration's plan at ``shapes_of(plan, dtype)``, with
+    their kernels' times (``calibrate.conv.with_kernel_times``, last, as calibration takes them)."""
     plan = gpu_plan(quick, torch.cuda.get_device_properties(device).total_memory)
-    curves = [conv.measure_conv(dtype, plan.conv_shapes_for(dtype), device, budget_s=budget_s, warnings=warnings, keyed=plan.conv_keyed)
+    curves = [conv.measure_conv(dtype, shapes_of(plan, dtype), device, budget_s=budget_s, warnings=warnings, keyed=plan.conv_keyed)
               for dtype in plan.conv_dtypes]
     return conv.with_kernel_times(curves, device, warnings)
 
 
+def measure_convs(device: str, *, budget_s: float, warnings: list, quick: bool):
+    """The dense convolutions of calibration's plan, every dtype of it (``calibrate.conv``)."""
+    return _timed_convs(device, budget_s, warnings, quick, lambda plan, dtype: plan.conv_shapes_for(dtype))
+
+
 def measure_convs_3d(device: str, *, budget_s: float, warnings: list, quick: bool):
     """The 3-d convolutions of calibration's plan (``calibrate.conv.GPU_3D_SHAPES``), every dtype of it."""
-    plan = gpu_plan(quick, torch.cuda.get_device_properties(device).total_memory)
-    shapes = [s for s in plan.conv_shapes if s in conv.GPU_3D_SHAPES]
-    if not shapes:
+    if not any(s in conv.GPU_3D_SHAPES for s in gpu_plan(quick, torch.cuda.get_device_properties(device).total_memory).conv_shapes):
         raise ProfileError("this plan times no 3-d convolutions (a quick profile's): refresh its conv stage instead")
-    curves = [conv.measure_conv(dtype, shapes, device, budget_s=budget_s, warnings=warnings, keyed=plan.conv_keyed) for dtype in plan.conv_dtypes]
-    return conv.with_kernel_times(curves, device, warnings)
+    return _timed_convs(device, budget_s, warnings, quick, lambda plan, dtype: [s for s in plan.conv_shapes if s in conv.GPU_3D_SHAPES])
 
 
 def measure_foreach(device: str, *, budget_s: float, warnings: list, quick: bool):
