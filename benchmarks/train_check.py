@@ -1,6 +1,6 @@
 """Training steps predicted against measured: time per step, per phase, and the peak of memory.
 
-    python benchmarks/train_check.py --profile P [--device cuda|cpu] [--only NAME ...] [--list] [--json OUT]
+    python benchmarks/train_check.py --profile P [--device cuda|cpu] [--only NAME ...] [--list] [--json OUT] [--per-op]
     python benchmarks/train_check.py --profile P --replay RECORD.json   # no GPU: this code against a recorded run
 
 Each case is a model, a batch and an optimizer. The step ``roofline advise --train`` predicts
@@ -12,6 +12,11 @@ beside the host-speed index; each phase between synchronizes; the peak of memory
 (and the step predicted at the host scale timed beside it), the phases and the peak of memory,
 then the median and largest |error| of each.
 
+``--per-op`` also times each op of the captured step (its replay under the profiler, as the zoo
+times a forward's ops: ``roofline.measure.run.add_per_op``) and keeps the captured graphs beside the
+record (``OUT_graphs.json.gz``); a replay of such a record prices the stored graphs (every case,
+whatever is installed here) and prints the per-op |error| by phase and op family and the worst ops.
+
 Cases: two small hand-written models (``small_mlp``, ``small_cnn``: the CPU subset), the example
 files, and zoo models (``benchmarks/zoo/registry.py``) in float32 at a training batch. On the CPU
 the default is the small subset; ``--only`` picks any cases by name (substrings).
@@ -21,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import gzip
 import json
 import statistics
 import sys
@@ -127,7 +133,46 @@ def pct(e: float | None) -> str:
     return f"{100 * e:+6.1f}%" if e is not None else "     -"
 
 
-def run_case(case: Case, profile, kind: str, device: str, step: TrainStep) -> dict:
+def per_op_rows(analysis: Analysis, measured: list | None) -> list[dict]:
+    """Each priced op of the step (``benchmarks.zoo.run.priced_ops``) with its phase."""
+    from benchmarks.zoo.run import priced_ops
+
+    rows = priced_ops(analysis, measured)
+    for r in rows:
+        r["phase"] = analysis.graph.ops[r["i"]].phase
+    return rows
+
+
+def graphs_path(record: str) -> Path:
+    return Path(record).with_name(Path(record).name.removesuffix(".json") + "_graphs.json.gz")
+
+
+def per_op_lines(rows: list[dict]) -> list[str]:
+    """Per-op |error| of the recorded ops (measured at least ``PER_OP_MIN_S``) by phase and family, and the worst."""
+    from benchmarks.zoo.run import PER_OP_MIN_S, WORST, _line
+
+    ops = [dict(o, case=r["case"], error=(o["predicted_s"] - o["measured_s"]) / o["measured_s"])
+           for r in rows for o in r.get("op_rows") or []
+           if o.get("measured_s") is not None and o.get("predicted_s") is not None and o["measured_s"] >= PER_OP_MIN_S]
+    if not ops:
+        return []
+    lines = [f"per-op |error| by phase and family, ops >= {PER_OP_MIN_S * 1e6:.0f} us (signed median; share of the phase's measured op time):"]
+    groups: dict[tuple[str, str], list[dict]] = {}
+    for o in ops:
+        groups.setdefault((o["phase"], o["family"]), []).append(o)
+    phase_s = {ph: sum(o["measured_s"] for o in ops if o["phase"] == ph) for ph in {o["phase"] for o in ops}}
+    for (phase, family), group in sorted(groups.items(), key=lambda kv: (kv[0][0], -sum(o["measured_s"] for o in kv[1]))):
+        errors = [o["error"] for o in group]
+        share = sum(o["measured_s"] for o in group) / phase_s[phase]
+        lines.append(f"  {_line(f'{phase} {family}', errors)} signed={100 * statistics.median(errors):+.1f}% share={100 * share:.0f}%")
+    lines.append(f"the {WORST} worst ops (by |error| x measured time):")
+    for o in sorted(ops, key=lambda o: -abs(o["error"]) * o["measured_s"])[:WORST]:
+        lines.append(f"  {100 * o['error']:+8.0f}%  predicted {o['predicted_s'] * 1e6:9.1f} us  measured {o['measured_s'] * 1e6:9.1f} us  "
+                     f"{o['phase']} {o['op']} {o['shapes']} {o['dtype']}  [{o['case']}]")
+    return lines
+
+
+def run_case(case: Case, profile, kind: str, device: str, step: TrainStep, analyses: dict | None = None) -> dict:
     with torch.device("meta"):
         model, args, kwargs = case.build()
     t0 = time.perf_counter()
@@ -140,6 +185,8 @@ def run_case(case: Case, profile, kind: str, device: str, step: TrainStep) -> di
     m = measure_step(model, args, kwargs, real_step, device, overheads=analysis.dev.overheads)
     scale = m.host_speed.scale if m.host_speed else None
     now_s = analysis.at_host_scale(scale).total_s if scale else None
+    if analyses is not None:
+        analyses[case.name] = analysis
     return dict(
         case=case.name, ops=len(analysis.graph.ops), implementation=training.implementation, batch=training.batch, analyze_s=analyze_s,
         predicted_s=training.predicted_s, predicted_now_s=now_s, host_scale=scale, measured_s=m.total.median_s, measured_iqr_s=m.total.iqr_s,
@@ -150,18 +197,43 @@ def run_case(case: Case, profile, kind: str, device: str, step: TrainStep) -> di
     )
 
 
-def replayed_case(case: Case, recorded: dict, profile, kind: str, step: TrainStep) -> dict:
-    """A recorded case priced again by this code (captured here on meta tensors) against its recorded
-    measurements: the step as calibrated and at the recorded host scale, each phase, the peak."""
-    with torch.device("meta"):
-        model, args, kwargs = case.build()
-    analysis = Analysis.of(model, args, kwargs, profile, Options(device=kind, train=step, batch_sweep=False, capture_device="cpu"), name=case.name)
+def add_op_rows(row: dict, case: Case, analysis: Analysis, device: str, graphs: dict) -> None:
+    """Time each op of the case's captured step (its replay under the profiler) into ``row["op_rows"]``,
+    and keep its graph in ``graphs``. Run after every step is timed: a profiler session slows the
+    process's later launches (pytorch/pytorch#144455)."""
+    from roofline.graph.serialize import graph_to_dict
+    from roofline.measure.run import Measurement, add_per_op
+    from roofline.timing import summarize
+
+    model, args, kwargs = case.build()
+    meas = Measurement(total=summarize([row["measured_s"]]), op_s=[None] * len(analysis.graph.ops), profiled_runs=0)
+    add_per_op(meas, analysis.graph, model, args, kwargs, device, runs=3)
+    row["notes"] = list(row["notes"]) + meas.notes
+    row["op_rows"] = per_op_rows(analysis, meas.op_s)
+    graphs[case.name] = graph_to_dict(analysis.graph)
+
+
+def replayed_case(case: Case | None, recorded: dict, profile, kind: str, step: TrainStep, graph=None) -> dict:
+    """A recorded case priced again by this code against its recorded measurements: the step as
+    calibrated and at the recorded host scale, each phase, the peak, and each recorded op. ``graph``:
+    the recorded capture; without one, the case is captured here on meta tensors."""
+    options = Options(device=kind, train=step, batch_sweep=False, capture_device="cpu")
+    if graph is not None:
+        analysis = Analysis(graph, profile, kind, options, name=recorded["case"])
+    else:
+        with torch.device("meta"):
+            model, args, kwargs = case.build()
+        analysis = Analysis.of(model, args, kwargs, profile, options, name=case.name)
     training = analysis.training
     scale = recorded.get("host_scale")
     phases = {p.phase: dict(predicted_s=phase_prediction_s(p), in_step_s=p.predicted_s, measured_s=recorded["phases"].get(p.phase, {}).get("measured_s"))
               for p in training.phases}
-    return dict(recorded, ops=len(analysis.graph.ops), predicted_s=training.predicted_s, phases=phases,
-                predicted_now_s=analysis.at_host_scale(scale).total_s if scale else None, peak_bytes=training.memory.peak_bytes)
+    out = dict(recorded, ops=len(analysis.graph.ops), predicted_s=training.predicted_s, phases=phases,
+               predicted_now_s=analysis.at_host_scale(scale).total_s if scale else None, peak_bytes=training.memory.peak_bytes)
+    if graph is not None and recorded.get("op_rows"):
+        measured_by_op = {o["i"]: o["measured_s"] for o in recorded["op_rows"]}
+        out["op_rows"] = per_op_rows(analysis, [measured_by_op.get(i) for i in range(len(analysis.graph.ops))])
+    return out
 
 
 def summary(rows: list[dict], key: str, label: str) -> str:
@@ -204,6 +276,7 @@ def main() -> int:
         help="measure the training step's host costs on this machine (roofline.measure.training_host), write a copy of the profile with them to OUT.json, and exit",
     )
     ap.add_argument("--json")
+    ap.add_argument("--per-op", action="store_true", help="also time each op of the step, and keep the captured graphs beside --json")
     ap.add_argument("--replay", metavar="RECORD.json", help="price the record's cases again with this code against its measurements "
                     "(no GPU: the cases whose libraries are installed here, captured on this CPU)")
     args = ap.parse_args()
@@ -215,6 +288,11 @@ def main() -> int:
     if not args.profile:
         ap.error("--profile is required (a profile of this machine: roofline calibrate)")
     recorded = {r["case"]: r for r in json.loads(Path(args.replay).read_text())["rows"]} if args.replay else None
+    stored: dict = {}
+    if args.replay and graphs_path(args.replay).exists():
+        from roofline.graph.serialize import graph_from_dict
+
+        stored = {name: graph_from_dict(g) for name, g in json.loads(gzip.decompress(graphs_path(args.replay).read_bytes())).items()}
     profile, kind = resolve_profile(args.profile, args.device or ("cuda" if args.replay else None))
     device = None if recorded is not None else device_for(profile, kind)
     if args.training_host:
@@ -226,20 +304,26 @@ def main() -> int:
     if recorded is not None:
         known = {c.name for c in all_cases()}
         for name in recorded:
-            if name not in known:
+            if name not in known and name not in stored:
                 print(f"{name}: left out (its library is not installed here)")
-        cases = [c for c in cases if c.name in recorded]
+        if stored:  # every recorded case, priced from its stored capture
+            cases = [Case(name, None) for name in recorded if name in stored and (not args.only or any(s in name for s in args.only))]
+        else:
+            cases = [c for c in cases if c.name in recorded]
     step = TrainStep(optimizer=args.optimizer)
     print(f"{f'replay of {Path(args.replay).name}: ' if args.replay else ''}training steps on {profile.device} ({kind}), profile '{profile.name}', "
           f"torch {torch.__version__}, {time.strftime('%Y-%m-%d')}, {args.optimizer}")
-    if recorded is not None:
+    if recorded is not None and not stored:
         print("captured on this machine's CPU: attention, RNN and nn.TransformerEncoder paths can differ from the recorded GPU capture")
     print(f"{'case':<28} {'impl':<8} {'predicted':>11} {'at host':>11} {'measured':>11} {'error':>7} {'at host':>7} | "
           f"{'fwd':>7} {'bwd':>7} {'opt':>7} | {'peak pred':>10} {'measured':>10} {'error':>7}")
-    rows = []
+    rows, graphs, analyses = [], {}, ({} if args.per_op else None)
     for case in cases:
         try:
-            r = replayed_case(case, recorded[case.name], profile, kind, step) if recorded is not None else run_case(case, profile, kind, device, step)
+            if recorded is not None:
+                r = replayed_case(case, recorded[case.name], profile, kind, step, graph=stored.get(case.name))
+            else:
+                r = run_case(case, profile, kind, device, step, analyses=analyses)
         except Exception as e:  # noqa: BLE001 - one case's failure is reported, the rest still run
             print(f"{case.name:<28} failed: {type(e).__name__}: {str(e).splitlines()[0][:140]}")
             continue
@@ -254,12 +338,26 @@ def main() -> int:
         gc.collect()  # this case's model and optimizer, where reference cycles keep them, are not the next case's
         if kind == "cuda" and recorded is None:
             torch.cuda.empty_cache()
+    if analyses:
+        by_name = {c.name: c for c in cases}
+        for r in rows:
+            try:
+                add_op_rows(r, by_name[r["case"]], analyses.pop(r["case"]), device, graphs)
+            except Exception as e:  # noqa: BLE001 - the step's figures stand without its ops
+                r["notes"] = list(r["notes"]) + [f"per-op failed: {type(e).__name__}: {str(e).splitlines()[0][:160]}"]
+            gc.collect()
+            if kind == "cuda":
+                torch.cuda.empty_cache()
     print(summary(rows, "error", "step time, as calibrated"))
     print(summary(rows, "error_now", "step time, at the host scale of the measurement"))
     print(summary(rows, "peak_error", "peak memory"))
+    for line in per_op_lines(rows):
+        print(line)
     if args.json:
         Path(args.json).write_text(json.dumps(dict(device=profile.device, profile=profile.name, torch=torch.__version__,
                                                    date=time.strftime("%Y-%m-%d"), replay_of=args.replay, rows=rows), indent=1, default=str))
+        if graphs:
+            graphs_path(args.json).write_bytes(gzip.compress(json.dumps(graphs).encode()))
     return 0
 
 

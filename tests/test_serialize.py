@@ -48,3 +48,19 @@ def PROFILE_OBJ():
     from roofline.profiles import load_profile_file
 
     return load_profile_file(PROFILE)
+
+
+def test_a_training_step_keeps_its_phases_and_step_info():
+    from roofline.graph.training import TrainStep
+
+    step = TrainStep(optimizer="adamw", implementation="foreach")
+    graph = capture(torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.ReLU(), torch.nn.Linear(8, 2)), (torch.randn(4, 8),), train=step)
+    back = graph_from_dict(json.loads(json.dumps(graph_to_dict(graph))))
+    assert [op.phase for op in back.ops] == [op.phase for op in graph.ops]
+    assert {op.phase for op in back.ops} == {"forward", "backward", "optimizer"}
+    assert [(op.grad_of, op.host_scalar, op.records_grad) for op in back.ops] == [(op.grad_of, op.host_scalar, op.records_grad) for op in graph.ops]
+    assert back.training == graph.training
+    options = Options(device="cuda", train=step, batch_sweep=False)
+    one, two = Analysis(graph, PROFILE_OBJ(), "cuda", options), Analysis(back, PROFILE_OBJ(), "cuda", options)
+    assert one.training.predicted_s == two.training.predicted_s
+    assert one.training.memory.peak_bytes == two.training.memory.peak_bytes

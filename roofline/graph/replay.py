@@ -21,7 +21,10 @@ def replayable(graph: CapturedGraph) -> bool:
 
 
 def _constant(value: Any, device: str) -> torch.Tensor:
-    """A constant of a real capture as it was; one of a fake capture (metadata only) as ones."""
+    """A constant of a real capture as it was; one of a fake capture (metadata only) as ones. A CPU
+    scalar stays on the CPU, as in the run captured (an optimizer adds one to its CPU step counts)."""
+    if str(value.device) == "cpu" and len(value.shape) == 0:
+        device = "cpu"
     if isinstance(value, torch.Tensor):
         return value.to(device)
     assert isinstance(value, TensorMeta)
@@ -38,7 +41,21 @@ def bind(graph: CapturedGraph, state: dict[str, torch.Tensor], args: tuple, kwar
         raise ValueError(f"the capture took {plan.inputs} input tensors, the replay got {len(inputs)}")
     values.update({f"input.{i}": t for i, t in enumerate(inputs)})
     values.update({name: _constant(c, device) for name, c in plan.constants.items()})
+    values.update(_optimizer_state(graph, values, device))
     return values
+
+
+def _optimizer_state(graph: CapturedGraph, values: dict[str, torch.Tensor], device: str) -> dict[str, torch.Tensor]:
+    """A training step's optimizer state (``optim.I.KEY``, made before the recorded step, so neither
+    the model's state nor a constant) as ones of the metadata its ops read, on the device it names (a
+    step count torch keeps on the CPU stays there)."""
+    made: dict[str, torch.Tensor] = {}
+    for op in graph.ops:
+        metas = [t for t in pytree.tree_leaves((op.args, op.kwargs)) if isinstance(t, TensorMeta)]
+        for meta, (name, _) in zip(metas, op.input_sources):
+            if name.startswith("optim.") and name not in values and name not in made:
+                made[name] = torch.ones(meta.shape, dtype=meta.dtype, device="cpu" if str(meta.device) == "cpu" else device)
+    return made
 
 
 def arguments(op, values: dict[str, torch.Tensor]) -> tuple[tuple, dict]:

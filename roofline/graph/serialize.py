@@ -5,7 +5,8 @@ the model of time can be judged on a machine with neither that GPU nor the model
 (``benchmarks/accuracy.py --zoo --replay``). Tensors are metadata only; each distinct one is stored
 once in a table and referenced by position. Ops are stored by their aten name and resolved back to
 the ``OpOverload`` of the torch that reads them (an op this torch lacks stays its name: it is
-priced as unsupported, by bytes).
+priced as unsupported, by bytes). A training step's graph keeps what marks its ops (phase, the
+module a backward op differentiates, host scalars, autograd's records) and the step's ``StepInfo``.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any
 import torch
 
 from roofline.graph.ops import CapturedGraph, CapturedOp, TensorMeta
+from roofline.graph.training import StepInfo
 
 FORMAT = 1
 _DTYPES = {str(d).removeprefix("torch."): d for d in vars(torch).values() if isinstance(d, torch.dtype)}
@@ -113,7 +115,30 @@ def graph_to_dict(graph: CapturedGraph) -> dict:
         "parameters_bytes": graph.parameters_bytes, "module_calls": graph.module_calls, "state_tensors": graph.state_tensors,
         "capture_mode": graph.capture_mode, "warnings": list(graph.warnings), "host_reads": list(graph.host_reads), "library_checks": list(graph.library_checks),
         "library_check_ops": list(graph.library_check_ops), "python_calls": {str(op.index): op.python_calls for op in graph.ops if op.python_calls},
+        **(_training_to_dict(graph) if graph.training is not None else {}),
     }
+
+
+def _training_to_dict(graph: CapturedGraph) -> dict:
+    """A training step's marks on its ops (those that differ from a forward op's) and its StepInfo."""
+    marks = {
+        str(op.index): [op.phase, op.grad_of, op.host_scalar, op.records_grad]
+        for op in graph.ops if (op.phase, op.grad_of, op.host_scalar, op.records_grad) != ("forward", "", False, False)
+    }
+    info = dict(vars(graph.training))
+    info["parameter_shapes"] = [[list(shape), _dtype_name(dtype)] for shape, dtype in info["parameter_shapes"]]
+    info["gradients"] = [list(g) for g in info["gradients"]]
+    return {"training_marks": marks, "training": info}
+
+
+def _training_from_dict(data: dict, ops: list[CapturedOp]) -> StepInfo:
+    for i, (phase, grad_of, host_scalar, records_grad) in data["training_marks"].items():
+        op = ops[int(i)]
+        op.phase, op.grad_of, op.host_scalar, op.records_grad = phase, grad_of, host_scalar, records_grad
+    info = dict(data["training"])
+    info["parameter_shapes"] = [(tuple(shape), _DTYPES[dtype]) for shape, dtype in info["parameter_shapes"]]
+    info["gradients"] = [tuple(g) for g in info["gradients"]]
+    return StepInfo(**info)
 
 
 def graph_from_dict(data: dict) -> CapturedGraph:
@@ -135,9 +160,12 @@ def graph_from_dict(data: dict) -> CapturedGraph:
     ]
     for i, n in data.get("python_calls", {}).items():
         ops[int(i)].python_calls = n
-    return CapturedGraph(
+    training = _training_from_dict(data, ops) if "training" in data else None
+    graph = CapturedGraph(
         ops=ops, inputs=[tensors[j] for j in data["inputs"]], outputs=[tensors[j] for j in data["outputs"]],
         parameters_bytes=data["parameters_bytes"], module_calls=data["module_calls"], state_tensors=data["state_tensors"],
         capture_mode=data["capture_mode"], warnings=list(data["warnings"]), host_reads=list(data.get("host_reads", [])), library_checks=list(data.get("library_checks", [])),
         library_check_ops=list(data.get("library_check_ops", [])),
     )
+    graph.training = training
+    return graph
