@@ -18,6 +18,11 @@
 - Group norm: a moments pass with one block per (sample, group) row, then the normalize pass;
   few long rows (one image, 8 groups) leave most SMs idle. Timed per row count, from fewer rows
   than SMs to several waves, at two row lengths each.
+- Training batch norm on the GPU: cuDNN's spatial kernels (forward: statistics, running stats,
+  normalize; backward: all three gradients) give each channel a block that walks its N x H x W
+  elements, so a layer of few channels over large planes (MobileNet's 16 x 112 x 112) leaves most
+  SMs idle and runs 5-15x its bytes' time. Timed per channel count, from fewer channels than SMs
+  to several waves, at two lengths per channel each, as group norm's rows.
 - Training batch norm on the CPU (``measure_batch_norm_training``): ATen's CPU kernel for an NCHW
   input gathers each channel's statistics over its planes, then normalizes, and runs at about a
   nanosecond per element whatever the shape, several times eval batch norm's bytes; its backward
@@ -66,7 +71,9 @@ GROUPED_DTYPES = ["float32", "float16"]
 # and slowest for a strided input gradient (docs/design.md, "Prices" of training). Each half
 # precision is timed apart: ATen sends most float16 NCHW depthwise convolutions to cuDNN and every
 # bfloat16 one to its own kernels (roofline.model.kernels.runs_cudnn_depthwise), forward and gradients alike.
-DEPTHWISE_GRADIENT_KINDS = [("float32", "nchw"), ("float16", "nchw"), ("bfloat16", "nchw")]
+# float32 channels-last (ConvNeXt's depthwise 7x7 after its permuted block) at the channels-last
+# filters: its gradients run kernels 2-3x slower than the NCHW ones.
+DEPTHWISE_GRADIENT_KINDS = [("float32", "nchw"), ("float16", "nchw"), ("bfloat16", "nchw"), ("float32", "channels_last")]
 GRADIENT_MASKS = {"input": [True, False, False], "weight": [False, True, False]}
 # misaligned GEMMs: m values; K = 1024; N = 4096 - d for alignment bytes by dtype
 MISALIGNED_M = [1, 64, 512, 2048]
@@ -112,6 +119,10 @@ GROUP_NORM_GROUPS = 8
 NORM_DTYPES = ["float32", "bfloat16"]
 # training batch norm (CPU): (batch, channels, side) of NCHW inputs of 2^14 to 2^22 elements
 BATCH_NORM_TRAIN_SHAPES = [(1, 64, 16), (8, 64, 16), (64, 64, 16), (256, 64, 16)]
+# training batch norm (GPU): channels (a block each) x elements per channel (N x H x W), NCHW; the
+# lengths span a batch of 32 at 7 x 7 to 112 x 112 (a channel's time is not affine over that span)
+BATCH_NORM_TRAIN_CHANNELS = [16, 64, 256, 1024]
+BATCH_NORM_TRAIN_PER_CHANNEL = [1 << 10, 1 << 13, 1 << 16, 1 << 19]
 
 
 def _stat(fn, device: str, budget_s: float, label: str, warnings: list) -> Stat:
@@ -134,7 +145,6 @@ def measure_conv_families(device: str, *, budget_s: float, warnings: list, progr
     gen = torch.Generator(device=device).manual_seed(0)
     tf32 = bool(torch.backends.cudnn.allow_tf32)
     curves = []
-    filters = DEPTHWISE_FILTERS[:1] if quick else DEPTHWISE_FILTERS
     with torch.no_grad():
         for dtype_name, layout in (DEPTHWISE_KINDS[:1] if quick else DEPTHWISE_KINDS):
             dtype, points = DTYPES[dtype_name], []
@@ -153,10 +163,12 @@ def measure_conv_families(device: str, *, budget_s: float, warnings: list, progr
         for dtype_name, layout in (DEPTHWISE_GRADIENT_KINDS[:1] if quick else DEPTHWISE_GRADIENT_KINDS):
             for gradient, mask in GRADIENT_MASKS.items():
                 dtype, points = DTYPES[dtype_name], []
-                for kernel, stride in filters:
+                for kernel, stride in _filters(layout, quick):
                     for batch, channels, size in DEPTHWISE_SIZES:
                         x = torch.randn(batch, channels, size, size, device=device, dtype=dtype, generator=gen)
                         w = torch.randn(channels, 1, kernel, kernel, device=device, dtype=dtype, generator=gen)
+                        if layout == "channels_last":
+                            x, w = x.contiguous(memory_format=torch.channels_last), w.contiguous(memory_format=torch.channels_last)
                         g = torch.randn_like(F.conv2d(x, w, None, stride, kernel // 2, 1, channels))
                         args = ([stride] * 2, [kernel // 2] * 2, [1, 1], False, [0, 0], channels)
                         stat = _stat(lambda: torch.ops.aten.convolution_backward(g, x, w, None, *args, mask), device, budget_s,
@@ -306,7 +318,41 @@ def measure_norm_families(device: str, *, budget_s: float, warnings: list, progr
             bn = _batch_norm_points(dtype, device, gen, budget_s, dtype_name, warnings, progress, sides)
             gn = _group_norm_points(dtype, device, gen, budget_s, dtype_name, warnings, progress, shapes)
             curves += [NormFamilyCurve(kind="batch_norm_eval", dtype=dtype_name, points=bn), NormFamilyCurve(kind="group_norm", dtype=dtype_name, points=gn)]
+            counts = BATCH_NORM_TRAIN_CHANNELS[::3] if quick else BATCH_NORM_TRAIN_CHANNELS
+            forward, backward = _batch_norm_training_points(dtype, device, gen, budget_s, dtype_name, warnings, progress, counts)
+            curves += [NormFamilyCurve(kind="batch_norm_train", dtype=dtype_name, points=forward),
+                       NormFamilyCurve(kind="batch_norm_train_backward", dtype=dtype_name, points=backward)]
     return curves
+
+
+def _batch_norm_training_points(dtype: torch.dtype, device: str, gen, budget_s: float, label: str, warnings: list, progress,
+                                counts: list[int]) -> tuple[list[NormFamilyPoint], list[NormFamilyPoint]]:
+    """Training batch norm (float32 weights, as a model's are under autocast) and its backward of all
+    three gradients per (channels, elements per channel), through ATen's backend choice
+    (``_batch_norm_impl_index``: cuDNN's kernels where it takes the input) as a training step runs
+    them. A point's rows are the channels, its row the elements per channel."""
+    aten = torch.ops.aten
+    forward, backward = [], []
+    for channels in counts:
+        for per_channel in BATCH_NORM_TRAIN_PER_CHANNEL:
+            batch, side = per_channel // 4096, 64  # planes of 64 x 64
+            if batch == 0:
+                batch, side = 1, math.isqrt(per_channel)
+            x = torch.randn(batch, channels, side, side, device=device, dtype=dtype, generator=gen)
+            g = torch.randn_like(x)
+            w, b = torch.rand(channels, device=device), torch.rand(channels, device=device)
+            mean, var = torch.zeros(channels, device=device), torch.ones(channels, device=device)
+            out = aten._batch_norm_impl_index(x, w, b, mean, var, True, 0.1, 1e-5, True)
+            name = f"batch_norm train {label} {batch}x{channels}x{side}^2"
+            fwd = _stat(lambda: aten._batch_norm_impl_index(x, w, b, mean, var, True, 0.1, 1e-5, True), device, budget_s, name, warnings)
+            bwd = _stat(lambda: aten._batch_norm_impl_index_backward(out[4], x, g, w, mean, var, out[1], out[2], True, 1e-5, [True, True, True], out[3]),
+                        device, budget_s, f"{name} backward", warnings)
+            forward.append(NormFamilyPoint(rows=channels, row=batch * side * side, time=fwd))
+            backward.append(NormFamilyPoint(rows=channels, row=batch * side * side, time=bwd))
+            if progress:
+                progress()
+                progress()
+    return forward, backward
 
 
 def measure_batch_norm_training(device: str, *, budget_s: float, warnings: list, progress=None) -> list[NormFamilyCurve]:
@@ -326,8 +372,8 @@ def measure_batch_norm_training(device: str, *, budget_s: float, warnings: list,
             fwd = _stat(lambda: aten.native_batch_norm(x, w, b, mean, var, True, 0.1, 1e-5), device, budget_s, label, warnings)
             bwd = _stat(lambda: aten.native_batch_norm_backward(g, x, w, mean, var, save_mean, save_invstd, True, 1e-5, [True, True, True]),
                         device, budget_s, f"{label} backward", warnings)
-            forward.append(NormFamilyPoint(rows=batch * channels, row=side * side, time=fwd))
-            backward.append(NormFamilyPoint(rows=batch * channels, row=side * side, time=bwd))
+            forward.append(NormFamilyPoint(rows=channels, row=batch * side * side, time=fwd))
+            backward.append(NormFamilyPoint(rows=channels, row=batch * side * side, time=bwd))
             if progress:
                 progress()
                 progress()
@@ -337,9 +383,10 @@ def measure_batch_norm_training(device: str, *, budget_s: float, warnings: list,
 
 def norm_steps(quick: bool) -> int:
     """Progress steps of the normalization stage."""
+    training = 2 * len(BATCH_NORM_TRAIN_PER_CHANNEL)  # per channel count: forward and backward
     if quick:
-        return 2 * len(NORM_PLANE_SIDES[::2]) + 2 * len(list(GROUP_NORM_ROWS)[::3])
-    return len(NORM_DTYPES) * (2 * len(NORM_PLANE_SIDES) + 2 * len(GROUP_NORM_ROWS))
+        return 2 * len(NORM_PLANE_SIDES[::2]) + 2 * len(list(GROUP_NORM_ROWS)[::3]) + training * len(BATCH_NORM_TRAIN_CHANNELS[::3])
+    return len(NORM_DTYPES) * (2 * len(NORM_PLANE_SIDES) + 2 * len(GROUP_NORM_ROWS) + training * len(BATCH_NORM_TRAIN_CHANNELS))
 
 
 def steps(quick: bool) -> int:
@@ -348,7 +395,7 @@ def steps(quick: bool) -> int:
     if quick:
         return len(DEPTHWISE_SIZES) + gradients + len(GROUPED_BATCHES) + 2 * 3 + 2 + len(BMM_DTYPES[:1]) * len(BMM_SHAPES[:2])
     forward = sum(len(_filters(layout, False)) for _, layout in DEPTHWISE_KINDS) * len(DEPTHWISE_SIZES)
-    dw = forward + len(DEPTHWISE_GRADIENT_KINDS) * gradients * len(DEPTHWISE_FILTERS)
+    dw = forward + sum(len(_filters(layout, False)) for _, layout in DEPTHWISE_GRADIENT_KINDS) * gradients
     grouped = len(GROUPED_DTYPES) * (len(GROUPED_WIDTHS) + len(GROUPED_STRIDE2)) * len(GROUPED_BATCHES)
     misaligned = sum(len(v) for v in MISALIGNED_N.values()) * len(MISALIGNED_M)
     return dw + grouped + misaligned + sum(len(addmm_shapes(d)) for d in ADDMM_DTYPES) + len(BMM_DTYPES) * len(BMM_SHAPES)

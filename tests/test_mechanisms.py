@@ -320,6 +320,35 @@ def test_depthwise_gradients_are_priced_on_their_own_families(gradients, variant
     assert statistics.median(map(abs, own)) < 0.5 * statistics.median(map(abs, as_forward))
 
 
+def test_channels_last_depthwise_gradients_take_their_own_curves():
+    """ConvNeXt's depthwise 7x7 runs on channels-last tensors (its block permutes back from a
+    channels-last LayerNorm), and cuDNN's gradients there are 2-3x the NCHW ones: priced on the
+    channels-last gradient curves, its recorded H100 backward within 25%; on the NCHW ones, far under."""
+    recorded = json.loads((FIXTURES / "h100_depthwise_channels_last_gradients.json").read_text())
+
+    def profile(channels_last_gradients: bool):
+        p = load_profile_file(FIXTURES / "h100_profile.json")
+        p.gpu.measurements.conv_families = [
+            ConvFamilyCurve(**c) for c in recorded["conv_families"]
+            if channels_last_gradients or c["layout"] == "nchw" or c.get("gradient", "none") == "none"
+        ]
+        return p
+
+    def backward_s(r, p):
+        cl = torch.channels_last
+        g, x = (torch.empty(r[k]).contiguous(memory_format=cl) for k in ("grad_output", "input"))
+        w = torch.empty(r["weight"]).contiguous(memory_format=cl)
+        c, k = r["weight"][0], r["weight"][2]
+        fn = lambda g, x, w: torch.ops.aten.convolution_backward(g, x, w, [c], [1, 1], [k // 2] * 2, [1, 1], False, [0, 0], c, [True, True, True])  # noqa: E731
+        return kernel_s(fn, (g, x, w), p)
+
+    own, nchw = profile(True), profile(False)
+    assert len(recorded["ops"]) == 4
+    for r in recorded["ops"]:
+        assert backward_s(r, own) == pytest.approx(r["measured_s"], rel=0.25)
+        assert backward_s(r, nchw) < 0.7 * r["measured_s"]
+
+
 def test_a_gradient_without_its_own_curve_takes_the_forwards():
     from roofline.model.families import ConvFamilyModel
     from roofline.schema.profile import ConvFamilyPoint, Stat

@@ -153,3 +153,40 @@ def test_cpu_training_batch_norm_follows_its_elements():
     assert bytes_priced["aten.native_batch_norm"] < 0.5 * priced["aten.native_batch_norm"]
     assert _cpu_batch_norm_s((8, 32, 16, 16), _cpu_profile(), train=False) == pytest.approx(
         _cpu_batch_norm_s((8, 32, 16, 16), _cpu_profile(families=False), train=False))
+
+
+# training batch norm on a GPU: cuDNN gives each channel a block over its N x H x W elements
+H100_TRAINING = REPO / "tests" / "fixtures" / "h100_batch_norm_training.json"
+
+
+def _h100_training_profile(curves: bool = True):
+    import json
+
+    profile = load_profile_file(FIXTURE)
+    recorded = json.loads(H100_TRAINING.read_text())
+    profile.gpu.measurements.norm_families = [NormFamilyCurve.model_validate(c) for c in recorded["curves"]] if curves else []
+    return profile, [r for r in recorded["ops"] if r["measured_s"] >= 20e-6]
+
+
+def _training_batch_norm_s(op: str, shape, profile) -> float:
+    c = shape[1]
+    x, g = torch.empty(shape), torch.empty(shape)
+    w, m, v = torch.empty(c), torch.empty(c), torch.empty(c)
+    if op.startswith("aten.cudnn_batch_norm_backward"):
+        fn = lambda g, x, w, m, v: torch.ops.aten.native_batch_norm_backward(g, x, w, m, v, m, v, True, 1e-5, [True, True, True])  # noqa: E731
+        return kernel_s(fn, (g, x, w, m, v), profile)
+    return kernel_s(lambda x, m, v, w: F.batch_norm(x, m, v, w, w, True), (x, m, v, w), profile)
+
+
+def test_gpu_training_batch_norm_follows_its_channels_against_the_h100():
+    profile, ops = _h100_training_profile()
+    bare, _ = _h100_training_profile(curves=False)
+    errors = [_training_batch_norm_s(r["op"], r["shape"], profile) / r["measured_s"] - 1 for r in ops]
+    assert len(ops) >= 20
+    assert sorted(abs(e) for e in errors)[len(errors) // 2] < 0.2
+    # the few-channel layers over large planes (MobileNetV2's 16 x 112 x 112) run 5-15x their bytes' time
+    few = [r for r in ops if r["shape"][1] <= 32 and r["shape"][2] >= 112]
+    assert few
+    for r in few:
+        assert _training_batch_norm_s(r["op"], r["shape"], profile) == pytest.approx(r["measured_s"], rel=0.25)
+        assert _training_batch_norm_s(r["op"], r["shape"], bare) < 0.3 * r["measured_s"]

@@ -309,7 +309,8 @@ def plane_time_s(points: list[NormFamilyPoint], planes: int, plane: int) -> floa
 
 
 def rows_in_flight_time_s(points: list[NormFamilyPoint], rows: int, row: int) -> float:
-    """Group norm over ``rows`` rows of ``row`` elements. Per calibrated row count, time is affine
+    """Group norm over ``rows`` rows of ``row`` elements (or a GPU's training batch norm over
+    ``rows`` channels of ``row`` elements). Per calibrated row count, time is affine
     in the row length (each row's block streams its row); between counts, interpolated in
     log(rows) at the same row length. Fewer rows than the smallest count run in the same time
     (each row on an SM of its own); more than the largest run in waves, in proportion."""
@@ -325,7 +326,7 @@ def rows_in_flight_time_s(points: list[NormFamilyPoint], rows: int, row: int) ->
 
 
 def elements_time_s(points: list[NormFamilyPoint], rows: int, row: int) -> float:
-    """Training batch norm (or its backward) over ``rows`` planes of ``row`` elements: affine in
+    """Training batch norm (or its backward) on the CPU over ``rows`` channels of ``row`` elements: affine in
     elements between the calibrated points (a fixed cost plus a rate per element that drops as
     the tensor leaves the caches), the last segment's slope beyond them. ATen's CPU kernel walks
     each channel's planes for its statistics, then normalizes: neither pass cares how the
@@ -334,12 +335,15 @@ def elements_time_s(points: list[NormFamilyPoint], rows: int, row: int) -> float
 
 
 class NormFamilyModel:
-    """Batch norm (eval on the GPU, training on the CPU) and group norm times from calibrated
-    points, per dtype (fp16 and bf16 stand for each other)."""
+    """Batch norm (eval, training and its backward) and group norm times from calibrated points, per
+    dtype (fp16 and bf16 stand for each other). ``blocks_per_row``: a GPU's, whose training batch
+    norm gives each channel a block (priced as group norm's rows in flight); the CPU's follows its
+    elements."""
 
-    def __init__(self, curves: list[NormFamilyCurve], included_s: float = 0.0):
+    def __init__(self, curves: list[NormFamilyCurve], included_s: float = 0.0, blocks_per_row: bool = False):
         self.curves = {(c.kind, c.dtype): c for c in curves}
         self.included_s = included_s  # per-call overhead each point's time includes (a CPU call's dispatch)
+        self.blocks_per_row = blocks_per_row
 
     def __bool__(self) -> bool:
         return bool(self.curves)
@@ -350,6 +354,7 @@ class NormFamilyModel:
         curve = self.curves.get((kind, dtype)) or self.curves.get((kind, TWIN.get(dtype, "")))
         if curve is None or rows < 1 or row < 1:
             return None
-        time = {"batch_norm_eval": plane_time_s, "group_norm": rows_in_flight_time_s}.get(kind, elements_time_s)
+        time = {"batch_norm_eval": plane_time_s, "group_norm": rows_in_flight_time_s}.get(
+            kind, rows_in_flight_time_s if self.blocks_per_row else elements_time_s)
         t = time(curve.points, rows, row)
         return max(t - self.included_s, 0.1 * t)

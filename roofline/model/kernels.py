@@ -481,16 +481,16 @@ def _softmax_dim(op: CapturedOp) -> int:
 
 # eval batch norm's entry points (``costs.norm``: the training flag tells train from eval)
 BATCH_NORM = {"aten.native_batch_norm", "aten.cudnn_batch_norm", "aten._native_batch_norm_legit", "aten._native_batch_norm_legit_no_training"}
-BATCH_NORM_BACKWARD = "aten.native_batch_norm_backward"  # ATen's own (the CPU's); cuDNN's has its own name
+BATCH_NORM_BACKWARD = {"aten.native_batch_norm_backward", "aten.cudnn_batch_norm_backward"}  # ATen's own (the CPU's), cuDNN's
 
 
 def _norm_rows(op: CapturedOp) -> tuple[str, int, int] | None:
     """(family, rows, elements per row) of a normalization whose kernel walks rows: batch norm on a
-    contiguous NCHW input (a row per N x C plane of H x W; channels-last and 2-D inputs run
-    another kernel), eval or training (its statistics first), and training batch norm's
-    backward; group norm (a row per sample and group); None for any other."""
+    contiguous NCHW input (channels-last and 2-D inputs run another kernel), eval (a row per N x C
+    plane of H x W) or training and its backward (a row per channel of N x H x W: cuDNN's block
+    walks a channel for its statistics); group norm (a row per sample and group); None for any other."""
     inputs = op.tensor_inputs()
-    if op.packet not in (*BATCH_NORM, BATCH_NORM_BACKWARD, "aten.native_group_norm") or not inputs or inputs[0].ndim < 3:
+    if op.packet not in (*BATCH_NORM, *BATCH_NORM_BACKWARD, "aten.native_group_norm") or not inputs or inputs[0].ndim < 3:
         return None
     a = arguments(op)
     if op.packet == "aten.native_group_norm":
@@ -501,11 +501,13 @@ def _norm_rows(op: CapturedOp) -> tuple[str, int, int] | None:
     plane = math.prod(x.shape[2:])
     if not _row_major(x) or plane <= 1:
         return None
-    if op.packet == BATCH_NORM_BACKWARD:
-        kind = "batch_norm_train_backward" if a.get("train", False) else None
+    if op.packet in BATCH_NORM_BACKWARD:
+        kind = "batch_norm_train_backward" if a.get("train", op.packet == "aten.cudnn_batch_norm_backward") else None
     else:
         kind = "batch_norm_train" if a.get("training", False) else "batch_norm_eval"
-    return None if kind is None else (kind, x.shape[0] * x.shape[1], plane)
+    if kind == "batch_norm_eval":
+        return kind, x.shape[0] * x.shape[1], plane
+    return None if kind is None else (kind, x.shape[1], x.shape[0] * plane)
 
 
 def _norm_family_s(op: CapturedOp, cost: OpCost, dev: DeviceModel) -> float | None:

@@ -427,7 +427,7 @@ class GemmRatioCurve(_Strict):
 class NormFamilyPoint(_Strict):
     """One normalization kernel over ``rows`` rows of ``row`` elements timed on the device (eval
     batch norm: rows = N x C planes of H x W elements; group norm: rows = N x groups of
-    C / groups x H x W elements)."""
+    C / groups x H x W elements; training batch norm: rows = C channels of N x H x W elements)."""
 
     rows: int = Field(ge=1)
     row: int = Field(ge=1, description="Elements per row (plane or group).")
@@ -439,8 +439,9 @@ class NormFamilyCurve(_Strict):
     input; its time follows the number of H x W planes, not the bytes, when planes are short),
     ``group_norm`` (a moments pass with a block per (sample, group) row, then the normalize pass:
     few long rows leave most of the GPU idle), ``batch_norm_train`` and its backward
-    ``batch_norm_train_backward`` (CPU, contiguous NCHW: time follows the elements, at the rate of
-    ATen's statistics and normalize passes)."""
+    ``batch_norm_train_backward`` (contiguous NCHW, a row per channel of N x H x W elements: on a GPU
+    cuDNN gives each channel a block, so few channels leave SMs idle, as group norm's rows; on the
+    CPU time follows the elements, at the rate of ATen's statistics and normalize passes)."""
 
     kind: Literal["batch_norm_eval", "group_norm", "batch_norm_train", "batch_norm_train_backward"]
     dtype: Literal["float32", "bfloat16", "float16"]
