@@ -17,7 +17,8 @@
   time. Timed per plane size from 7 x 7 to 112 x 112, launch-bound and beyond the L2 cache.
 - Group norm: a moments pass with one block per (sample, group) row, then the normalize pass;
   few long rows (one image, 8 groups) leave most SMs idle. Timed per row count, from fewer rows
-  than SMs to several waves, at two row lengths each.
+  than SMs to several waves, at two row lengths each; its backward (per-row sums of the gradient,
+  then the input's gradient) at the same shapes.
 - Training batch norm on the GPU: cuDNN's spatial kernels (forward: statistics, running stats,
   normalize; backward: all three gradients) give each channel a block that walks its N x H x W
   elements, so a layer of few channels over large planes (MobileNet's 16 x 112 x 112) leaves most
@@ -290,19 +291,28 @@ def _batch_norm_points(dtype: torch.dtype, device: str, gen, budget_s: float, la
     return points
 
 
-def _group_norm_points(dtype: torch.dtype, device: str, gen, budget_s: float, label: str, warnings: list, progress, shapes) -> list[NormFamilyPoint]:
-    """Group norm (with its affine) per (rows, row length)."""
-    points = []
+def _group_norm_points(dtype: torch.dtype, device: str, gen, budget_s: float, label: str, warnings: list, progress,
+                       shapes) -> tuple[list[NormFamilyPoint], list[NormFamilyPoint]]:
+    """Group norm (with its affine) and its backward of all three gradients per (rows, row length)."""
+    aten = torch.ops.aten
+    forward, backward = [], []
     channels = 8 * GROUP_NORM_GROUPS
     for rows, row in shapes:
         batch, spatial = rows // GROUP_NORM_GROUPS, row * GROUP_NORM_GROUPS // channels
         x = torch.randn(batch, channels, spatial, device=device, dtype=dtype, generator=gen)
+        g = torch.randn_like(x)
         w, b = torch.rand(channels, device=device, dtype=dtype), torch.rand(channels, device=device, dtype=dtype)
-        stat = _stat(lambda: F.group_norm(x, GROUP_NORM_GROUPS, w, b), device, budget_s, f"group_norm {label} {rows} rows of {row}", warnings)
-        points.append(NormFamilyPoint(rows=rows, row=row, time=stat))
+        name = f"group_norm {label} {rows} rows of {row}"
+        stat = _stat(lambda: F.group_norm(x, GROUP_NORM_GROUPS, w, b), device, budget_s, name, warnings)
+        _, mean, rstd = aten.native_group_norm(x, w, b, batch, channels, spatial, GROUP_NORM_GROUPS, 1e-5)
+        back = _stat(lambda: aten.native_group_norm_backward(g, x, mean, rstd, w, batch, channels, spatial, GROUP_NORM_GROUPS, [True, True, True]),
+                     device, budget_s, f"{name} backward", warnings)
+        forward.append(NormFamilyPoint(rows=rows, row=row, time=stat))
+        backward.append(NormFamilyPoint(rows=rows, row=row, time=back))
         if progress:
             progress()
-    return points
+            progress()
+    return forward, backward
 
 
 def measure_norm_families(device: str, *, budget_s: float, warnings: list, progress=None, quick: bool = False) -> list[NormFamilyCurve]:
@@ -316,8 +326,9 @@ def measure_norm_families(device: str, *, budget_s: float, warnings: list, progr
         for dtype_name in NORM_DTYPES[:1] if quick else NORM_DTYPES:
             dtype = DTYPES[dtype_name]
             bn = _batch_norm_points(dtype, device, gen, budget_s, dtype_name, warnings, progress, sides)
-            gn = _group_norm_points(dtype, device, gen, budget_s, dtype_name, warnings, progress, shapes)
-            curves += [NormFamilyCurve(kind="batch_norm_eval", dtype=dtype_name, points=bn), NormFamilyCurve(kind="group_norm", dtype=dtype_name, points=gn)]
+            gn, gn_backward = _group_norm_points(dtype, device, gen, budget_s, dtype_name, warnings, progress, shapes)
+            curves += [NormFamilyCurve(kind="batch_norm_eval", dtype=dtype_name, points=bn), NormFamilyCurve(kind="group_norm", dtype=dtype_name, points=gn),
+                       NormFamilyCurve(kind="group_norm_backward", dtype=dtype_name, points=gn_backward)]
             counts = BATCH_NORM_TRAIN_CHANNELS[::3] if quick else BATCH_NORM_TRAIN_CHANNELS
             forward, backward = _batch_norm_training_points(dtype, device, gen, budget_s, dtype_name, warnings, progress, counts)
             curves += [NormFamilyCurve(kind="batch_norm_train", dtype=dtype_name, points=forward),
@@ -385,8 +396,8 @@ def norm_steps(quick: bool) -> int:
     """Progress steps of the normalization stage."""
     training = 2 * len(BATCH_NORM_TRAIN_PER_CHANNEL)  # per channel count: forward and backward
     if quick:
-        return 2 * len(NORM_PLANE_SIDES[::2]) + 2 * len(list(GROUP_NORM_ROWS)[::3]) + training * len(BATCH_NORM_TRAIN_CHANNELS[::3])
-    return len(NORM_DTYPES) * (2 * len(NORM_PLANE_SIDES) + 2 * len(GROUP_NORM_ROWS) + training * len(BATCH_NORM_TRAIN_CHANNELS))
+        return 2 * len(NORM_PLANE_SIDES[::2]) + 4 * len(list(GROUP_NORM_ROWS)[::3]) + training * len(BATCH_NORM_TRAIN_CHANNELS[::3])
+    return len(NORM_DTYPES) * (2 * len(NORM_PLANE_SIDES) + 4 * len(GROUP_NORM_ROWS) + training * len(BATCH_NORM_TRAIN_CHANNELS))
 
 
 def steps(quick: bool) -> int:

@@ -101,6 +101,22 @@ def test_group_norm_follows_rows_in_flight():
     assert rows_in_flight_time_s(points, 2, 4096) == pytest.approx(rows_in_flight_time_s(points, 8, 4096))
 
 
+def test_group_norm_backward_follows_its_own_rows_in_flight():
+    # the backward's curve (twice the forward's time per element here) at the forward's row count
+    profile = _profile()
+    profile.gpu.measurements.norm_families.append(NormFamilyCurve(
+        kind="group_norm_backward", dtype="float32",
+        points=[_point(rows, row, LAUNCH_S + 2 * row * ns * 1e-9) for rows, ns in ROW_NS.items() for row in (4096, 65536)]))
+    n, c, side, groups = 1, 32, 128, 8
+    args = (torch.empty(n, c, side, side), torch.empty(n, c, side, side), torch.empty(n, groups), torch.empty(n, groups), torch.empty(c))
+
+    def backward(g, x, mean, rstd, w):
+        return torch.ops.aten.native_group_norm_backward(g, x, mean, rstd, w, n, c, side * side, groups, [True, True, True])
+
+    assert kernel_s(backward, args, profile) == pytest.approx(LAUNCH_S + 2 * 65536 * ROW_NS[8] * 1e-9, rel=0.01)
+    assert kernel_s(backward, args, _profile()) < 0.5 * kernel_s(backward, args, profile)  # without it: the bytes
+
+
 def test_profiles_without_the_families_price_norms_as_before():
     # every shipped profile lacks them: the op-family curve by bytes, unchanged
     profile = _profile(families=False)

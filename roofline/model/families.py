@@ -354,7 +354,7 @@ class NormFamilyModel:
         curve = self.curves.get((kind, dtype)) or self.curves.get((kind, TWIN.get(dtype, "")))
         if curve is None or rows < 1 or row < 1:
             return None
-        time = {"batch_norm_eval": plane_time_s, "group_norm": rows_in_flight_time_s}.get(
+        time = {"batch_norm_eval": plane_time_s, "group_norm": rows_in_flight_time_s, "group_norm_backward": rows_in_flight_time_s}.get(
             kind, rows_in_flight_time_s if self.blocks_per_row else elements_time_s)
         t = time(curve.points, rows, row)
         return max(t - self.included_s, 0.1 * t)

@@ -482,21 +482,23 @@ def _softmax_dim(op: CapturedOp) -> int:
 # eval batch norm's entry points (``costs.norm``: the training flag tells train from eval)
 BATCH_NORM = {"aten.native_batch_norm", "aten.cudnn_batch_norm", "aten._native_batch_norm_legit", "aten._native_batch_norm_legit_no_training"}
 BATCH_NORM_BACKWARD = {"aten.native_batch_norm_backward", "aten.cudnn_batch_norm_backward"}  # ATen's own (the CPU's), cuDNN's
+GROUP_NORM = {"aten.native_group_norm": "group_norm", "aten.native_group_norm_backward": "group_norm_backward"}
 
 
 def _norm_rows(op: CapturedOp) -> tuple[str, int, int] | None:
     """(family, rows, elements per row) of a normalization whose kernel walks rows: batch norm on a
     contiguous NCHW input (channels-last and 2-D inputs run another kernel), eval (a row per N x C
     plane of H x W) or training and its backward (a row per channel of N x H x W: cuDNN's block
-    walks a channel for its statistics); group norm (a row per sample and group); None for any other."""
+    walks a channel for its statistics); group norm and its backward (a row per sample and group);
+    None for any other."""
     inputs = op.tensor_inputs()
-    if op.packet not in (*BATCH_NORM, *BATCH_NORM_BACKWARD, "aten.native_group_norm") or not inputs or inputs[0].ndim < 3:
+    if op.packet not in (*BATCH_NORM, *BATCH_NORM_BACKWARD, *GROUP_NORM) or not inputs or inputs[0].ndim < 3:
         return None
     a = arguments(op)
-    if op.packet == "aten.native_group_norm":
-        x = inputs[0]
+    if op.packet in GROUP_NORM:
+        x = a["input"]
         rows = x.shape[0] * int(a["group"])
-        return "group_norm", rows, x.numel // max(rows, 1)
+        return GROUP_NORM[op.packet], rows, x.numel // max(rows, 1)
     x = a["input"]
     plane = math.prod(x.shape[2:])
     if not _row_major(x) or plane <= 1:

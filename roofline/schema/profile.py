@@ -438,12 +438,12 @@ class NormFamilyCurve(_Strict):
     """A normalization whose kernel walks rows, of one dtype: ``batch_norm_eval`` (a contiguous NCHW
     input; its time follows the number of H x W planes, not the bytes, when planes are short),
     ``group_norm`` (a moments pass with a block per (sample, group) row, then the normalize pass:
-    few long rows leave most of the GPU idle), ``batch_norm_train`` and its backward
+    few long rows leave most of the GPU idle) and its backward ``group_norm_backward`` (the same rows), ``batch_norm_train`` and its backward
     ``batch_norm_train_backward`` (contiguous NCHW, a row per channel of N x H x W elements: on a GPU
     cuDNN gives each channel a block, so few channels leave SMs idle, as group norm's rows; on the
     CPU time follows the elements, at the rate of ATen's statistics and normalize passes)."""
 
-    kind: Literal["batch_norm_eval", "group_norm", "batch_norm_train", "batch_norm_train_backward"]
+    kind: Literal["batch_norm_eval", "group_norm", "group_norm_backward", "batch_norm_train", "batch_norm_train_backward"]
     dtype: Literal["float32", "bfloat16", "float16"]
     points: list[NormFamilyPoint] = Field(min_length=1)
 
