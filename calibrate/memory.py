@@ -14,7 +14,7 @@ import torch
 
 from calibrate.matmul import DTYPES
 from roofline.model.kernels import (
-    POOL_AVERAGE_FAMILY, POOL_REFERENCE_FAMILY, POOL_WINDOW_FAMILY, REDUCE_LONG, REDUCE_LONG_ROW, REDUCE_SHORT, REDUCE_SHORT_ROW, UPSAMPLE_FAMILY,
+    POOL_AVERAGE_FAMILY, POOL_BACKWARD_FAMILY, POOL_REFERENCE_FAMILY, POOL_WINDOW_FAMILY, REDUCE_LONG, REDUCE_LONG_ROW, REDUCE_SHORT, REDUCE_SHORT_ROW, UPSAMPLE_FAMILY,
     UPSAMPLE_NEAREST_FAMILY, UPSAMPLE_SIDE,
 )
 from roofline.schema.profile import BandwidthCurve, BandwidthPoint, PointwiseCurve, PointwisePoint, Stat
@@ -126,9 +126,10 @@ SELECTION_OPS = ("compare", "masked_fill", "cumsum", "topk", "sort", "max_pool2d
 # of an NCHW image gives each output pixel a thread that loops over every image and channel: time
 # follows that loop's length, each step waiting on its loads (roofline.model.kernels._upsample_s);
 # timed as an UPSAMPLE_SIDE-square image of as many channels as the size asks resampled to twice
-# its side; nearest-neighbour resampling of the same image (a thread per output element). Float32,
+# its side; nearest-neighbour resampling of the same image (a thread per output element); the 3x3
+# stride-2 max pool's backward (a thread per input walking the windows over it). Float32,
 # GPU only (the CPU's loops differ); timed and recorded as one stage, "pooling".
-GPU_SELECTION_OPS = (POOL_WINDOW_FAMILY, POOL_AVERAGE_FAMILY, UPSAMPLE_FAMILY, UPSAMPLE_NEAREST_FAMILY)
+GPU_SELECTION_OPS = (POOL_WINDOW_FAMILY, POOL_AVERAGE_FAMILY, POOL_BACKWARD_FAMILY, UPSAMPLE_FAMILY, UPSAMPLE_NEAREST_FAMILY)
 # a resampling step's time rises from the L2 cache's latency to memory's over the sizes models
 # resample at: calibrated at the sizes x4 apart (the others x16), from one channel on
 DENSE_SELECTION_OPS = (UPSAMPLE_FAMILY, UPSAMPLE_NEAREST_FAMILY)
@@ -185,9 +186,13 @@ def _selection_call(op: str, n: int, device: str, dtype: torch.dtype):
         a = _rand(rows, 1, ROW // 4, device=device, dtype=dtype)
         b = _rand(rows, 3, ROW // 4, device=device, dtype=dtype)
         fn = lambda: torch.cat([a, b], dim=1)  # noqa: E731
-    elif op in ("roll", POOL_REFERENCE_FAMILY, POOL_WINDOW_FAMILY, POOL_AVERAGE_FAMILY):
+    elif op in ("roll", POOL_REFERENCE_FAMILY, POOL_WINDOW_FAMILY, POOL_AVERAGE_FAMILY, POOL_BACKWARD_FAMILY):
         img = _rand(1, 64, side, side, device=device, dtype=dtype)
-        if op == "roll":
+        if op == POOL_BACKWARD_FAMILY:
+            out, idx = F.max_pool2d(img, 3, 2, 1, return_indices=True)
+            grad = torch.ones_like(out)
+            fn = lambda: torch.ops.aten.max_pool2d_with_indices_backward(grad, img, [3, 3], [2, 2], [1, 1], [1, 1], False, idx)  # noqa: E731
+        elif op == "roll":
             fn = lambda: torch.roll(img, shifts=(3, 3), dims=(2, 3))  # noqa: E731
         elif op == POOL_REFERENCE_FAMILY:  # 3x3, stride 2, over 64 channels, as a CNN's stem pools
             fn = lambda: F.max_pool2d(img, 3, 2, 1)  # noqa: E731

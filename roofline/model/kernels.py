@@ -952,6 +952,10 @@ SELECTION_FAMILY = {
 # On a GPU, a pool the window model does not price (3-d, channels-last, or a profile without the
 # window families) moves its bytes at the max-pool family's rate (the CPU's loops differ by kind).
 GPU_POOLING = {f"aten.{p}": "max_pool2d" for p in ("max_pool3d_with_indices", "max_pool3d", "avg_pool2d", "avg_pool3d")}
+# A 2-d max pool's backward gives each input a thread that walks the windows over it, reading their
+# gradients and indices: its own calibrated rate (calibrate.memory), about a fifth of the copy's
+POOL_BACKWARD_FAMILY = "max_pool2d_backward"
+GPU_POOLING["aten.max_pool2d_with_indices_backward"] = POOL_BACKWARD_FAMILY
 # ATen's GPU pooling kernels give each output a thread that walks its window: the time follows the
 # outputs (index arithmetic; the value, and a max pool's index, written) and the window taps (a load
 # and a compare or add each), not the bytes, so a 3x3 stride-1 pool (Inception's branches,
