@@ -77,3 +77,26 @@ def test_without_stages_drops_an_optional_measurement_that_defaults_to_none():
     assert without_stages(profile, "cuda", ["foreach"]).gpu.measurements.foreach is None
     with pytest.raises(SystemExit, match="not an optional measurement"):
         without_stages(profile, "cuda", ["overheads"])
+
+
+def test_a_max_pool_backward_runs_at_its_own_rate_against_the_h100():
+    """A max pool's backward walks the windows over each input, reading their gradients and indices:
+    on the shipped profile's max_pool2d_backward family, the H100's per-op times of ResNet's 3x3
+    stride-2 and a UNet's 2x2 stride-2 pool backward (``python benchmarks/train_check.py --per-op``,
+    ``h100_train_own.json``) within 25%; at the copy's rate by their bytes, less than half."""
+    import torch
+
+    from tests.test_mechanisms import kernel_s
+
+    record = json.loads((REPO / "benchmarks" / "results" / "h100_train_own.json").read_text())
+    ops = [(r["case"], o) for r in record["rows"] for o in r["op_rows"] if o["op"].startswith("aten.max_pool2d_with_indices_backward")]
+    profile = load_profile_file(H100)
+    bytes_only = without_stages(profile, "cuda", ["pointwise:max_pool2d_backward"])
+    assert len(ops) >= 4
+    for case, o in ops:
+        g_shape, x_shape, _ = o["shapes"]
+        k, pad = (3, 1) if "resnet" in case else (2, 0)
+        args = (torch.empty(g_shape), torch.empty(x_shape), torch.zeros(g_shape, dtype=torch.int64))
+        fn = lambda g, x, i: torch.ops.aten.max_pool2d_with_indices_backward(g, x, [k, k], [2, 2], [pad, pad], [1, 1], False, i)  # noqa: B023, E731
+        assert kernel_s(fn, args, profile) == pytest.approx(o["measured_s"], rel=0.25)
+        assert kernel_s(fn, args, bytes_only) < 0.5 * o["measured_s"]
