@@ -80,7 +80,7 @@ class SmallCNN(nn.Module):
 @dataclass(frozen=True)
 class Case:
     name: str
-    build: Callable[[], tuple[nn.Module, tuple, dict]]  # on the default device
+    build: Callable[[], tuple[nn.Module, tuple, dict]] | None  # on the default device; None for a stored graph's case
     cpu: bool = False  # in the CPU subset
 
 
@@ -230,6 +230,7 @@ def replayed_case(case: Case | None, recorded: dict, profile, kind: str, step: T
               for p in training.phases}
     out = dict(recorded, ops=len(analysis.graph.ops), predicted_s=training.predicted_s, phases=phases,
                predicted_now_s=analysis.at_host_scale(scale).total_s if scale else None, peak_bytes=training.memory.peak_bytes)
+    out.pop("op_rows", None)  # the record's predictions are not this code's: priced again below, or left out
     if graph is not None and recorded.get("op_rows"):
         measured_by_op = {o["i"]: o["measured_s"] for o in recorded["op_rows"]}
         out["op_rows"] = per_op_rows(analysis, [measured_by_op.get(i) for i in range(len(analysis.graph.ops))])
@@ -278,7 +279,7 @@ def main() -> int:
     ap.add_argument("--json")
     ap.add_argument("--per-op", action="store_true", help="also time each op of the step, and keep the captured graphs beside --json")
     ap.add_argument("--replay", metavar="RECORD.json", help="price the record's cases again with this code against its measurements "
-                    "(no GPU: the cases whose libraries are installed here, captured on this CPU)")
+                    "(no GPU: from the graphs stored beside the record by --per-op, else the cases whose libraries are installed here, captured on this CPU)")
     args = ap.parse_args()
     cases = all_cases()
     if args.list:
@@ -287,6 +288,8 @@ def main() -> int:
         return 0
     if not args.profile:
         ap.error("--profile is required (a profile of this machine: roofline calibrate)")
+    if args.per_op and args.replay:
+        ap.error("--per-op times a live run; a replay prices the per-op times its record holds")
     recorded = {r["case"]: r for r in json.loads(Path(args.replay).read_text())["rows"]} if args.replay else None
     stored: dict = {}
     if args.replay and graphs_path(args.replay).exists():

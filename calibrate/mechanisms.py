@@ -134,15 +134,15 @@ def _stat(fn, device: str, budget_s: float, label: str, warnings: list) -> Stat:
 
 
 def _filters(layout: str, quick: bool) -> list[tuple[int, int]]:
-    """(filter, stride) of the depthwise forward points in ``layout``."""
+    """(filter, stride) of the depthwise points (forward and gradients) in ``layout``."""
     if quick:
         return DEPTHWISE_FILTERS[:1]
     return CHANNELS_LAST_FILTERS if layout == "channels_last" else DEPTHWISE_FILTERS
 
 
 def measure_conv_families(device: str, *, budget_s: float, warnings: list, progress=None, quick: bool = False) -> list[ConvFamilyCurve]:
-    """Depthwise convolutions per (dtype, layout), their two gradients per dtype (NCHW), and grouped
-    convolutions per dtype (NCHW)."""
+    """Depthwise convolutions per (dtype, layout), their two gradients per (dtype, layout) of
+    ``DEPTHWISE_GRADIENT_KINDS``, and grouped convolutions per dtype (NCHW)."""
     gen = torch.Generator(device=device).manual_seed(0)
     tf32 = bool(torch.backends.cudnn.allow_tf32)
     curves = []
@@ -173,7 +173,7 @@ def measure_conv_families(device: str, *, budget_s: float, warnings: list, progr
                         g = torch.randn_like(F.conv2d(x, w, None, stride, kernel // 2, 1, channels))
                         args = ([stride] * 2, [kernel // 2] * 2, [1, 1], False, [0, 0], channels)
                         stat = _stat(lambda: torch.ops.aten.convolution_backward(g, x, w, None, *args, mask), device, budget_s,
-                                     f"depthwise {gradient} gradient {dtype_name} {batch}x{channels}x{size}^2 k{kernel} s{stride}", warnings)
+                                     f"depthwise {gradient} gradient {dtype_name} {layout} {batch}x{channels}x{size}^2 k{kernel} s{stride}", warnings)
                         points.append(ConvFamilyPoint(batch=batch, channels=channels, groups=channels, size=size, kernel=kernel, stride=stride, time=stat))
                         if progress:
                             progress()
@@ -316,7 +316,8 @@ def _group_norm_points(dtype: torch.dtype, device: str, gen, budget_s: float, la
 
 
 def measure_norm_families(device: str, *, budget_s: float, warnings: list, progress=None, quick: bool = False) -> list[NormFamilyCurve]:
-    """Eval batch norm over plane size and group norm over rows in flight, per dtype."""
+    """Eval batch norm over plane size, group norm and its backward over rows in flight, and
+    training batch norm and its backward over channels in flight, per dtype."""
     gen = torch.Generator(device=device).manual_seed(2)
     sides = NORM_PLANE_SIDES[::2] if quick else NORM_PLANE_SIDES
     counts = list(GROUP_NORM_ROWS)[::3] if quick else list(GROUP_NORM_ROWS)  # quick: the fewest rows and the most
@@ -329,22 +330,22 @@ def measure_norm_families(device: str, *, budget_s: float, warnings: list, progr
             gn, gn_backward = _group_norm_points(dtype, device, gen, budget_s, dtype_name, warnings, progress, shapes)
             curves += [NormFamilyCurve(kind="batch_norm_eval", dtype=dtype_name, points=bn), NormFamilyCurve(kind="group_norm", dtype=dtype_name, points=gn),
                        NormFamilyCurve(kind="group_norm_backward", dtype=dtype_name, points=gn_backward)]
-            counts = BATCH_NORM_TRAIN_CHANNELS[::3] if quick else BATCH_NORM_TRAIN_CHANNELS
-            forward, backward = _batch_norm_training_points(dtype, device, gen, budget_s, dtype_name, warnings, progress, counts)
+            channels = BATCH_NORM_TRAIN_CHANNELS[::3] if quick else BATCH_NORM_TRAIN_CHANNELS
+            forward, backward = _batch_norm_training_points(dtype, device, gen, budget_s, dtype_name, warnings, progress, channels)
             curves += [NormFamilyCurve(kind="batch_norm_train", dtype=dtype_name, points=forward),
                        NormFamilyCurve(kind="batch_norm_train_backward", dtype=dtype_name, points=backward)]
     return curves
 
 
 def _batch_norm_training_points(dtype: torch.dtype, device: str, gen, budget_s: float, label: str, warnings: list, progress,
-                                counts: list[int]) -> tuple[list[NormFamilyPoint], list[NormFamilyPoint]]:
+                                channel_counts: list[int]) -> tuple[list[NormFamilyPoint], list[NormFamilyPoint]]:
     """Training batch norm (float32 weights, as a model's are under autocast) and its backward of all
     three gradients per (channels, elements per channel), through ATen's backend choice
     (``_batch_norm_impl_index``: cuDNN's kernels where it takes the input) as a training step runs
     them. A point's rows are the channels, its row the elements per channel."""
     aten = torch.ops.aten
     forward, backward = [], []
-    for channels in counts:
+    for channels in channel_counts:
         for per_channel in BATCH_NORM_TRAIN_PER_CHANNEL:
             batch, side = per_channel // 4096, 64  # planes of 64 x 64
             if batch == 0:

@@ -27,10 +27,17 @@ def test_a_training_step_replays_with_its_optimizer_state():
     model, x = _mlp(), torch.randn(4, 64)
     graph = capture(model, (x,), train=step)
     values = bind(graph, dict(model.named_parameters()), (x,), {}, "cpu")
-    moments = [n for n in values if n.startswith("optim.")]
-    assert moments and all(values[n].device.type == "cpu" for n in moments)
+    assert [n for n in values if n.startswith("optim.")]
     with torch.no_grad():
         replay(graph, values)
+    # captured on the CPU, replayed on another device (meta stands for the GPU): the moments go
+    # there, the step counts stay on the CPU as torch keeps them
+    values = bind(graph, {n: t.detach().to("meta") for n, t in model.named_parameters()}, (x.to("meta"),), {}, "meta")
+    moments = [n for n in values if n.startswith("optim.") and not n.endswith(".step")]
+    steps = [n for n in values if n.startswith("optim.") and n.endswith(".step")]
+    assert moments and steps
+    assert all(values[n].device.type == "meta" for n in moments)
+    assert all(values[n].device.type == "cpu" for n in steps)
 
 
 def test_the_h100_step_keeps_cpu_scalars_on_the_cpu():

@@ -14,21 +14,29 @@ from torch.utils import _pytree as pytree
 
 from roofline.graph.ops import CapturedGraph, TensorMeta
 from roofline.graph.structure import tensors_in
+from roofline.graph.training import TrainStep, is_host_step
 
 
 def replayable(graph: CapturedGraph) -> bool:
     return graph.replay is not None
 
 
-def _constant(value: Any, device: str) -> torch.Tensor:
-    """A constant of a real capture as it was; one of a fake capture (metadata only) as ones. A CPU
-    scalar stays on the CPU, as in the run captured (an optimizer adds one to its CPU step counts)."""
-    if str(value.device) == "cpu" and len(value.shape) == 0:
+def _constant(value: Any, device: str, keep_cpu_scalars: bool) -> torch.Tensor:
+    """A constant of a real capture as it was; one of a fake capture (metadata only) as ones. With
+    ``keep_cpu_scalars`` (a capture on the device replayed), a CPU scalar stays on the CPU, as in the
+    run captured (a foreach optimizer adds a CPU one to its CPU step counts)."""
+    if keep_cpu_scalars and str(value.device) == "cpu" and len(value.shape) == 0:
         device = "cpu"
     if isinstance(value, torch.Tensor):
         return value.to(device)
     assert isinstance(value, TensorMeta)
     return torch.ones(value.shape, dtype=value.dtype, device=device)
+
+
+def _captured_on_cpu(graph: CapturedGraph) -> bool:
+    """Whether the capture ran on CPU tensors (a GPU model captured on the CPU names no device)."""
+    metas = [*graph.inputs, *(t for op in graph.ops[:1] for t in op.tensor_inputs())]
+    return all(str(t.device) == "cpu" for t in metas)
 
 
 def bind(graph: CapturedGraph, state: dict[str, torch.Tensor], args: tuple, kwargs: dict, device: str) -> dict[str, torch.Tensor]:
@@ -40,21 +48,24 @@ def bind(graph: CapturedGraph, state: dict[str, torch.Tensor], args: tuple, kwar
     if len(inputs) != plan.inputs:
         raise ValueError(f"the capture took {plan.inputs} input tensors, the replay got {len(inputs)}")
     values.update({f"input.{i}": t for i, t in enumerate(inputs)})
-    values.update({name: _constant(c, device) for name, c in plan.constants.items()})
+    keep_cpu_scalars = not _captured_on_cpu(graph)
+    values.update({name: _constant(c, device, keep_cpu_scalars) for name, c in plan.constants.items()})
     values.update(_optimizer_state(graph, values, device))
     return values
 
 
 def _optimizer_state(graph: CapturedGraph, values: dict[str, torch.Tensor], device: str) -> dict[str, torch.Tensor]:
     """A training step's optimizer state (``optim.I.KEY``, made before the recorded step, so neither
-    the model's state nor a constant) as ones of the metadata its ops read, on the device it names (a
-    step count torch keeps on the CPU stays there)."""
+    the model's state nor a constant) as ones of the metadata its ops read, on ``device`` but for a
+    step count torch keeps on the CPU (``training.is_host_step``), wherever the capture ran."""
+    step = TrainStep(implementation=graph.training.implementation) if graph.training is not None else TrainStep()
     made: dict[str, torch.Tensor] = {}
     for op in graph.ops:
         metas = [t for t in pytree.tree_leaves((op.args, op.kwargs)) if isinstance(t, TensorMeta)]
         for meta, (name, _) in zip(metas, op.input_sources):
             if name.startswith("optim.") and name not in values and name not in made:
-                made[name] = torch.ones(meta.shape, dtype=meta.dtype, device="cpu" if str(meta.device) == "cpu" else device)
+                on_host = is_host_step(name.rsplit(".", 1)[1], step)
+                made[name] = torch.ones(meta.shape, dtype=meta.dtype, device="cpu" if on_host else device)
     return made
 
 

@@ -70,7 +70,7 @@ class DeviceModel:
         passes = CpuConvPassModel(m.conv_passes[0], self.matmul["float32"], included) if kind == "cpu" and m.conv_passes and "float32" in self.matmul else None
         self.conv_passes = passes if passes is not None and passes.ok else None
         self.gemm_ratios = GemmRatioModel(m.gemm_ratios, lambda dtype, rows, n, k: self.matmul_model(dtype).time_s(rows, n, k))
-        self.norm_families = NormFamilyModel(m.norm_families, included, blocks_per_row=kind == "cuda")
+        self.norm_families = NormFamilyModel(m.norm_families, included, block_per_row=kind == "cuda")
         self.foreach = m.foreach if kind == "cuda" else None  # multi_tensor_apply's kernels
         # shape-exact kernels (GPU: device time; a CPU's op times include its dispatch and stay on the curves)
         self.kernel_table = {e.key: e.time.median_s for e in m.kernels} if kind == "cuda" else {}

@@ -336,14 +336,14 @@ def elements_time_s(points: list[NormFamilyPoint], rows: int, row: int) -> float
 
 class NormFamilyModel:
     """Batch norm (eval, training and its backward) and group norm times from calibrated points, per
-    dtype (fp16 and bf16 stand for each other). ``blocks_per_row``: a GPU's, whose training batch
+    dtype (fp16 and bf16 stand for each other). ``block_per_row``: a GPU's, whose training batch
     norm gives each channel a block (priced as group norm's rows in flight); the CPU's follows its
     elements."""
 
-    def __init__(self, curves: list[NormFamilyCurve], included_s: float = 0.0, blocks_per_row: bool = False):
+    def __init__(self, curves: list[NormFamilyCurve], included_s: float = 0.0, block_per_row: bool = False):
         self.curves = {(c.kind, c.dtype): c for c in curves}
         self.included_s = included_s  # per-call overhead each point's time includes (a CPU call's dispatch)
-        self.blocks_per_row = blocks_per_row
+        self.block_per_row = block_per_row
 
     def __bool__(self) -> bool:
         return bool(self.curves)
@@ -355,6 +355,6 @@ class NormFamilyModel:
         if curve is None or rows < 1 or row < 1:
             return None
         time = {"batch_norm_eval": plane_time_s, "group_norm": rows_in_flight_time_s, "group_norm_backward": rows_in_flight_time_s}.get(
-            kind, rows_in_flight_time_s if self.blocks_per_row else elements_time_s)
+            kind, rows_in_flight_time_s if self.block_per_row else elements_time_s)
         t = time(curve.points, rows, row)
         return max(t - self.included_s, 0.1 * t)

@@ -973,7 +973,7 @@ GPU_WINDOW_POOLS = {"aten.max_pool2d_with_indices", "aten.max_pool2d", "aten.avg
 # families whose kernels are bound by per-element index work, not by the bytes of their values: a
 # dtype the profile did not calibrate is priced as the float32 op over the same elements (fp16 max
 # pooling takes as long as fp32 pooling)
-ELEMENT_BOUND = {"max_pool2d"}
+ELEMENT_BOUND = {"max_pool2d", POOL_BACKWARD_FAMILY}
 # row-wise kernels calibrated at two row lengths (calibrate.memory: ROW and SHORT_ROW)
 ROW_FAMILIES = {"layer_norm": ("layer_norm_short", 64, 1024), "softmax": ("softmax_short", 64, 1024)}
 # row-wise GPU kernels with a block per row, whatever its length (ATen's vectorized_layer_norm_kernel,

@@ -430,7 +430,7 @@ class NormFamilyPoint(_Strict):
     C / groups x H x W elements; training batch norm: rows = C channels of N x H x W elements)."""
 
     rows: int = Field(ge=1)
-    row: int = Field(ge=1, description="Elements per row (plane or group).")
+    row: int = Field(ge=1, description="Elements per row (plane, group, or a training batch norm's channel).")
     time: Stat = Field(description="Time of one call.")
 
 
@@ -678,7 +678,7 @@ class Measurements(_Strict):
     )
     conv_families: list[ConvFamilyCurve] = Field(default_factory=list, description="GPU: depthwise and grouped convolutions per dtype and layout; depthwise gradients apart.")
     gemm_ratios: list[GemmRatioCurve] = Field(default_factory=list, description="GPU: misaligned GEMMs and addmm's epilogue against the plain GEMM.")
-    norm_families: list[NormFamilyCurve] = Field(default_factory=list, description="GPU: eval batch norm over plane size and group norm over rows in flight; CPU: training batch norm and its backward over elements.")
+    norm_families: list[NormFamilyCurve] = Field(default_factory=list, description="GPU: eval batch norm over plane size, group norm and its backward over rows in flight, training batch norm and its backward over channels in flight; CPU: training batch norm and its backward over elements.")
     foreach: ForeachKernels | None = Field(default=None, description="GPU: multi-tensor kernels (optimizer steps); None: priced as one streaming op.")
     kernels: list[KernelEntry] = Field(
         default_factory=list, description="GPU: shape-exact kernel times of the models the profile was run --for; prediction uses them before any curve.",
