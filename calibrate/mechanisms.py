@@ -22,7 +22,7 @@
 - Training batch norm on the GPU: cuDNN's spatial kernels (forward: statistics, running stats,
   normalize; backward: all three gradients) give each channel a block that walks its N x H x W
   elements, so a layer of few channels over large planes (MobileNet's 16 x 112 x 112) leaves most
-  SMs idle and runs 5-15x its bytes' time. Timed per channel count, from fewer channels than SMs
+  SMs idle and runs 8-16x its bytes' time. Timed per channel count, from fewer channels than SMs
   to several waves, at two lengths per channel each, as group norm's rows.
 - Training batch norm on the CPU (``measure_batch_norm_training``): ATen's CPU kernel for an NCHW
   input gathers each channel's statistics over its planes, then normalizes, and runs at about a
