@@ -353,7 +353,7 @@ def _start(root: Path, tests: list[str], log: Path, package: str, first: set[str
         if not mutated.__file__.startswith(str(root)):
             print(f"roofline.{package} was imported from {mutated.__file__}, not the copy", flush=True)
             os._exit(NOT_THE_COPY)
-        code = pytest.main(["-x", "-q", "-n", "0", "-p", "no:cacheprovider", "-p", "no:hypothesispytest", "--assert=plain", *files],
+        code = pytest.main(["-x", "-q", "-p", "no:cacheprovider", "-p", "no:hypothesispytest", "--assert=plain", *files],
                            plugins=[_TheMutatedFileFirst(set(first))])
         sys.stdout.flush()
         os._exit(int(code))
