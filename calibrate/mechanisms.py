@@ -22,7 +22,7 @@
 - Training batch norm on the GPU: cuDNN's spatial kernels (forward: statistics, running stats,
   normalize; backward: all three gradients) give each channel a block that walks its N x H x W
   elements, so a layer of few channels over large planes (MobileNet's 16 x 112 x 112) leaves most
-  SMs idle and runs 8-16x its bytes' time. Timed per channel count, from fewer channels than SMs
+  SMs idle and runs several times its bytes' time. Timed per channel count, from fewer channels than SMs
   to several waves, at two lengths per channel each, as group norm's rows.
 - Training batch norm on the CPU (``measure_batch_norm_training``): ATen's CPU kernel for an NCHW
   input gathers each channel's statistics over its planes, then normalizes, and runs at about a
@@ -73,7 +73,7 @@ GROUPED_DTYPES = ["float32", "float16"]
 # precision is timed apart: ATen sends most float16 NCHW depthwise convolutions to cuDNN and every
 # bfloat16 one to its own kernels (roofline.model.kernels.runs_cudnn_depthwise), forward and gradients alike.
 # float32 channels-last (ConvNeXt's depthwise 7x7 after its permuted block) at the channels-last
-# filters: its gradients run kernels 2-3x slower than the NCHW ones.
+# filters: its gradients run kernels of their own, slower than the NCHW ones.
 DEPTHWISE_GRADIENT_KINDS = [("float32", "nchw"), ("float16", "nchw"), ("bfloat16", "nchw"), ("float32", "channels_last")]
 GRADIENT_MASKS = {"input": [True, False, False], "weight": [False, True, False]}
 # misaligned GEMMs: m values; K = 1024; N = 4096 - d for alignment bytes by dtype
@@ -331,64 +331,56 @@ def measure_norm_families(device: str, *, budget_s: float, warnings: list, progr
             curves += [NormFamilyCurve(kind="batch_norm_eval", dtype=dtype_name, points=bn), NormFamilyCurve(kind="group_norm", dtype=dtype_name, points=gn),
                        NormFamilyCurve(kind="group_norm_backward", dtype=dtype_name, points=gn_backward)]
             channels = BATCH_NORM_TRAIN_CHANNELS[::3] if quick else BATCH_NORM_TRAIN_CHANNELS
-            forward, backward = _batch_norm_training_points(dtype, device, gen, budget_s, dtype_name, warnings, progress, channels)
+            forward, backward = _batch_norm_training_points(_gpu_batch_norm_training_shapes(channels), dtype, device, gen, budget_s, dtype_name,
+                                                            warnings, progress)
             curves += [NormFamilyCurve(kind="batch_norm_train", dtype=dtype_name, points=forward),
                        NormFamilyCurve(kind="batch_norm_train_backward", dtype=dtype_name, points=backward)]
     return curves
 
 
-def _batch_norm_training_points(dtype: torch.dtype, device: str, gen, budget_s: float, label: str, warnings: list, progress,
-                                channel_counts: list[int]) -> tuple[list[NormFamilyPoint], list[NormFamilyPoint]]:
+def _batch_norm_training_points(shapes: list[tuple[int, int, int]], dtype: torch.dtype, device: str, gen, budget_s: float, label: str,
+                                warnings: list, progress) -> tuple[list[NormFamilyPoint], list[NormFamilyPoint]]:
     """Training batch norm (float32 weights, as a model's are under autocast) and its backward of all
-    three gradients per (channels, elements per channel), through ATen's backend choice
-    (``_batch_norm_impl_index``: cuDNN's kernels where it takes the input) as a training step runs
-    them. A point's rows are the channels, its row the elements per channel."""
+    three gradients per NCHW (batch, channels, side), through ATen's backend choice
+    (``_batch_norm_impl_index``: cuDNN's kernels where it takes the input, else ATen's) as a training
+    step runs them. A point's rows are the channels, its row the elements per channel."""
     aten = torch.ops.aten
     forward, backward = [], []
-    for channels in channel_counts:
-        for per_channel in BATCH_NORM_TRAIN_PER_CHANNEL:
-            batch, side = per_channel // 4096, 64  # planes of 64 x 64
-            if batch == 0:
-                batch, side = 1, math.isqrt(per_channel)
-            x = torch.randn(batch, channels, side, side, device=device, dtype=dtype, generator=gen)
-            g = torch.randn_like(x)
-            w, b = torch.rand(channels, device=device), torch.rand(channels, device=device)
-            mean, var = torch.zeros(channels, device=device), torch.ones(channels, device=device)
-            out = aten._batch_norm_impl_index(x, w, b, mean, var, True, 0.1, 1e-5, True)
-            name = f"batch_norm train {label} {batch}x{channels}x{side}^2"
-            fwd = _stat(lambda: aten._batch_norm_impl_index(x, w, b, mean, var, True, 0.1, 1e-5, True), device, budget_s, name, warnings)
-            bwd = _stat(lambda: aten._batch_norm_impl_index_backward(out[4], x, g, w, mean, var, out[1], out[2], True, 1e-5, [True, True, True], out[3]),
-                        device, budget_s, f"{name} backward", warnings)
-            forward.append(NormFamilyPoint(rows=channels, row=batch * side * side, time=fwd))
-            backward.append(NormFamilyPoint(rows=channels, row=batch * side * side, time=bwd))
-            if progress:
-                progress()
-                progress()
+    for batch, channels, side in shapes:
+        x = torch.randn(batch, channels, side, side, device=device, dtype=dtype, generator=gen)
+        g = torch.randn(batch, channels, side, side, device=device, dtype=dtype, generator=gen)
+        w, b = torch.rand(channels, device=device), torch.rand(channels, device=device)
+        mean, var = torch.zeros(channels, device=device), torch.ones(channels, device=device)
+        out = aten._batch_norm_impl_index(x, w, b, mean, var, True, 0.1, 1e-5, True)
+        name = f"batch_norm train {label} {batch}x{channels}x{side}^2"
+        fwd = _stat(lambda: aten._batch_norm_impl_index(x, w, b, mean, var, True, 0.1, 1e-5, True), device, budget_s, name, warnings)
+        bwd = _stat(lambda: aten._batch_norm_impl_index_backward(out[4], x, g, w, mean, var, out[1], out[2], True, 1e-5, [True, True, True], out[3]),
+                    device, budget_s, f"{name} backward", warnings)
+        forward.append(NormFamilyPoint(rows=channels, row=batch * side * side, time=fwd))
+        backward.append(NormFamilyPoint(rows=channels, row=batch * side * side, time=bwd))
+        if progress:
+            progress()
+            progress()
     return forward, backward
 
 
+def _gpu_batch_norm_training_shapes(channel_counts: list[int]) -> list[tuple[int, int, int]]:
+    """(batch, channels, side) of each channel count at each length per channel: planes of 64 x 64,
+    one square plane below 4096 elements."""
+    shapes = []
+    for channels in channel_counts:
+        for per_channel in BATCH_NORM_TRAIN_PER_CHANNEL:
+            batch, side = (per_channel // 4096, 64) if per_channel >= 4096 else (1, math.isqrt(per_channel))
+            shapes.append((batch, channels, side))
+    return shapes
+
+
 def measure_batch_norm_training(device: str, *, budget_s: float, warnings: list, progress=None) -> list[NormFamilyCurve]:
-    """Training batch norm (float32, NCHW): the forward (statistics, running stats, normalize) and
-    the backward of all three gradients, per element count."""
-    aten = torch.ops.aten
+    """Training batch norm on the CPU (float32, NCHW): the forward (statistics, running stats,
+    normalize) and the backward of all three gradients, per element count."""
     gen = torch.Generator(device=device).manual_seed(3)
-    forward, backward = [], []
     with torch.no_grad():
-        for batch, channels, side in BATCH_NORM_TRAIN_SHAPES:
-            x = torch.randn(batch, channels, side, side, device=device, generator=gen)
-            g = torch.randn(batch, channels, side, side, device=device, generator=gen)
-            w, b = torch.rand(channels, device=device), torch.rand(channels, device=device)
-            mean, var = torch.zeros(channels, device=device), torch.ones(channels, device=device)
-            _, save_mean, save_invstd = aten.native_batch_norm(x, w, b, mean, var, True, 0.1, 1e-5)
-            label = f"batch_norm train float32 {batch}x{channels}x{side}^2"
-            fwd = _stat(lambda: aten.native_batch_norm(x, w, b, mean, var, True, 0.1, 1e-5), device, budget_s, label, warnings)
-            bwd = _stat(lambda: aten.native_batch_norm_backward(g, x, w, mean, var, save_mean, save_invstd, True, 1e-5, [True, True, True]),
-                        device, budget_s, f"{label} backward", warnings)
-            forward.append(NormFamilyPoint(rows=channels, row=batch * side * side, time=fwd))
-            backward.append(NormFamilyPoint(rows=channels, row=batch * side * side, time=bwd))
-            if progress:
-                progress()
-                progress()
+        forward, backward = _batch_norm_training_points(BATCH_NORM_TRAIN_SHAPES, torch.float32, device, gen, budget_s, "float32", warnings, progress)
     return [NormFamilyCurve(kind="batch_norm_train", dtype="float32", points=forward),
             NormFamilyCurve(kind="batch_norm_train_backward", dtype="float32", points=backward)]
 

@@ -637,12 +637,12 @@ def cudnn_may_loop_groups(op: CapturedOp) -> str | None:
     if is_depthwise(op):
         if w.shape[0] > x.shape[1] and runs_cudnn_depthwise(op):
             return (f"a depthwise convolution with a channel multiplier ({w.shape[0] // x.shape[1]}) that cuDNN runs: it may run "
-                    "one legacy kernel per group, up to 350x the depthwise kernel priced here; `roofline calibrate --for` times it")
+                    "one legacy kernel per group, many times the depthwise kernel priced here; `roofline calibrate --for` times it")
         return None
     if (groups <= FEW_GROUPS and w.shape[1] <= FEW_GROUPS_WIDTH_MAX and x.shape[0] > 1 and x.ndim == 4
             and x.dtype == torch.float32 and not _channels_last(x) and math.prod(w.shape[2:]) > 1):
         return (f"a float32 convolution of {groups} groups: cuDNN may run it one group at a time on FP32 kernels, "
-                "4-16x the grouped kernel priced here; `roofline calibrate --for` times it")
+                "several times the grouped kernel priced here; `roofline calibrate --for` times it")
     return None
 
 
@@ -953,7 +953,7 @@ SELECTION_FAMILY = {
 # window families) moves its bytes at the max-pool family's rate (the CPU's loops differ by kind).
 GPU_POOLING = {f"aten.{p}": "max_pool2d" for p in ("max_pool3d_with_indices", "max_pool3d", "avg_pool2d", "avg_pool3d")}
 # A 2-d max pool's backward gives each input a thread that walks the windows over it, reading their
-# gradients and indices: its own calibrated rate (calibrate.memory), about a fifth of the copy's
+# gradients and indices: its own calibrated rate (calibrate.memory), well below the copy's
 POOL_BACKWARD_FAMILY = "max_pool2d_backward"
 GPU_POOLING["aten.max_pool2d_with_indices_backward"] = POOL_BACKWARD_FAMILY
 # ATen's GPU pooling kernels give each output a thread that walks its window: the time follows the
