@@ -17,6 +17,7 @@ from typing import Callable
 import torch
 
 from roofline.costs import cost_of
+from roofline.model.device import DeviceModel
 from roofline.model.kernels import kernel_s as _op_kernel_terms
 from roofline.pipeline import Analysis, Options
 from roofline.profiles import load_profile_file
@@ -41,8 +42,22 @@ def error_line(errors: list[float]) -> str:
 def kernel_s(fn: Callable, inputs: tuple, profile) -> float:
     """The GPU kernel time ``roofline advise`` predicts for ``fn`` on ``inputs`` (meta tensors,
     captured on the CPU) with ``profile``."""
-    a = Analysis.of(fn, inputs, None, profile, Options(device="cuda", capture_device="cpu", batch_sweep=False))
+    options = Options(device="cuda", capture_device="cpu", batch_sweep=False)
+    a = Analysis.of(fn, inputs, None, profile, options, devices=_devices(profile, options))
     return sum(k[0] for k in a.kernels())
+
+
+_DEVICES: dict[int, tuple] = {}
+
+
+def _devices(profile, options: Options) -> dict:
+    """The profile's GPU model, built once for all the points a check prices with it (building one reads
+    every curve of the profile). Keyed by the profile object, which the entry keeps alive: a check that
+    changes a profile prices with a changed copy, a new object."""
+    held = _DEVICES.get(id(profile))
+    if held is None or held[0] is not profile:
+        held = _DEVICES[id(profile)] = (profile, {"cuda": DeviceModel(profile.gpu, "cuda", options.modes())})
+    return held[1]
 
 
 def op_kernel_s(op, dev) -> float:

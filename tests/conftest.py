@@ -27,9 +27,37 @@ def cpu_quick_profile_path(tmp_path_factory):
     return out
 
 
-def run_cli(*args, env=None, timeout=300):
-    """Run `python -m roofline ARGS` and return the CompletedProcess."""
-    return subprocess.run(
-        [sys.executable, "-m", "roofline", *args], capture_output=True, text=True,
-        env={**os.environ, **(env or {})}, cwd=REPO, timeout=timeout,
-    )
+def run_cli(*args, env=None, timeout=300, process=False):
+    """Run `roofline ARGS` and return a CompletedProcess with its exit code, stdout and stderr.
+
+    By default in this process, through the same `main` the entry point calls: the parser, the command, the one-line
+    errors and the exit code as a user gets them, without a fresh interpreter importing torch for each test.
+    `process=True` runs `python -m roofline ARGS` instead, for what only a process shows (its imports, signals, the
+    installed entry point)."""
+    if process:
+        return subprocess.run(
+            [sys.executable, "-m", "roofline", *args], capture_output=True, text=True,
+            env={**os.environ, **(env or {})}, cwd=REPO, timeout=timeout,
+        )
+    import contextlib
+    import io
+
+    from roofline.cli import main
+
+    saved_env, saved_cwd = dict(os.environ), os.getcwd()
+    out, err = io.StringIO(), io.StringIO()
+    os.environ.update(env or {})
+    os.chdir(REPO)
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                code = main(list(args))
+            except SystemExit as e:  # argparse's --help, --version and usage errors
+                if isinstance(e.code, str):
+                    print(e.code, file=sys.stderr)
+                code = e.code if isinstance(e.code, int) else int(e.code is not None)
+    finally:
+        os.chdir(saved_cwd)
+        os.environ.clear()
+        os.environ.update(saved_env)
+    return subprocess.CompletedProcess(["roofline", *args], code, out.getvalue(), err.getvalue())
