@@ -358,7 +358,7 @@ def main() -> int:
         print(line)
     if args.json:
         Path(args.json).write_text(json.dumps(dict(device=profile.device, profile=profile.name, torch=torch.__version__,
-                                                   date=time.strftime("%Y-%m-%d"), replay_of=args.replay, rows=rows), indent=1, default=str))
+                                                   date=time.strftime("%Y-%m-%d"), replay_of=args.replay, rows=rows), separators=(",", ":"), default=str))
         if graphs:
             graphs_path(args.json).write_bytes(gzip.compress(json.dumps(graphs).encode()))
     return 0
