@@ -123,6 +123,14 @@ GPU_HALF_SHAPES = [
     _S(32, 112, 672, 14, 1, 1, 0), _S(32, 80, 200, 14, 1, 1, 0), _S(32, 120, 40, 14, 1, 1, 0), _S(32, 88, 528, 16, 1, 1, 0),
     _S(32, 600, 100, 7, 1, 1, 0), _S(1, 112, 672, 14, 1, 1, 0),
 ]
+# NCHW 1x1 convolutions of stride 1 over planes larger than 16x16 whose bytes are not a multiple of
+# 16 (``roofline.model.curves.conv_narrow_plane``): cuDNN runs their plane-major GEMMs on kernels of
+# narrower loads than an aligned plane's, in every dtype; Inception's and SqueezeNet's planes, a
+# batch of 32, from a few MFLOP to a few GFLOP.
+GPU_NARROW_PLANE_SHAPES = [
+    _S(32, 192, 64, 35, 1, 1, 0), _S(32, 768, 160, 17, 1, 1, 0), _S(32, 64, 16, 55, 1, 1, 0), _S(32, 128, 32, 27, 1, 1, 0),
+    _S(32, 512, 128, 25, 1, 1, 0), _S(32, 64, 80, 73, 1, 1, 0),
+]
 # Dense convolutions over the channel counts networks use: multiples of 64 and the 8- and
 # 16-multiples of width multipliers (24, 40, 72, 112, 120, 144, 240, 480, 672, ...). cuDNN picks
 # among its kernels (cuBLAS for an aligned 1x1, its own GEMMs, NHWC kernels behind layout

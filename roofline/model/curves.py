@@ -246,7 +246,8 @@ class ConvKey:
     and, over a plane of at most 16x16, whether its output channels are a multiple of 64
     (``conv_out_aligned``), and whether a strided 2-d one is channels-last (``conv_channels_last_key``):
     cuDNN runs NHWC kernels on it directly, where its NCHW twin pays layout transforms around the same
-    kernels. A channels-last convolution of stride 1 is keyed as NCHW: its NCHW twin's points price
+    kernels; and whether an NCHW 1x1 of stride 1 runs over a large plane whose bytes are not a multiple
+    of 16 (``conv_narrow_plane``). A channels-last convolution of stride 1 is keyed as NCHW: its NCHW twin's points price
     it closely enough (docs/design.md, "The model of time", dense convolutions, has the evidence)."""
 
     kind: str
@@ -256,6 +257,7 @@ class ConvKey:
     plane_aligned: bool = True
     out_aligned: bool = True
     channels_last: bool = False
+    narrow_plane: bool = False
 
 
 def conv_aligned(in_channels: int, itemsize: int) -> bool:
@@ -284,6 +286,18 @@ OUT_CHANNEL_TILE = 64
 OWN_KERNEL_PLANE_MAX = 16 * 16
 
 
+def conv_narrow_plane(kind: str, taps: int, strided: bool, out_positions: int, itemsize: int, channels_last: bool = False) -> bool:
+    """Whether an NCHW 2-d 1x1 convolution of stride 1 runs over more than ``OWN_KERNEL_PLANE_MAX``
+    positions whose bytes are not a multiple of 16 (Inception's 35x35 and 17x17, SqueezeNet's 55x55
+    and 27x27). The plane is the rows of its GEMM: cuDNN leaves cuBLAS's vectorized kernels for
+    CUTLASS GEMMs of narrower loads (or NHWC kernels behind layout transforms), in half precision and
+    float32 alike, slower than an aligned neighbour by less than a misaligned matmul is
+    (``benchmarks/conv1x1_kernels.py --planes``); calibration times such points
+    (``calibrate.conv.GPU_NARROW_PLANE_SHAPES``)."""
+    return (kind == "2d" and taps == 1 and not strided and not channels_last and out_positions > OWN_KERNEL_PLANE_MAX
+            and out_positions * itemsize % 16 != 0)
+
+
 def conv_out_aligned(kind: str, taps: int, strided: bool, out_channels: int, out_positions: int, itemsize: int,
                      channels_last: bool = False) -> bool:
     """Whether an NCHW half-precision 1x1 convolution of stride 1 over a small output plane (at most
@@ -308,11 +322,13 @@ def conv_kind(dims: int, transposed: bool) -> str:
 
 def _keyed_rows(rows: list, key: ConvKey) -> list:
     """The calibrated rows (``(ConvKey, values)``) that share the convolution's keys, most important
-    first, each narrowing only when some rows match: its kind (else the 2-d points), its output
-    channels' alignment, its input alignment, the filter taps nearest in log, its stride (strided or
+    first, each narrowing only when some rows match: its kind (else the 2-d points), a narrow plane
+    (``conv_narrow_plane``), its output channels' alignment, its input alignment, the filter taps nearest in log, its stride (strided or
     not), its layout (a profile without channels-last points prices channels-last convolutions on
     NCHW ones), its plane's alignment."""
     same = [r for r in rows if r[0].kind == key.kind] or [r for r in rows if r[0].kind == "2d"] or rows
+    # a narrow plane's GEMMs are their own class (a profile without such points prices it as before)
+    same = [r for r in same if r[0].narrow_plane == key.narrow_plane] or same
     # before the input's alignment: the legacy kernel runs whatever the input channels (an odd 117 too)
     same = [r for r in same if r[0].out_aligned == key.out_aligned] or same
     same = [r for r in same if r[0].aligned == key.aligned] or same
@@ -376,7 +392,8 @@ class ConvModel:
                 out = conv_out_aligned(kind, taps, p.strided, p.out_channels, p.out_positions, itemsize, channels_last=last)
                 # a point keeps its own layout: a channels-last point of stride 1 prices no convolution
                 # (those are keyed NCHW, ``conv_channels_last_key``) rather than blend into the NCHW ones
-                keyed_rows.append((ConvKey(kind, taps, p.strided, conv_aligned(p.in_channels, itemsize), plane, out, last), values))
+                narrow = conv_narrow_plane(kind, taps, p.strided, p.out_positions, itemsize, channels_last=last)
+                keyed_rows.append((ConvKey(kind, taps, p.strided, conv_aligned(p.in_channels, itemsize), plane, out, last, narrow), values))
             else:
                 rows.append((taps, *values))
         self._rows = np.array(rows, dtype=np.float64)

@@ -28,7 +28,9 @@ from roofline.costs.norm import batch_norm_training, is_batch_norm_forward
 from roofline.costs.optimizer import FOREACH_CHUNK_BYTES, multi_tensor_kernels
 from roofline.costs.registry import arguments, schema_of
 from roofline.graph.ops import CapturedOp, TensorMeta
-from roofline.model.curves import ConvKey, ConvModel, conv_aligned, conv_channels_last_key, conv_kind, conv_out_aligned, conv_plane_aligned
+from roofline.model.curves import (
+    ConvKey, ConvModel, conv_aligned, conv_channels_last_key, conv_kind, conv_narrow_plane, conv_out_aligned, conv_plane_aligned,
+)
 from roofline.model.device import DeviceModel
 from roofline.model.kernel_table import kernel_key
 from roofline.model.reuse import Reach
@@ -792,7 +794,9 @@ def _conv_points(op: CapturedOp, cost: OpCost, dev: DeviceModel, tf32: bool) -> 
     out_aligned = (cost.conv_gradient is not None or out is None or positions == 0
                    or conv_out_aligned(kind, taps, strided, out.shape[1], positions, x.itemsize, channels_last=unit_channels))
     last = cost.conv_gradient is None and conv_channels_last_key(kind, strided, _channels_last(x))
-    key = ConvKey(kind, taps, strided, conv_aligned(x.shape[1], x.itemsize), plane, out_aligned, last)
+    # a gradient's stand-in runs other kernels than the forward's narrow-plane GEMMs
+    narrow = cost.conv_gradient is None and conv_narrow_plane(kind, taps, strided, positions, x.itemsize, channels_last=unit_channels)
+    key = ConvKey(kind, taps, strided, conv_aligned(x.shape[1], x.itemsize), plane, out_aligned, last, narrow)
     return model, (m, n, k, taps, key)
 
 
