@@ -9,7 +9,7 @@ import torch
 from calibrate.memory import STRIDED_OPS, _selection_call
 from roofline.graph.ops import TensorMeta
 from roofline.model.device import DeviceModel
-from roofline.model.kernels import STRIDED_RUN, copy_run
+from roofline.model.kernels import STRIDED_RUN, copy_run, gather_run
 from roofline.pipeline import analyze
 from roofline.profiles import load_profile_file
 from tests.test_family_curves import FIXTURE, _flat_curve, _profile_with
@@ -99,8 +99,8 @@ def test_layer_norm_copies_a_transposed_input_at_the_transposed_rate():
     tensor): with the strided families that copy is a run-1 strided copy, not a flat stream."""
     from roofline.model.kernels import contiguous_pass_s
 
-    x = torch.randn(4, 64, 96).transpose(1, 2)  # (4, 96, 64), channels innermost in memory
-    fn = lambda t: torch.nn.functional.layer_norm(t, (64,))  # noqa: E731
+    x = torch.randn(4, 256, 96).transpose(1, 2)  # (4, 96, 256), 256 channels innermost in memory
+    fn = lambda t: torch.nn.functional.layer_norm(t, (256,))  # noqa: E731
     profile, plain = _strided_profile(), _profile_with(_flat_curve("cat", "float32", CONTIGUOUS_CAT_RATE))
     from roofline.graph.capture import capture
 
@@ -120,10 +120,85 @@ def test_an_elementwise_op_with_a_transposed_operand_streams_as_a_strided_copy()
     ATen's kernel computes an offset per element, as a strided copy of one-element runs does; an operand laid
     out as the output, or an expanded (broadcast) one, keeps the elementwise curves."""
     profile = _strided_profile()
-    x, pos = torch.randn(4, 96, 64), torch.randn(4, 64, 96)
+    x, pos = torch.randn(2, 256, 256), torch.randn(2, 256, 256)
     add = lambda a, b: a + b  # noqa: E731
     nbytes = 3 * x.numel() * 4
     assert _memory_s(add, (x.transpose(1, 2), pos), profile, target="aten.add") == pytest.approx(nbytes / TRANSPOSE_RATE, rel=1e-6)
     plain = _profile_with(_flat_curve("cat", "float32", CONTIGUOUS_CAT_RATE))
-    for a, b in ((pos, pos.clone()), (pos, torch.randn(64, 96).expand(4, 64, 96))):
+    for a, b in ((pos, pos.clone()), (pos, torch.randn(256, 256).expand(2, 256, 256))):
         assert _memory_s(add, (a, b), profile, target="aten.add") == pytest.approx(_memory_s(add, (a, b), plain, target="aten.add"), rel=1e-9)
+
+
+def test_a_copy_of_one_element_runs_is_credited_with_the_locality_of_its_gathers():
+    """A warp's 32 neighbouring outputs that read the source a few elements apart, or in a few
+    contiguous stretches, share cache lines: such a copy streams as a long run would; outputs far
+    apart in the source, in many stretches, stream as the transposed copy."""
+    def run(shape, order):
+        src = TensorMeta.contiguous(shape)
+        view = TensorMeta(tuple(shape[i] for i in order), src.dtype, tuple(src.stride[i] for i in order))
+        return gather_run(view, TensorMeta.contiguous(view.shape))
+
+    assert run((32, 196, 196, 4), (0, 3, 1, 2)) == STRIDED_RUN, "4 heads moved inward: neighbours 4 elements apart"
+    assert run((32, 64, 64, 32), (0, 3, 1, 2)) == 1, "32 channels moved inward: 32 elements apart"
+    assert 1 < run((32, 64, 64, 16), (0, 3, 1, 2)) < STRIDED_RUN
+    assert run((32, 3, 224, 224), (0, 2, 3, 1)) == STRIDED_RUN, "3 channels moved last: three stretches a warp"
+    assert run((32, 256, 28, 28), (0, 2, 3, 1)) == 1, "256 channels moved last"
+    assert run((4, 64, 8, 32), (0, 2, 1, 3)) == 32, "heads merged: rows of 32 stay whole, their own run"
+    assert gather_run(TensorMeta.contiguous((4, 8)), TensorMeta.contiguous((4, 8))) is None
+
+
+def test_permuted_copies_of_close_gathers_price_near_the_permuted_rate_against_the_h100():
+    """NCHW to NHWC and back of c = 2-256 channels on the H100 (benchmarks/results/h100_permute_copies.json,
+    every inner run one element): within 25% in the median over all 56, and the copies whose warps
+    gather within 8 elements or 16 stretches (c <= 8) within 20%; priced by their inner runs alone
+    those read over 50% slow."""
+    import json
+    import statistics
+    from pathlib import Path
+
+    import roofline.model.kernels as kernels
+    from benchmarks.permute_copies import predicted_s
+
+    record = json.loads((Path(__file__).parent.parent / "benchmarks" / "results" / "h100_permute_copies.json").read_text())
+    profile = load_profile_file(Path(__file__).parent.parent / "device_profiles" / "nvidia-h100-80gb-hbm3.json")
+    errors = {id(p): predicted_s(profile, p) / p["median_s"] - 1 for p in record["points"]}
+    close = [errors[id(p)] for p in record["points"] if p["c"] <= 8]
+    assert statistics.median(abs(e) for e in errors.values()) < 0.25
+    assert statistics.median(abs(e) for e in close) < 0.2
+    original = kernels.gather_run
+    try:
+        kernels.gather_run = kernels.copy_run
+        runs_only = [predicted_s(profile, p) / p["median_s"] - 1 for p in record["points"] if p["c"] <= 8]
+    finally:
+        kernels.gather_run = original
+    assert statistics.median(runs_only) > 0.5
+
+
+def test_cait_softmax_over_permuted_heads_copies_them_at_the_gather_rate_against_the_h100():
+    """CaiT's talking heads leave its attention scores with the head dimension innermost in memory:
+    ATen's softmax copies them contiguous first (neighbouring outputs 4 elements apart in the source),
+    then runs its row kernel. The recorded held-out per-op times (tests/fixtures/h100_cait_softmax.json)
+    come out within 30%; priced with a transposed copy they read 50-90% over."""
+    import json
+    from pathlib import Path
+
+    import roofline.model.kernels as kernels
+
+    profile = load_profile_file(Path(__file__).parent.parent / "device_profiles" / "nvidia-h100-80gb-hbm3.json")
+    rows = json.loads((Path(__file__).parent / "fixtures" / "h100_cait_softmax.json").read_text())["rows"]
+
+    def price(row) -> float:
+        dtype = getattr(torch, row["dtype"])
+        with torch.device("meta"):
+            x = torch.empty_strided(row["shape"], row["stride"], dtype=dtype)
+        report = analyze(lambda t: torch.softmax(t, row["dim"]), (x,), profile, device="cuda", batch_sweep=False)
+        (op,) = [o for o in report.ops if "softmax" in o.target]
+        return op.kernel_s / row["median_s"] - 1
+
+    assert len(rows) == 2 and all(abs(price(r)) < 0.3 for r in rows)
+    original = kernels.gather_run
+    try:
+        kernels.gather_run = kernels.copy_run
+        assert all(price(r) > 0.5 for r in rows)
+    finally:
+        kernels.gather_run = original

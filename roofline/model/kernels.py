@@ -706,7 +706,7 @@ def contiguous_pass_s(op: CapturedOp, cost: OpCost, dev: DeviceModel) -> float:
         return 0.0
     x = inputs[0]
     nbytes = 2 * x.nbytes
-    run = copy_run(x, TensorMeta.contiguous(tuple(x.shape), x.dtype))
+    run = gather_run(x, TensorMeta.contiguous(tuple(x.shape), x.dtype))
     if run is not None and _has_strided_families(dev):
         return _run_copy_s(nbytes, run, DTYPE_NAMES.get(x.dtype, "float32"), dev)
     return nbytes / dev.bandwidth.bytes_per_s(nbytes, "copy")
@@ -1022,6 +1022,37 @@ def copy_run(src, dst) -> int | None:
     return None if run == dst.numel else run
 
 
+# A copy with no inner run shared by source and destination still reads whole cache lines where a
+# warp's 32 neighbouring outputs lie close in the source: outputs that step through the source a few
+# elements apart (a head dimension of 4 moved inward, NHWC to NCHW of a few channels) share each
+# line with the warps of the next few outputs, and few channels moved last (NCHW to NHWC) leave a
+# warp a handful of contiguous stretches. Such copies run near the permuted copy's rate, far
+# stretches at the transposed copy's (``benchmarks/permute_copies.py``): the rate is interpolated in
+# log between them over these gathers.
+GATHER_NEAR, GATHER_FAR = 8, 32  # elements between neighbouring outputs' sources
+STRETCHES_FEW, STRETCHES_MANY = 16, 256  # a warp's contiguous stretches (the moved dimension's size)
+
+
+def gather_run(src, dst) -> float | None:
+    """The inner run a copy from ``src`` to ``dst`` streams as (``copy_run``), with a copy of runs of
+    one element credited with the locality of its gathers: as long as ``STRIDED_RUN`` where a warp's
+    outputs read close or few stretches of the source, 1 where they read far apart, between them in
+    log. None for a flat copy."""
+    run = copy_run(src, dst)
+    if run != 1:
+        return run
+    dims = _dims_inner_first(dst)
+    inner = dims[0]
+    step = abs(src.stride[inner])
+    if step <= GATHER_FAR:
+        near = math.log(GATHER_FAR / max(step, 1)) / math.log(GATHER_FAR / GATHER_NEAR)
+    elif len(dims) > 1 and abs(src.stride[dims[1]]) == 1:  # the next outputs walk the source contiguously
+        near = math.log(STRETCHES_MANY / dst.shape[inner]) / math.log(STRETCHES_MANY / STRETCHES_FEW)
+    else:
+        return 1
+    return STRIDED_RUN ** min(max(near, 0.0), 1.0)
+
+
 def _dense_in_order(t, order: list[int]) -> bool:
     """Whether ``t`` is dense in this order of its dimensions (innermost first), size-1 dims aside."""
     expected = 1
@@ -1062,9 +1093,9 @@ def _copy_source(op: CapturedOp):
     return inputs[0] if inputs else None
 
 
-def _strided_copy(op: CapturedOp, cost: OpCost, dev: DeviceModel) -> tuple[str, int, int] | None:
-    """(family, inner run, elements) of a copy-like kernel that walks a strided layout, priced on
-    the strided-copy families; None for a flat copy or where the profile lacks them."""
+def _strided_copy(op: CapturedOp, cost: OpCost, dev: DeviceModel) -> tuple[str, float, int] | None:
+    """(family, inner run (``gather_run``), elements) of a copy-like kernel that walks a strided
+    layout, priced on the strided-copy families; None for a flat copy or where the profile lacks them."""
     if (op.packet not in COPY_OPS and op.packet != "aten.cat") or not cost.kernels or not op.outputs:
         return None
     if not _has_strided_families(dev):
@@ -1072,7 +1103,7 @@ def _strided_copy(op: CapturedOp, cost: OpCost, dev: DeviceModel) -> tuple[str, 
     out = op.outputs[0]
     if op.packet in COPY_OPS:
         src = _copy_source(op)
-        run = copy_run(src, out) if src is not None and src.device == out.device else None
+        run = gather_run(src, out) if src is not None and src.device == out.device else None
         return None if run is None else ("strided_copy", run, out.numel)
     if op.packet == "aten.cat":
         inputs = _strided_cat_inputs(op)
@@ -1085,7 +1116,7 @@ def _strided_copy(op: CapturedOp, cost: OpCost, dev: DeviceModel) -> tuple[str, 
     return None
 
 
-def _strided_s(op: CapturedOp, cost: OpCost, dev: DeviceModel, strided: tuple[str, int, int]) -> float:
+def _strided_s(op: CapturedOp, cost: OpCost, dev: DeviceModel, strided: tuple[str, float, int]) -> float:
     """Time of a strided copy: its elements at the calibrated strided rate, as the bytes that the
     calibrated copy of as many elements moves (one element read and one written each, whatever a
     broadcast source's footprint: the kernel is bound by its per-element offsets). A copy's rate
@@ -1107,7 +1138,7 @@ def _strided_s(op: CapturedOp, cost: OpCost, dev: DeviceModel, strided: tuple[st
     return _run_copy_s(nbytes, run, dtype, dev)
 
 
-def _strided_operand_run(op: CapturedOp, cost: OpCost, dev: DeviceModel) -> int | None:
+def _strided_operand_run(op: CapturedOp, cost: OpCost, dev: DeviceModel) -> float | None:
     """The shortest inner run of an elementwise op's full-size operands that are not laid out as
     its output (a transposed conv output plus a positional embedding): ATen's TensorIterator then
     computes an offset per element and cannot vectorize, as a strided copy does. None where every
@@ -1117,13 +1148,13 @@ def _strided_operand_run(op: CapturedOp, cost: OpCost, dev: DeviceModel) -> int 
     out = op.outputs[0]
     # an expanded operand (stride 0) is a broadcast, priced as one
     full = [t for t in op.tensor_inputs() if t.shape == out.shape and all(st or n == 1 for st, n in zip(t.stride, t.shape))]
-    runs = [r for r in (copy_run(t, out) for t in full) if r is not None]
+    runs = [r for r in (gather_run(t, out) for t in full) if r is not None]
     if not runs or not _has_strided_families(dev):
         return None
     return min(runs)
 
 
-def _run_copy_s(nbytes: int, run: int, dtype: str, dev: DeviceModel) -> float:
+def _run_copy_s(nbytes: int, run: float, dtype: str, dev: DeviceModel) -> float:
     """A strided copy moving ``nbytes`` in inner runs of ``run`` elements: its rate interpolated in
     log(run) between the transposed copy (inner runs of one element) and the permuted copy (inner
     runs of STRIDED_RUN elements)."""
