@@ -706,7 +706,7 @@ def contiguous_pass_s(op: CapturedOp, cost: OpCost, dev: DeviceModel) -> float:
         return 0.0
     x = inputs[0]
     nbytes = 2 * x.nbytes
-    run = gather_run(x, TensorMeta.contiguous(tuple(x.shape), x.dtype))
+    run = gather_run(x, TensorMeta.contiguous(tuple(x.shape), x.dtype), dev.kind == "cuda")
     if run is not None and _has_strided_families(dev):
         return _run_copy_s(nbytes, run, DTYPE_NAMES.get(x.dtype, "float32"), dev)
     return nbytes / dev.bandwidth.bytes_per_s(nbytes, "copy")
@@ -1033,13 +1033,13 @@ GATHER_NEAR, GATHER_FAR = 8, 32  # elements between neighbouring outputs' source
 STRETCHES_FEW, STRETCHES_MANY = 16, 256  # a warp's contiguous stretches (the moved dimension's size)
 
 
-def gather_run(src, dst) -> float | None:
-    """The inner run a copy from ``src`` to ``dst`` streams as (``copy_run``), with a copy of runs of
-    one element credited with the locality of its gathers: as long as ``STRIDED_RUN`` where a warp's
-    outputs read close or few stretches of the source, 1 where they read far apart, between them in
-    log. None for a flat copy."""
+def gather_run(src, dst, gpu: bool = True) -> float | None:
+    """The inner run a copy from ``src`` to ``dst`` streams as (``copy_run``), with a GPU copy of runs
+    of one element credited with the locality of its gathers: as long as ``STRIDED_RUN`` where a
+    warp's outputs read close or few stretches of the source, 1 where they read far apart, between
+    them in log. None for a flat copy. A CPU's copies keep their inner runs (not measured there)."""
     run = copy_run(src, dst)
-    if run != 1:
+    if run != 1 or not gpu:
         return run
     dims = _dims_inner_first(dst)
     inner = dims[0]
@@ -1103,7 +1103,7 @@ def _strided_copy(op: CapturedOp, cost: OpCost, dev: DeviceModel) -> tuple[str, 
     out = op.outputs[0]
     if op.packet in COPY_OPS:
         src = _copy_source(op)
-        run = gather_run(src, out) if src is not None and src.device == out.device else None
+        run = gather_run(src, out, dev.kind == "cuda") if src is not None and src.device == out.device else None
         return None if run is None else ("strided_copy", run, out.numel)
     if op.packet == "aten.cat":
         inputs = _strided_cat_inputs(op)
@@ -1148,7 +1148,7 @@ def _strided_operand_run(op: CapturedOp, cost: OpCost, dev: DeviceModel) -> floa
     out = op.outputs[0]
     # an expanded operand (stride 0) is a broadcast, priced as one
     full = [t for t in op.tensor_inputs() if t.shape == out.shape and all(st or n == 1 for st, n in zip(t.stride, t.shape))]
-    runs = [r for r in (gather_run(t, out) for t in full) if r is not None]
+    runs = [r for r in (gather_run(t, out, dev.kind == "cuda") for t in full) if r is not None]
     if not runs or not _has_strided_families(dev):
         return None
     return min(runs)
