@@ -37,3 +37,30 @@ def test_a_replay_can_undo_the_factor():
     undone = without_stages(profile, "cuda", ["host_phase"]).gpu.measurements.overheads
     assert undone.host_phase_factor == 1.0
     assert undone.dispatch_s.median_s == pytest.approx(ov.dispatch_s.median_s / ov.host_phase_factor)
+
+
+def test_a_swing_beyond_a_hosts_drift_is_not_applied_and_is_said():
+    """A run whose median index sits outside HOST_PHASE_BAND of the overheads stage's (x1.82 in one
+    H100 session, whose zoo then ran at the overheads stage's speed) keeps the measured host costs and
+    warns; a swing within the band moves them."""
+    from calibrate.runner import HOST_PHASE_BAND, at_run_host_speed
+
+    ov = load_profile_file(REPO / "tests" / "fixtures" / "h100_profile.json").gpu.measurements.overheads
+    warnings: list[str] = []
+    inside = at_run_host_speed(ov, 1.15, warnings)
+    assert inside.dispatch_s.median_s == pytest.approx(1.15 * ov.dispatch_s.median_s) and not warnings
+    for factor in (1.82, 0.57, HOST_PHASE_BAND[1] * 1.01):
+        kept = at_run_host_speed(ov, factor, warnings)
+        assert kept.dispatch_s.median_s == ov.dispatch_s.median_s and kept.host_phase_factor == ov.host_phase_factor
+    assert len(warnings) == 3 and "x1.82" in warnings[0] and "kept as the overheads stage measured them" in warnings[0]
+
+
+def test_a_replay_without_the_factor_reads_the_host_scales_against_the_undone_costs():
+    """Undoing the factor moves the calibrated index by it: a recorded run's host scales are read
+    against the undone costs' index, so that the host-scale predictions stay where they were."""
+    from benchmarks.zoo.run import rebased_host_scales, without_stages
+
+    profile = load_profile_file(REPO / "benchmarks" / "results" / "h100_zoo_earlier_profile.json")
+    undone = without_stages(profile, "cuda", ["host_phase"])
+    (row,) = rebased_host_scales([{"host_scale": 1.0}], profile, undone, "cuda")
+    assert row["host_scale"] == pytest.approx(profile.gpu.measurements.overheads.host_phase_factor, rel=1e-6)

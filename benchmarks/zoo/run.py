@@ -423,7 +423,10 @@ def replay(args) -> int:
     devices: dict = {}
     table_devices: dict = {}
     if args.drop:
-        profile = without_stages(profile, kind, args.drop)
+        dropped = without_stages(profile, kind, args.drop)
+        if "host_phase" in args.drop:  # the recorded host scales read against the undone host costs' index
+            record = dict(record, rows=rebased_host_scales(record["rows"], profile, dropped, kind))
+        profile = dropped
     if args.host_factors:
         import roofline.model.host as host_model
 
