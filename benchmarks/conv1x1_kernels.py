@@ -68,7 +68,7 @@ def kernels(fn, reps: int = 20) -> tuple[float, dict[str, tuple[float, float]]]:
     return total_us, {name: (len(v) / reps, sum(v) / len(v)) for name, v in per.items()}
 
 
-def check(record: Path, profile_path: Path) -> None:
+def check(record: Path, profile_path: Path, rows: bool = False) -> None:
     """The profile's price of each recorded convolution against its summed kernel time, by group."""
     from benchmarks.conv_channels_check import kernel_class
     from benchmarks.sweep_checks import error_line, kernel_s
@@ -95,7 +95,11 @@ def check(record: Path, profile_path: Path) -> None:
             group = "nchw " + ("legacy kernel" if kernel_class(r["names"]) == "legacy" else "other kernels")
         else:
             group = f"channels-last stride {r['stride']}"
-        errors[f"{r['dtype']:8s} {group}"].append(predicted_us / r["kernels_us"] - 1)
+        error = predicted_us / r["kernels_us"] - 1
+        errors[f"{r['dtype']:8s} {group}"].append(error)
+        if rows:
+            print(f"  {r['dtype']:8s} {r['layout']:13s} {r['cin']:5d}->{r['cout']:5d} {r['side']:3d}^2 s{r['stride']}: predicted {predicted_us:7.1f} us  "
+                  f"measured {r['kernels_us']:7.1f} us  {100 * error:+6.1f}%  [{group}]")
     print(f"{profile_path.name} on {record.name}, calibration's own shapes left out:")
     for key in sorted(errors):
         print(f"  {key:<34} {error_line(errors[key])}")
@@ -106,10 +110,11 @@ def main() -> None:
     ap.add_argument("--json")
     ap.add_argument("--check", type=Path, help="a recorded run to price (no GPU needed)")
     ap.add_argument("--profile", type=Path, default=REPO / "device_profiles" / "nvidia-h100-80gb-hbm3.json")
+    ap.add_argument("--rows", action="store_true", help="with --check: each recorded convolution's line too")
     ap.add_argument("--planes", action="store_true", help="time PLANE_SHAPES (NCHW, stride 1, both dtypes) instead of SHAPES")
     args = ap.parse_args()
     if args.check:
-        check(args.check, args.profile)
+        check(args.check, args.profile, rows=args.rows)
         return
     torch.backends.cudnn.benchmark = False
     rows = []

@@ -738,6 +738,9 @@ def summary_rows(profile: DeviceProfile) -> list[tuple[str, str, str, str, str]]
         rows.append((label, "nn.Module call (host)", fmt_time(o.module_call_s), "-", "-"))
         if o.host_phase_factor != 1.0:
             rows.append((label, "host costs put at the run's median host speed", f"x{o.host_phase_factor:.2f}", "-", "-"))
+        kept = [w for w in profile.calibration.warnings if "kept as the overheads stage measured them" in w]
+        if label == "GPU" and kept:
+            rows.append((label, "host costs kept at the overheads stage (host-speed swing beyond drift)", kept[0].split(" of the")[0].rsplit(" ", 1)[-1], "-", "-"))
         if o.kernel_min_s:
             rows.append((label, "kernel in a CUDA graph", fmt_time(o.kernel_min_s), "-", "-"))
         if o.graph_launch_s:

@@ -33,7 +33,7 @@ def run_cli(*args, env=None, timeout=300, process=False):
     By default in this process, through the same `main` the entry point calls: the parser, the command, the one-line
     errors and the exit code as a user gets them, without a fresh interpreter importing torch for each test.
     `process=True` runs `python -m roofline ARGS` instead, for what only a process shows (its imports, signals, the
-    installed entry point)."""
+    installed entry point); ``timeout`` bounds only such a process."""
     if process:
         return subprocess.run(
             [sys.executable, "-m", "roofline", *args], capture_output=True, text=True,
@@ -41,15 +41,20 @@ def run_cli(*args, env=None, timeout=300, process=False):
         )
     import contextlib
     import io
+    import warnings
 
     from roofline.cli import main
 
-    saved_env, saved_cwd = dict(os.environ), os.getcwd()
+    saved_env, saved_cwd, saved_modules = dict(os.environ), os.getcwd(), set(sys.modules)
     out, err = io.StringIO(), io.StringIO()
     os.environ.update(env or {})
     os.chdir(REPO)
     try:
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        # every warning printed to this run's stderr, as a fresh process prints it
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), warnings.catch_warnings():
+            warnings.simplefilter("always")
+            warnings.showwarning = lambda message, category, filename, lineno, file=None, line=None: print(
+                warnings.formatwarning(message, category, filename, lineno, line), end="", file=sys.stderr)
             try:
                 code = main(list(args))
             except SystemExit as e:  # argparse's --help, --version and usage errors
@@ -60,4 +65,11 @@ def run_cli(*args, env=None, timeout=300, process=False):
         os.chdir(saved_cwd)
         os.environ.clear()
         os.environ.update(saved_env)
+        # a model file's sibling modules belong to its run (installed and project packages stay): the next run
+        # imports its own
+        kept = (sys.prefix, sys.base_prefix, str(REPO / "roofline"), str(REPO / "calibrate"), str(REPO / "benchmarks"))
+        for name in set(sys.modules) - saved_modules:
+            file = getattr(sys.modules[name], "__file__", None) or ""
+            if file and not file.startswith(kept):
+                del sys.modules[name]
     return subprocess.CompletedProcess(["roofline", *args], code, out.getvalue(), err.getvalue())

@@ -338,6 +338,15 @@ def test_narrow_plane_convolutions_price_on_their_own_points_against_the_h100():
         curve.points = [p for p in curve.points if not (p.kernel == 1 and not p.strided and p.layout == "nchw" and p.dims == 2
                                                         and conv_narrow_plane("2d", 1, False, p.out_positions, 2 if curve.dtype != "float32" else 4))]
     assert statistics.median(_narrow_plane_errors(bare)) < -0.15
+    # and the narrow points price nothing else: the record's aligned planes take the same price without them
+    import json
+
+    rows = json.loads((Path(__file__).parent.parent / "benchmarks" / "results" / "h100_conv1x1_planes.json").read_text())["rows"]
+    aligned = [r for r in rows if not conv_narrow_plane("2d", 1, False, r["side"] ** 2, 2 if r["dtype"] == "float16" else 4)]
+    assert len(aligned) >= 16
+    for r in aligned:
+        dtype = getattr(torch, r["dtype"])
+        assert _conv1x1_us(shipped, r["cin"], r["cout"], r["side"], dtype=dtype) == pytest.approx(_conv1x1_us(bare, r["cin"], r["cout"], r["side"], dtype=dtype), rel=1e-9)
 
 
 def _channels_last_strided_errors(profile) -> list[float]:

@@ -57,10 +57,25 @@ def test_a_swing_beyond_a_hosts_drift_is_not_applied_and_is_said():
 
 def test_a_replay_without_the_factor_reads_the_host_scales_against_the_undone_costs():
     """Undoing the factor moves the calibrated index by it: a recorded run's host scales are read
-    against the undone costs' index, so that the host-scale predictions stay where they were."""
-    from benchmarks.zoo.run import rebased_host_scales, without_stages
+    against the undone costs' index (``with_stages_dropped``, as ``--replay R --drop host_phase`` runs),
+    so that the host-scale predictions stay where they were; other stages leave them."""
+    from benchmarks.zoo.run import with_stages_dropped
 
     profile = load_profile_file(REPO / "benchmarks" / "results" / "h100_zoo_earlier_profile.json")
-    undone = without_stages(profile, "cuda", ["host_phase"])
-    (row,) = rebased_host_scales([{"host_scale": 1.0}], profile, undone, "cuda")
-    assert row["host_scale"] == pytest.approx(profile.gpu.measurements.overheads.host_phase_factor, rel=1e-6)
+    factor = profile.gpu.measurements.overheads.host_phase_factor
+    record = {"rows": [{"host_scale": 1.0, "host_read_scale": 2.0}, {"host_scale": None}]}
+    moved, undone = with_stages_dropped(record, profile, "cuda", ["host_phase"])
+    assert undone.gpu.measurements.overheads.host_phase_factor == 1.0
+    assert moved["rows"][0]["host_scale"] == pytest.approx(factor, rel=1e-6)
+    assert moved["rows"][0]["host_read_scale"] == pytest.approx(2 * factor, rel=1e-6) and moved["rows"][1]["host_scale"] is None
+    kept, _ = with_stages_dropped(record, profile, "cuda", ["attention"])
+    assert kept["rows"][0]["host_scale"] == 1.0
+
+
+def test_the_calibration_summary_says_when_the_host_costs_were_kept():
+    from calibrate.runner import at_run_host_speed, summary_rows
+
+    profile = load_profile_file(REPO / "tests" / "fixtures" / "h100_profile.json")
+    assert not [r for r in summary_rows(profile) if "kept at the overheads stage" in r[1]]
+    at_run_host_speed(profile.gpu.measurements.overheads, 1.82, profile.calibration.warnings)
+    assert [r[2] for r in summary_rows(profile) if "kept at the overheads stage" in r[1]] == ["x1.82"]

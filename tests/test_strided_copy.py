@@ -136,7 +136,7 @@ def test_a_copy_of_one_element_runs_is_credited_with_the_locality_of_its_gathers
     def run(shape, order):
         src = TensorMeta.contiguous(shape)
         view = TensorMeta(tuple(shape[i] for i in order), src.dtype, tuple(src.stride[i] for i in order))
-        return gather_run(view, TensorMeta.contiguous(view.shape))
+        return gather_run(view, TensorMeta.contiguous(view.shape), gpu=True)
 
     assert run((32, 196, 196, 4), (0, 3, 1, 2)) == STRIDED_RUN, "4 heads moved inward: neighbours 4 elements apart"
     assert run((32, 64, 64, 32), (0, 3, 1, 2)) == 1, "32 channels moved inward: 32 elements apart"
@@ -144,7 +144,13 @@ def test_a_copy_of_one_element_runs_is_credited_with_the_locality_of_its_gathers
     assert run((32, 3, 224, 224), (0, 2, 3, 1)) == STRIDED_RUN, "3 channels moved last: three stretches a warp"
     assert run((32, 256, 28, 28), (0, 2, 3, 1)) == 1, "256 channels moved last"
     assert run((4, 64, 8, 32), (0, 2, 1, 3)) == 32, "heads merged: rows of 32 stay whole, their own run"
-    assert gather_run(TensorMeta.contiguous((4, 8)), TensorMeta.contiguous((4, 8))) is None
+    assert gather_run(TensorMeta.contiguous((4, 8)), TensorMeta.contiguous((4, 8)), gpu=True) is None
+    # not credited: a CPU's copy, a broadcast source, a warp's outputs spread over far rows, a strided destination
+    src = TensorMeta(tuple((32, 196, 196, 4)[i] for i in (0, 3, 1, 2)), torch.float32, tuple(TensorMeta.contiguous((32, 196, 196, 4)).stride[i] for i in (0, 3, 1, 2)))
+    assert gather_run(src, TensorMeta.contiguous(src.shape), gpu=False) == 1
+    assert gather_run(TensorMeta((1024, 64), torch.float32, (1, 0)), TensorMeta.contiguous((1024, 64)), gpu=True) == 1
+    assert gather_run(TensorMeta((1024, 2), torch.float32, (64, 2)), TensorMeta.contiguous((1024, 2)), gpu=True) == 1
+    assert gather_run(src, TensorMeta(src.shape, torch.float32, tuple(2 * st for st in TensorMeta.contiguous(src.shape).stride)), gpu=True) == 1
 
 
 def test_permuted_copies_of_close_gathers_price_near_the_permuted_rate_against_the_h100():
@@ -167,7 +173,7 @@ def test_permuted_copies_of_close_gathers_price_near_the_permuted_rate_against_t
     assert statistics.median(abs(e) for e in close) < 0.2
     original = kernels.gather_run
     try:
-        kernels.gather_run = lambda src, dst, gpu=True: kernels.copy_run(src, dst)
+        kernels.gather_run = lambda src, dst, gpu: kernels.copy_run(src, dst)
         runs_only = [predicted_s(profile, p) / p["median_s"] - 1 for p in record["points"] if p["c"] <= 8]
     finally:
         kernels.gather_run = original
@@ -198,7 +204,18 @@ def test_cait_softmax_over_permuted_heads_copies_them_at_the_gather_rate_against
     assert len(rows) == 2 and all(abs(price(r)) < 0.3 for r in rows)
     original = kernels.gather_run
     try:
-        kernels.gather_run = lambda src, dst, gpu=True: kernels.copy_run(src, dst)
+        kernels.gather_run = lambda src, dst, gpu: kernels.copy_run(src, dst)
         assert all(price(r) > 0.5 for r in rows)
     finally:
         kernels.gather_run = original
+
+
+def test_an_elementwise_operand_of_few_stretches_is_credited_as_a_copy_of_them():
+    """x.transpose(1, 2) + pos with 64 rows moved: a warp's outputs read 64 stretches of the source,
+    streamed between the transposed and the permuted rates; a 256-wide transpose at the transposed rate."""
+    profile = _strided_profile()
+    add = lambda a, b: a + b  # noqa: E731
+    x, pos = torch.randn(4, 64, 96), torch.randn(4, 96, 64)
+    nbytes = 3 * x.numel() * 4
+    credited = _memory_s(add, (x.transpose(1, 2), pos), profile, target="aten.add")
+    assert nbytes / RUN_RATE < credited < nbytes / TRANSPOSE_RATE

@@ -379,6 +379,15 @@ def without_stages(profile, kind: str, stages: list[str]):
     return stripped
 
 
+def with_stages_dropped(record: dict, profile, kind: str, stages: list[str]) -> tuple[dict, object]:
+    """(record, profile) for a replay without some calibration stages (``without_stages``); without
+    ``host_phase`` the recorded host scales are read against the undone host costs' index."""
+    dropped = without_stages(profile, kind, stages)
+    if "host_phase" in stages:
+        record = dict(record, rows=rebased_host_scales(record["rows"], profile, dropped, kind))
+    return record, dropped
+
+
 def rebased_host_scales(rows: list[dict], recorded, profile, kind: str) -> list[dict]:
     """The rows with their host scales (the index's time over the recorded profile's calibrated
     index) over ``profile``'s index instead: the same host speed, read against another profile of the
@@ -413,6 +422,8 @@ def replay(args) -> int:
 
     sidecar = sidecar_path(path)
     python_calls = json.loads(sidecar.read_text())["cases"] if sidecar.exists() and not args.no_python_calls and not args.recapture else None
+    if args.drop:
+        record, profile = with_stages_dropped(record, profile, kind, args.drop)
     table_profile = None
     if table and kind == "cuda":
         from roofline.schema.profile import KernelEntry
@@ -422,11 +433,6 @@ def replay(args) -> int:
     options = Options(device=kind, allow_tf32=record["allow_tf32"], conv_tf32=record["conv_tf32"], batch_sweep=False)
     devices: dict = {}
     table_devices: dict = {}
-    if args.drop:
-        dropped = without_stages(profile, kind, args.drop)
-        if "host_phase" in args.drop:  # the recorded host scales read against the undone host costs' index
-            record = dict(record, rows=rebased_host_scales(record["rows"], profile, dropped, kind))
-        profile = dropped
     if args.host_factors:
         import roofline.model.host as host_model
 

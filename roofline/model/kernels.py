@@ -706,7 +706,7 @@ def contiguous_pass_s(op: CapturedOp, cost: OpCost, dev: DeviceModel) -> float:
         return 0.0
     x = inputs[0]
     nbytes = 2 * x.nbytes
-    run = gather_run(x, TensorMeta.contiguous(tuple(x.shape), x.dtype), dev.kind == "cuda")
+    run = gather_run(x, TensorMeta.contiguous(tuple(x.shape), x.dtype), gpu=dev.kind == "cuda")
     if run is not None and _has_strided_families(dev):
         return _run_copy_s(nbytes, run, DTYPE_NAMES.get(x.dtype, "float32"), dev)
     return nbytes / dev.bandwidth.bytes_per_s(nbytes, "copy")
@@ -1031,22 +1031,28 @@ def copy_run(src, dst) -> int | None:
 # log between them over these gathers.
 GATHER_NEAR, GATHER_FAR = 8, 32  # elements between neighbouring outputs' sources
 STRETCHES_FEW, STRETCHES_MANY = 16, 256  # a warp's contiguous stretches (the moved dimension's size)
+WARP = 32
 
 
-def gather_run(src, dst, gpu: bool = True) -> float | None:
+def gather_run(src, dst, *, gpu: bool) -> float | None:
     """The inner run a copy from ``src`` to ``dst`` streams as (``copy_run``), with a GPU copy of runs
     of one element credited with the locality of its gathers: as long as ``STRIDED_RUN`` where a
     warp's outputs read close or few stretches of the source, 1 where they read far apart, between
-    them in log. None for a flat copy. A CPU's copies keep their inner runs (not measured there)."""
+    them in log. Only a dense destination whose innermost dimension holds a warp's outputs (or,
+    for few stretches, whose next dimension continues it) is credited, and no broadcast source
+    (stride 0). None for a flat copy. A CPU's copies keep their inner runs (not measured there)."""
     run = copy_run(src, dst)
     if run != 1 or not gpu:
         return run
     dims = _dims_inner_first(dst)
     inner = dims[0]
     step = abs(src.stride[inner])
-    if step <= GATHER_FAR:
-        near = math.log(GATHER_FAR / max(step, 1)) / math.log(GATHER_FAR / GATHER_NEAR)
-    elif len(dims) > 1 and abs(src.stride[dims[1]]) == 1:  # the next outputs walk the source contiguously
+    if dst.stride[inner] != 1 or step == 0:
+        return 1
+    if step <= GATHER_FAR and dst.shape[inner] >= WARP:
+        near = math.log(GATHER_FAR / step) / math.log(GATHER_FAR / GATHER_NEAR)
+    elif (step > GATHER_FAR and len(dims) > 1 and abs(src.stride[dims[1]]) == 1
+          and dst.stride[dims[1]] == dst.shape[inner]):  # the next outputs walk the source contiguously
         near = math.log(STRETCHES_MANY / dst.shape[inner]) / math.log(STRETCHES_MANY / STRETCHES_FEW)
     else:
         return 1
@@ -1103,7 +1109,7 @@ def _strided_copy(op: CapturedOp, cost: OpCost, dev: DeviceModel) -> tuple[str, 
     out = op.outputs[0]
     if op.packet in COPY_OPS:
         src = _copy_source(op)
-        run = gather_run(src, out, dev.kind == "cuda") if src is not None and src.device == out.device else None
+        run = gather_run(src, out, gpu=dev.kind == "cuda") if src is not None and src.device == out.device else None
         return None if run is None else ("strided_copy", run, out.numel)
     if op.packet == "aten.cat":
         inputs = _strided_cat_inputs(op)
@@ -1148,7 +1154,7 @@ def _strided_operand_run(op: CapturedOp, cost: OpCost, dev: DeviceModel) -> floa
     out = op.outputs[0]
     # an expanded operand (stride 0) is a broadcast, priced as one
     full = [t for t in op.tensor_inputs() if t.shape == out.shape and all(st or n == 1 for st, n in zip(t.stride, t.shape))]
-    runs = [r for r in (gather_run(t, out, dev.kind == "cuda") for t in full) if r is not None]
+    runs = [r for r in (gather_run(t, out, gpu=dev.kind == "cuda") for t in full) if r is not None]
     if not runs or not _has_strided_families(dev):
         return None
     return min(runs)

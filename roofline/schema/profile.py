@@ -618,7 +618,8 @@ class Overheads(_Strict):
         default=1.0, gt=0, le=10.0,
         description="GPU: the host-speed index's median over the whole calibration over its median around the overheads stage; "
         "the eager host costs measured there were multiplied by it, so that they stand for the host's typical speed, not one "
-        "moment's (1.0: not applied, on a busy machine or an older profile).",
+        "moment's (1.0: not applied, on a busy machine, in an older profile, or for a swing beyond a host's drift, which the "
+        "calibration's warnings then give).",
     )
     training: TrainingOverheads | None = Field(
         default=None, description="Host costs of a training step (the autograd engine, optimizers); null when not measured.",
