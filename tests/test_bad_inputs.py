@@ -435,6 +435,8 @@ def test_ctrl_c_is_one_line_and_exit_130(corpus, tmp_path, model):
         [sys.executable, "-m", "roofline", "advise", str(corpus / model), "--profile", H100, "--no-batch-sweep"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO,
         env={**os.environ, "ROOFLINE_TEST_MARKER": str(marker)},
+        # as a user's terminal starts it: a suite started in the background has SIGINT ignored, which a child inherits
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     try:
         deadline = time.monotonic() + 90
