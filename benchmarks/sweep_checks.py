@@ -47,17 +47,16 @@ def kernel_s(fn: Callable, inputs: tuple, profile) -> float:
     return sum(k[0] for k in a.kernels())
 
 
-_DEVICES: dict[int, tuple] = {}
+_LAST_DEVICES: list = [None, None]  # (profile, its device models): the last profile priced
 
 
 def _devices(profile, options: Options) -> dict:
-    """The profile's GPU model, built once for all the points a check prices with it (building one reads
-    every curve of the profile). Keyed by the profile object, which the entry keeps alive: a check that
-    changes a profile prices with a changed copy, a new object."""
-    held = _DEVICES.get(id(profile))
-    if held is None or held[0] is not profile:
-        held = _DEVICES[id(profile)] = (profile, {"cuda": DeviceModel(profile.gpu, "cuda", options.modes())})
-    return held[1]
+    """The profile's GPU model, built once for the run of points a check prices with it (building one
+    reads every curve of the profile); a check that changes a profile prices with a changed copy, a new
+    object, which builds its own."""
+    if _LAST_DEVICES[0] is not profile:
+        _LAST_DEVICES[:] = [profile, {"cuda": DeviceModel(profile.gpu, "cuda", options.modes())}]
+    return _LAST_DEVICES[1]
 
 
 def op_kernel_s(op, dev) -> float:

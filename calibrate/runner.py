@@ -486,6 +486,7 @@ def _measure_part(device: str, plan: Plan, progress: _Progress, warnings: list, 
 # calibration's own stages disturbing the index): the host costs then keep the overheads stage's level,
 # and the profile says so.
 HOST_PHASE_BAND = (0.75, 1.33)
+HOST_COSTS_KEPT = "host costs kept as the overheads stage measured them"  # the warning's end, which the summary finds
 
 
 def host_phase_factor(host_index: dict) -> float | None:
@@ -504,7 +505,7 @@ def at_run_host_speed(overheads: Overheads, factor: float, warnings: list[str]) 
     if HOST_PHASE_BAND[0] <= factor <= HOST_PHASE_BAND[1]:
         return at_host_phase(overheads, factor)
     warnings.append(f"host speed over the calibration ran x{factor:.2f} of the overheads stage's, beyond the drift a host shows "
-                    f"(x{HOST_PHASE_BAND[0]}-x{HOST_PHASE_BAND[1]}): host costs kept as the overheads stage measured them")
+                    f"(x{HOST_PHASE_BAND[0]}-x{HOST_PHASE_BAND[1]}): {HOST_COSTS_KEPT}")
     return overheads
 
 
@@ -738,7 +739,7 @@ def summary_rows(profile: DeviceProfile) -> list[tuple[str, str, str, str, str]]
         rows.append((label, "nn.Module call (host)", fmt_time(o.module_call_s), "-", "-"))
         if o.host_phase_factor != 1.0:
             rows.append((label, "host costs put at the run's median host speed", f"x{o.host_phase_factor:.2f}", "-", "-"))
-        kept = [w for w in profile.calibration.warnings if "kept as the overheads stage measured them" in w]
+        kept = [w for w in profile.calibration.warnings if w.endswith(HOST_COSTS_KEPT)]
         if label == "GPU" and kept:
             rows.append((label, "host costs kept at the overheads stage (host-speed swing beyond drift)", kept[0].split(" of the")[0].rsplit(" ", 1)[-1], "-", "-"))
         if o.kernel_min_s:

@@ -310,17 +310,26 @@ def test_a_1x1_convolution_over_a_large_plane_of_unaligned_bytes_has_a_narrow_pl
     assert not conv_narrow_plane("2d", 1, False, 35 * 35, 4, channels_last=True) and not conv_narrow_plane("1d", 1, False, 35 * 35, 4)
 
 
-def _narrow_plane_errors(profile) -> list[float]:
-    """Relative errors of the profile's kernel time on the recorded H100 1x1 convolutions over narrow
-    planes (``benchmarks/results/h100_conv1x1_planes.json``) that are not calibration points."""
+def _planes_record() -> list[dict]:
+    """The recorded H100 1x1 convolutions over narrow planes and their aligned neighbours
+    (``benchmarks/results/h100_conv1x1_planes.json``), each with its torch dtype."""
     import json
 
+    rows = json.loads((Path(__file__).parent.parent / "benchmarks" / "results" / "h100_conv1x1_planes.json").read_text())["rows"]
+    return [dict(r, torch_dtype=getattr(torch, r["dtype"])) for r in rows]
+
+
+def _narrow(r: dict) -> bool:
+    return conv_narrow_plane("2d", 1, False, r["side"] ** 2, r["torch_dtype"].itemsize)
+
+
+def _narrow_plane_errors(profile, rows: list[dict]) -> list[float]:
+    """Relative errors of the profile's kernel time on the recorded narrow planes that are not calibration points."""
     from calibrate.conv import GPU_NARROW_PLANE_SHAPES
 
     calibrated = {(s.in_channels, s.out_channels, s.size) for s in GPU_NARROW_PLANE_SHAPES}
-    rows = json.loads((Path(__file__).parent.parent / "benchmarks" / "results" / "h100_conv1x1_planes.json").read_text())["rows"]
-    return [_conv1x1_us(profile, r["cin"], r["cout"], r["side"], dtype=getattr(torch, r["dtype"])) / r["kernels_us"] - 1 for r in rows
-            if conv_narrow_plane("2d", 1, False, r["side"] ** 2, 2 if r["dtype"] == "float16" else 4) and (r["cin"], r["cout"], r["side"]) not in calibrated]
+    return [_conv1x1_us(profile, r["cin"], r["cout"], r["side"], dtype=r["torch_dtype"]) / r["kernels_us"] - 1 for r in rows
+            if _narrow(r) and (r["cin"], r["cout"], r["side"]) not in calibrated]
 
 
 def test_narrow_plane_convolutions_price_on_their_own_points_against_the_h100():
@@ -329,24 +338,23 @@ def test_narrow_plane_convolutions_price_on_their_own_points_against_the_h100():
     the other points (the profile without them) they come out under."""
     import statistics
 
+    rows = _planes_record()
     shipped = load_profile_file(Path(__file__).parent.parent / "device_profiles" / "nvidia-h100-80gb-hbm3.json")
-    keyed = _narrow_plane_errors(shipped)
+    keyed = _narrow_plane_errors(shipped, rows)
     assert len(keyed) >= 16
     assert statistics.median(abs(e) for e in keyed) < 0.25
     bare = shipped.model_copy(deep=True)
     for curve in bare.gpu.measurements.conv:
+        itemsize = getattr(torch, curve.dtype).itemsize
         curve.points = [p for p in curve.points if not (p.kernel == 1 and not p.strided and p.layout == "nchw" and p.dims == 2
-                                                        and conv_narrow_plane("2d", 1, False, p.out_positions, 2 if curve.dtype != "float32" else 4))]
-    assert statistics.median(_narrow_plane_errors(bare)) < -0.15
+                                                        and conv_narrow_plane("2d", 1, False, p.out_positions, itemsize))]
+    assert statistics.median(_narrow_plane_errors(bare, rows)) < -0.15
     # and the narrow points price nothing else: the record's aligned planes take the same price without them
-    import json
-
-    rows = json.loads((Path(__file__).parent.parent / "benchmarks" / "results" / "h100_conv1x1_planes.json").read_text())["rows"]
-    aligned = [r for r in rows if not conv_narrow_plane("2d", 1, False, r["side"] ** 2, 2 if r["dtype"] == "float16" else 4)]
+    aligned = [r for r in rows if not _narrow(r)]
     assert len(aligned) >= 16
     for r in aligned:
-        dtype = getattr(torch, r["dtype"])
-        assert _conv1x1_us(shipped, r["cin"], r["cout"], r["side"], dtype=dtype) == pytest.approx(_conv1x1_us(bare, r["cin"], r["cout"], r["side"], dtype=dtype), rel=1e-9)
+        assert _conv1x1_us(shipped, r["cin"], r["cout"], r["side"], dtype=r["torch_dtype"]) == pytest.approx(
+            _conv1x1_us(bare, r["cin"], r["cout"], r["side"], dtype=r["torch_dtype"]), rel=1e-9)
 
 
 def _channels_last_strided_errors(profile) -> list[float]:

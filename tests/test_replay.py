@@ -6,7 +6,6 @@ import json
 import torch
 
 from roofline.graph.capture import _ReplayPlan, capture
-from roofline.graph.ops import TensorMeta
 from roofline.graph.replay import bind, replay
 from roofline.graph.serialize import graph_from_dict
 from roofline.graph.training import TrainStep
@@ -42,7 +41,7 @@ def test_a_training_step_replays_with_its_optimizer_state():
 
 def test_the_h100_step_keeps_cpu_scalars_on_the_cpu():
     graph = graph_from_dict(json.loads(H100_STEP.read_text()))
-    constants = {name: meta for op in graph.ops for meta, (name, _) in zip(_metas(op), op.input_sources) if name.startswith("const.")}
+    constants = {name: meta for op in graph.ops for meta, (name, _) in zip(op.tensor_inputs(), op.input_sources) if name.startswith("const.")}
     graph.replay = _ReplayPlan(inputs=1, state=[], constants=constants, real=False)
     values = bind(graph, {}, (torch.empty(1),), {}, "meta")  # meta stands for the GPU
     steps = [n for n in values if n.startswith("optim.") and n.endswith(".step")]
@@ -52,9 +51,3 @@ def test_the_h100_step_keeps_cpu_scalars_on_the_cpu():
     assert all(values[n].device.type == "meta" for n in moments)
     scalars = [n for n, meta in constants.items() if meta.device == "cpu" and meta.shape == ()]
     assert scalars and all(values[n].device.type == "cpu" for n in scalars)  # foreach adds a CPU 1 to CPU counts
-
-
-def _metas(op):
-    from torch.utils import _pytree as pytree
-
-    return [t for t in pytree.tree_leaves((op.args, op.kwargs)) if isinstance(t, TensorMeta)]

@@ -153,7 +153,7 @@ def test_a_copy_of_one_element_runs_is_credited_with_the_locality_of_its_gathers
     assert gather_run(src, TensorMeta(src.shape, torch.float32, tuple(2 * st for st in TensorMeta.contiguous(src.shape).stride)), gpu=True) == 1
 
 
-def test_permuted_copies_of_close_gathers_price_near_the_permuted_rate_against_the_h100():
+def test_permuted_copies_of_close_gathers_price_near_the_permuted_rate_against_the_h100(monkeypatch):
     """NCHW to NHWC and back of c = 2-256 channels on the H100 (benchmarks/results/h100_permute_copies.json,
     every inner run one element): within 25% in the median over all 56, and the copies whose warps
     gather within 8 elements or 16 stretches (c <= 8) within 20%; priced by their inner runs alone
@@ -171,16 +171,12 @@ def test_permuted_copies_of_close_gathers_price_near_the_permuted_rate_against_t
     close = [errors[id(p)] for p in record["points"] if p["c"] <= 8]
     assert statistics.median(abs(e) for e in errors.values()) < 0.25
     assert statistics.median(abs(e) for e in close) < 0.2
-    original = kernels.gather_run
-    try:
-        kernels.gather_run = lambda src, dst, gpu: kernels.copy_run(src, dst)
-        runs_only = [predicted_s(profile, p) / p["median_s"] - 1 for p in record["points"] if p["c"] <= 8]
-    finally:
-        kernels.gather_run = original
+    monkeypatch.setattr(kernels, "gather_run", lambda src, dst, gpu: kernels.copy_run(src, dst))
+    runs_only = [predicted_s(profile, p) / p["median_s"] - 1 for p in record["points"] if p["c"] <= 8]
     assert statistics.median(runs_only) > 0.5
 
 
-def test_cait_softmax_over_permuted_heads_copies_them_at_the_gather_rate_against_the_h100():
+def test_cait_softmax_over_permuted_heads_copies_them_at_the_gather_rate_against_the_h100(monkeypatch):
     """CaiT's talking heads leave its attention scores with the head dimension innermost in memory:
     ATen's softmax copies them contiguous first (neighbouring outputs 4 elements apart in the source),
     then runs its row kernel. The recorded held-out per-op times (tests/fixtures/h100_cait_softmax.json)
@@ -202,12 +198,8 @@ def test_cait_softmax_over_permuted_heads_copies_them_at_the_gather_rate_against
         return op.kernel_s / row["median_s"] - 1
 
     assert len(rows) == 2 and all(abs(price(r)) < 0.3 for r in rows)
-    original = kernels.gather_run
-    try:
-        kernels.gather_run = lambda src, dst, gpu: kernels.copy_run(src, dst)
-        assert all(price(r) > 0.5 for r in rows)
-    finally:
-        kernels.gather_run = original
+    monkeypatch.setattr(kernels, "gather_run", lambda src, dst, gpu: kernels.copy_run(src, dst))
+    assert all(price(r) > 0.5 for r in rows)
 
 
 def test_an_elementwise_operand_of_few_stretches_is_credited_as_a_copy_of_them():

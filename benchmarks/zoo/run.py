@@ -383,9 +383,7 @@ def with_stages_dropped(record: dict, profile, kind: str, stages: list[str]) -> 
     """(record, profile) for a replay without some calibration stages (``without_stages``); without
     ``host_phase`` the recorded host scales are read against the undone host costs' index."""
     dropped = without_stages(profile, kind, stages)
-    if "host_phase" in stages:
-        record = dict(record, rows=rebased_host_scales(record["rows"], profile, dropped, kind))
-    return record, dropped
+    return dict(record, rows=rebased_host_scales(record["rows"], profile, dropped, kind)), dropped
 
 
 def rebased_host_scales(rows: list[dict], recorded, profile, kind: str) -> list[dict]:

@@ -61,8 +61,7 @@ def _optimizer_state(graph: CapturedGraph, values: dict[str, torch.Tensor], devi
     step = TrainStep(implementation=graph.training.implementation) if graph.training is not None else TrainStep()
     made: dict[str, torch.Tensor] = {}
     for op in graph.ops:
-        metas = [t for t in pytree.tree_leaves((op.args, op.kwargs)) if isinstance(t, TensorMeta)]
-        for meta, (name, _) in zip(metas, op.input_sources):
+        for meta, (name, _) in zip(op.tensor_inputs(), op.input_sources):
             if name.startswith("optim.") and name not in values and name not in made:
                 on_host = is_host_step(name.rsplit(".", 1)[1], step)
                 made[name] = torch.ones(meta.shape, dtype=meta.dtype, device="cpu" if on_host else device)

@@ -265,10 +265,20 @@ def conv_aligned(in_channels: int, itemsize: int) -> bool:
     return in_channels * itemsize % 16 == 0
 
 
+def _nchw_1x1(kind: str, taps: int, strided: bool, channels_last: bool) -> bool:
+    """An NCHW 2-d 1x1 convolution of stride 1: a GEMM whose rows are its output plane."""
+    return kind == "2d" and taps == 1 and not strided and not channels_last
+
+
+def _plane_filled(out_positions: int, itemsize: int) -> bool:
+    """The output plane fills whole 16-byte vectors."""
+    return out_positions * itemsize % 16 == 0
+
+
 def _half_nchw_1x1(kind: str, taps: int, strided: bool, itemsize: int, channels_last: bool) -> bool:
     """A half-precision NCHW 2-d 1x1 convolution of stride 1: the convolutions whose kernel cuDNN
     picks by their GEMM's alignment (``conv_plane_aligned``, ``conv_out_aligned``)."""
-    return kind == "2d" and taps == 1 and not strided and itemsize == 2 and not channels_last
+    return _nchw_1x1(kind, taps, strided, channels_last) and itemsize == 2
 
 
 def conv_plane_aligned(kind: str, taps: int, strided: bool, out_positions: int, itemsize: int, channels_last: bool = False) -> bool:
@@ -277,7 +287,7 @@ def conv_plane_aligned(kind: str, taps: int, strided: bool, out_positions: int, 
     vectors to cuBLAS and runs the others (a 14x14 or 7x7 plane) on its own kernels (float32 runs
     its own GEMM kernels either way). True for every other convolution, a channels-last one too
     (its GEMM's rows are its channels)."""
-    return not _half_nchw_1x1(kind, taps, strided, itemsize, channels_last) or out_positions * itemsize % 16 == 0
+    return not _half_nchw_1x1(kind, taps, strided, itemsize, channels_last) or _plane_filled(out_positions, itemsize)
 
 
 # cuDNN's tiles over a half-precision 1x1 convolution's output channels, and the largest output
@@ -294,8 +304,7 @@ def conv_narrow_plane(kind: str, taps: int, strided: bool, out_positions: int, i
     float32 alike, slower than an aligned neighbour by less than a misaligned matmul is
     (``benchmarks/conv1x1_kernels.py --planes``); calibration times such points
     (``calibrate.conv.GPU_NARROW_PLANE_SHAPES``)."""
-    return (kind == "2d" and taps == 1 and not strided and not channels_last and out_positions > OWN_KERNEL_PLANE_MAX
-            and out_positions * itemsize % 16 != 0)
+    return _nchw_1x1(kind, taps, strided, channels_last) and out_positions > OWN_KERNEL_PLANE_MAX and not _plane_filled(out_positions, itemsize)
 
 
 def conv_out_aligned(kind: str, taps: int, strided: bool, out_channels: int, out_positions: int, itemsize: int,

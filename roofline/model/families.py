@@ -334,6 +334,10 @@ def elements_time_s(points: list[NormFamilyPoint], rows: int, row: int) -> float
     return _affine_time([(p.rows * p.row, p.time.median_s) for p in points], rows * row)
 
 
+# the kinds whose kernel is the same on every device; batch norm's training kinds follow ``block_per_row``
+NORM_TIME_BY_KIND = {"batch_norm_eval": plane_time_s, "group_norm": rows_in_flight_time_s, "group_norm_backward": rows_in_flight_time_s}
+
+
 class NormFamilyModel:
     """Batch norm (eval, training and its backward) and group norm times from calibrated points, per
     dtype (fp16 and bf16 stand for each other). ``block_per_row``: a GPU's, whose training batch
@@ -354,7 +358,6 @@ class NormFamilyModel:
         curve = self.curves.get((kind, dtype)) or self.curves.get((kind, TWIN.get(dtype, "")))
         if curve is None or rows < 1 or row < 1:
             return None
-        time = {"batch_norm_eval": plane_time_s, "group_norm": rows_in_flight_time_s, "group_norm_backward": rows_in_flight_time_s}.get(
-            kind, rows_in_flight_time_s if self.block_per_row else elements_time_s)
+        time = NORM_TIME_BY_KIND.get(kind, rows_in_flight_time_s if self.block_per_row else elements_time_s)
         t = time(curve.points, rows, row)
         return max(t - self.included_s, 0.1 * t)

@@ -497,11 +497,10 @@ def _norm_rows(op: CapturedOp) -> tuple[str, int, int] | None:
     if op.packet not in (*BATCH_NORM, *BATCH_NORM_BACKWARD, *GROUP_NORM) or not inputs or inputs[0].ndim < 3:
         return None
     a = arguments(op)
+    x = a["input"]
     if op.packet in GROUP_NORM:
-        x = a["input"]
         rows = x.shape[0] * int(a["group"])
         return GROUP_NORM[op.packet], rows, x.numel // max(rows, 1)
-    x = a["input"]
     plane = math.prod(x.shape[2:])
     if not _row_major(x) or plane <= 1:
         return None
