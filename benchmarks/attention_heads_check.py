@@ -2,9 +2,9 @@
 
     python benchmarks/attention_heads_check.py [--sweep benchmarks/results/h100_attention_heads.json] [--profile P] [--proportional]
 
-The sweep (``mechanism_sweep.py --only attention_heads``) times SDPA (no mask) at head sizes 32-96
+The sweep (``mechanism_sweep.py --only attention_heads``) times SDPA (no mask) at head sizes 32-112
 and three (batch x heads, length) shapes, in float32 and bfloat16; calibration measures head sizes
-64 and 128 (bfloat16) and 64 (float32). This prices each the way ``roofline advise`` does, time
+64 and 128 (bfloat16) and 32 and 64 (float32). This prices each the way ``roofline advise`` does, time
 affine in the head size between the calibrated ones (``DeviceModel.attention_head_factor``) or,
 with ``--proportional``, the calibrated head size's rate scaled by FLOPs (heads as they are), and prints every point
 and the median |error|.

@@ -228,7 +228,7 @@ def sweep_attention_lengths(device: str, budget: float, out: list) -> None:
 
 # head sizes off the calibrated 64 and 128 (Swin's and SegFormer's 32, MobileViT's 36 and 40, CaiT's
 # and PiT's 48, 80 and 96 of larger ViTs and LLMs), at a ViT's 197 tokens, 1024 and 4096
-ATTENTION_HEADS = [32, 40, 48, 80, 96]
+ATTENTION_HEADS = (32, 36, 40, 48, 56, 80, 96, 112)
 ATTENTION_HEAD_SHAPES = [(384, 197), (64, 1024), (8, 4096)]  # (batch x heads, sequence)
 
 
