@@ -226,15 +226,16 @@ def sweep_attention_lengths(device: str, budget: float, out: list) -> None:
                 out.append(dict(family="attention_lengths", dtype=dtype, batch_heads=bh, seq=seq, head_dim=64, kernels=names, **t))
 
 
-# head sizes off the calibrated 64 and 128 (Swin's and SegFormer's 32, MobileViT's 36 and 40, CaiT's
-# and PiT's 48, 80 and 96 of larger ViTs and LLMs), at a ViT's 197 tokens, 1024 and 4096
+# head sizes of models, beside the calibrated ones (bfloat16 64 and 128, float32 32 and 64): Swin's and SegFormer's
+# 32, MobileViT's 36 and 40, CaiT's and PiT's 48, 56, 80, 96 and 112 of larger ViTs and LLMs; at a ViT's 197 tokens,
+# 1024 and 4096
 ATTENTION_HEADS = (32, 36, 40, 48, 56, 80, 96, 112)
 ATTENTION_HEAD_SHAPES = [(384, 197), (64, 1024), (8, 4096)]  # (batch x heads, sequence)
 
 
 def sweep_attention_heads(device: str, budget: float, out: list) -> None:
-    """Fused attention (SDPA, no mask) at head sizes calibration does not measure, float32 (the
-    memory-efficient kernel) and bfloat16 (flash): how time follows the head size."""
+    """Fused attention (SDPA, no mask) over ``ATTENTION_HEADS``, float32 (the memory-efficient kernel) and
+    bfloat16 (flash): how time follows the head size."""
     gen = torch.Generator(device=device).manual_seed(5)
     for dtype in ("float32", "bfloat16"):
         for bh, seq in ATTENTION_HEAD_SHAPES:

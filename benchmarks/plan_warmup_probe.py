@@ -12,7 +12,7 @@ builds their plans one at a time (``benchmarks/results/h100_plan_warmup_probe.tx
 
 from __future__ import annotations
 
-import sys
+import argparse
 import time
 import types
 from concurrent.futures import ThreadPoolExecutor
@@ -68,8 +68,11 @@ def _first_calls(calls: list, threads: int) -> float:
 
 
 def main() -> None:
-    mode = sys.argv[1]
-    threads = int(sys.argv[2]) if len(sys.argv) > 2 else 8
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("mode", choices=["serial", "threads"])
+    ap.add_argument("threads", type=int, nargs="?", default=8, help="with threads: how many (default 8)")
+    args = ap.parse_args()
+    mode, threads = args.mode, args.threads
     plan = runner.gpu_plan(False, torch.cuda.get_device_properties(0).total_memory)
     torch.zeros(1, device="cuda")
     stages = {
