@@ -487,6 +487,7 @@ def _measure_part(device: str, plan: Plan, progress: _Progress, warnings: list, 
 # and the profile says so.
 HOST_PHASE_BAND = (0.75, 1.33)
 HOST_COSTS_KEPT = "host costs kept as the overheads stage measured them"  # the warning's end, which the summary finds
+_KEPT_FACTOR = re.compile(r"ran (x[0-9.]+) of the overheads stage's")  # the factor in that warning
 
 
 def host_phase_factor(host_index: dict) -> float | None:
@@ -741,7 +742,7 @@ def summary_rows(profile: DeviceProfile) -> list[tuple[str, str, str, str, str]]
             rows.append((label, "host costs put at the run's median host speed", f"x{o.host_phase_factor:.2f}", "-", "-"))
         kept = [w for w in profile.calibration.warnings if w.endswith(HOST_COSTS_KEPT)]
         if label == "GPU" and kept:
-            rows.append((label, "host costs kept at the overheads stage (host-speed swing beyond drift)", kept[0].split(" of the")[0].rsplit(" ", 1)[-1], "-", "-"))
+            rows.append((label, "host costs kept at the overheads stage (host-speed swing beyond drift)", _KEPT_FACTOR.search(kept[0]).group(1), "-", "-"))
         if o.kernel_min_s:
             rows.append((label, "kernel in a CUDA graph", fmt_time(o.kernel_min_s), "-", "-"))
         if o.graph_launch_s:

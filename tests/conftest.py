@@ -1,3 +1,6 @@
+import functools
+import gzip
+import json
 import os
 import subprocess
 import sys
@@ -73,3 +76,32 @@ def run_cli(*args, env=None, timeout=300, process=False):
             if file and not file.startswith(kept):
                 del sys.modules[name]
     return subprocess.CompletedProcess(["roofline", *args], code, out.getvalue(), err.getvalue())
+
+
+@functools.lru_cache(maxsize=None)
+def recorded_run(name: str) -> tuple[dict, dict, object, dict]:
+    """A GPU zoo record of ``benchmarks/results``: (its rows by case label, its captured graphs, the Options it
+    was priced with, the record itself). Read once per test process."""
+    from roofline.pipeline import Options
+
+    results = REPO / "benchmarks" / "results"
+    record = json.loads((results / name).read_text())
+    with gzip.open(results / record["graphs_file"], "rt") as f:
+        graphs = json.load(f)["graphs"]
+    options = Options(device="cuda", allow_tf32=record["allow_tf32"], conv_tf32=record["conv_tf32"], batch_sweep=False)
+    return {r["label"]: r for r in record["rows"]}, graphs, options, record
+
+
+def recorded_op_error(name: str, case: str, pick, profile) -> float:
+    """(predicted - measured) / measured of the first op of a recorded case that ``pick`` (a priced op's row:
+    op, shapes, measured_s) chooses, priced with ``profile``."""
+    from benchmarks.zoo.run import priced_ops
+    from roofline.graph.serialize import graph_from_dict
+    from roofline.pipeline import Analysis
+
+    rows, graphs, options, _ = recorded_run(name)
+    analysis = Analysis(graph_from_dict(graphs[case]), profile, "cuda", options, name=case)
+    measured = dict(rows[case]["ops"])
+    ops = priced_ops(analysis, [measured.get(i) for i in range(len(analysis.graph.ops))])
+    op = next(o for o in ops if o["measured_s"] and pick(o))
+    return (op["predicted_s"] - op["measured_s"]) / op["measured_s"]

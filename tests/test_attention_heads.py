@@ -12,7 +12,7 @@ from benchmarks.sweep_checks import sweep_points
 from roofline.model import kernels
 from roofline.model.device import DeviceModel
 from roofline.profiles import load_profile_file
-from tests.conftest import REPO
+from tests.conftest import REPO, recorded_op_error
 
 H100 = REPO / "device_profiles" / "nvidia-h100-80gb-hbm3.json"
 SWEEP = REPO / "benchmarks" / "results" / "h100_attention_heads.json"
@@ -53,29 +53,12 @@ HELD_OUT_FLOAT32_HEADS = [("timm_mobilevit_s b32 fp32", [128, 4, 256, 36]), ("hf
 def test_float32_heads_of_the_held_out_zoo_price_on_float32s_own_32_wide_curve():
     """float32's memory-efficient kernel shrinks less with the head than the half-precision kernels: priced from
     its 64-wide curve on their line's shape, MobileViT's and SegFormer's narrow float32 heads come out 14-28% under."""
-    import gzip
-    import json
-
-    from benchmarks.zoo.run import priced_ops
-    from roofline.graph.serialize import graph_from_dict
-    from roofline.pipeline import Analysis, Options
-
-    record = json.loads((REPO / "benchmarks" / "results" / "h100_heldout.json").read_text())
-    with gzip.open(REPO / "benchmarks" / "results" / record["graphs_file"], "rt") as f:
-        graphs = json.load(f)["graphs"]
-    rows = {r["label"]: r for r in record["rows"]}
-    options = Options(device="cuda", allow_tf32=record["allow_tf32"], conv_tf32=record["conv_tf32"], batch_sweep=False)
     profile = load_profile_file(H100)
-
-    def error(case, query, prof):
-        analysis = Analysis(graph_from_dict(graphs[case]), prof, "cuda", options, name=case)
-        measured = dict(rows[case]["ops"])
-        ops = priced_ops(analysis, [measured.get(i) for i in range(len(analysis.graph.ops))])
-        op = next(o for o in ops if "attention" in o["op"] and o["shapes"][0] == query and o["measured_s"])
-        return op["predicted_s"] / op["measured_s"] - 1
-
     for case, query in HELD_OUT_FLOAT32_HEADS:
-        own, borrowed = error(case, query, profile), error(case, query, _without_float32_head(profile, 32))
+        def error(prof):
+            return recorded_op_error("h100_heldout.json", case, lambda o: "attention" in o["op"] and o["shapes"][0] == query, prof)
+
+        own, borrowed = error(profile), error(_without_float32_head(profile, 32))
         assert abs(own) < 0.12 and abs(borrowed) > abs(own) + 0.05, (case, own, borrowed)
 
 

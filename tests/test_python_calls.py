@@ -2,7 +2,6 @@
 as host time of the eager timeline (``roofline.model.host.PYTHON_CALL_SHARE``), and what that buys on
 the H100 zoo records' transformers models."""
 
-import gzip
 import json
 import statistics
 
@@ -15,7 +14,7 @@ from roofline.graph.serialize import graph_from_dict, graph_to_dict
 from roofline.model import host
 from roofline.pipeline import Analysis, Options
 from roofline.profiles import load_profile_file
-from tests.conftest import REPO
+from tests.conftest import REPO, recorded_run
 
 RESULTS = REPO / "benchmarks" / "results"
 
@@ -94,14 +93,11 @@ def _transformers_errors(record_name: str, share: float) -> list[float]:
     from benchmarks.zoo.python_calls import sidecar_path
     from benchmarks.zoo.run import _replayed
 
-    record = json.loads((RESULTS / record_name).read_text())
-    with gzip.open(RESULTS / record["graphs_file"], "rt") as f:
-        graphs = json.load(f)["graphs"]
+    _, graphs, options, record = recorded_run(record_name)
     profile = load_profile_file(RESULTS / record["profile_file"])
     gpu = profile.gpu.measurements
     gpu.overheads = gpu.overheads.model_copy(update=dict(python_call_share=share))
     counts = json.loads(sidecar_path(RESULTS / record_name).read_text())["cases"]
-    options = Options(device="cuda", allow_tf32=record["allow_tf32"], conv_tf32=record["conv_tf32"], batch_sweep=False)
     out = []
     for old in record["rows"]:
         if old["library"] != "transformers" or old["batch"] != 1:

@@ -4,16 +4,11 @@ session calibrated) priced with that profile, and again with the mechanism's cal
 removed (``benchmarks/zoo/run.without_stages``). The mechanism must bring the op within its band of
 the measurement, and pricing without it must miss by far more."""
 
-import gzip
-import json
-
 import pytest
 
-from benchmarks.zoo.run import priced_ops, without_stages
-from roofline.graph.serialize import graph_from_dict
-from roofline.pipeline import Analysis, Options
+from benchmarks.zoo.run import without_stages
 from roofline.profiles import load_profile_file
-from tests.conftest import REPO
+from tests.conftest import REPO, recorded_op_error, recorded_run
 
 RESULTS = REPO / "benchmarks" / "results"
 STRIDED = ["pointwise:strided_copy", "pointwise:transpose_copy", "pointwise:cat_strided"]
@@ -28,33 +23,24 @@ CASES = [
     ("timm_deit_small b32 fp16", "aten.convolution.default", [[32, 3, 224, 224], [384, 3, 16, 16]], ["conv"]),
 ]
 BAND = 0.35
+RECORD = "h100_zoo.json"
 
 
 @pytest.fixture(scope="module")
-def record():
-    rec = json.loads((RESULTS / "h100_zoo.json").read_text())
-    with gzip.open(RESULTS / rec["graphs_file"], "rt") as f:
-        graphs = json.load(f)["graphs"]
-    profile = load_profile_file(RESULTS / rec["profile_file"])
-    options = Options(device="cuda", allow_tf32=rec["allow_tf32"], conv_tf32=rec["conv_tf32"], batch_sweep=False)
-    return {r["label"]: r for r in rec["rows"]}, graphs, profile, options
+def profile():
+    """The profile the record's session calibrated."""
+    return load_profile_file(RESULTS / recorded_run(RECORD)[3]["profile_file"])
 
 
-def _error(record, case, op_name, shapes, profile) -> float:
-    rows, graphs, _, options = record
-    analysis = Analysis(graph_from_dict(graphs[case]), profile, "cuda", options, name=case)
-    measured = dict(rows[case]["ops"])
-    ops = priced_ops(analysis, [measured.get(i) for i in range(len(analysis.graph.ops))])
-    (op,) = [o for o in ops if o["op"] == op_name and o["shapes"][: len(shapes)] == shapes and o["measured_s"]][:1]
-    return (op["predicted_s"] - op["measured_s"]) / op["measured_s"]
+def _error(case, op_name, shapes, profile) -> float:
+    return recorded_op_error(RECORD, case, lambda o: o["op"] == op_name and o["shapes"][: len(shapes)] == shapes, profile)
 
 
 @pytest.mark.parametrize("case,op_name,shapes,stages", CASES, ids=[f"{c[0]}: {c[1].split('.')[1]}" for c in CASES])
-def test_mechanism_prices_the_measured_op(record, case, op_name, shapes, stages):
-    profile = record[2]
-    error = _error(record, case, op_name, shapes, profile)
+def test_mechanism_prices_the_measured_op(profile, case, op_name, shapes, stages):
+    error = _error(case, op_name, shapes, profile)
     assert abs(error) < BAND, f"{case} {op_name}: {100 * error:+.0f}% against the H100's measurement"
-    without = _error(record, case, op_name, shapes, without_stages(profile, "cuda", stages))
+    without = _error(case, op_name, shapes, without_stages(profile, "cuda", stages))
     assert abs(without) > abs(error) + 0.25, f"without {stages}: {100 * without:+.0f}% (with: {100 * error:+.0f}%)"
 
 
@@ -63,12 +49,11 @@ SOFTMAX_CASES = [("tv_swin_t b32 fp32", [[2048, 3, 49, 49]]), ("tv_swin_t b32 fp
 
 
 @pytest.mark.parametrize("case,shapes", SOFTMAX_CASES, ids=[c[0] for c in SOFTMAX_CASES])
-def test_short_softmax_rows_are_priced_at_their_padded_length(record, case, shapes, monkeypatch):
+def test_short_softmax_rows_are_priced_at_their_padded_length(profile, case, shapes, monkeypatch):
     import roofline.model.kernels as kernels
 
-    profile = record[2]
-    error = _error(record, case, "aten._softmax.default", shapes, profile)
+    error = _error(case, "aten._softmax.default", shapes, profile)
     assert abs(error) < 0.15, f"{case} softmax: {100 * error:+.0f}% against the H100's measurement"
     monkeypatch.setattr(kernels, "_warp_softmax_row", lambda *a: None)
-    unpadded = _error(record, case, "aten._softmax.default", shapes, profile)
+    unpadded = _error(case, "aten._softmax.default", shapes, profile)
     assert unpadded < error - 0.15, f"rows priced unpadded: {100 * unpadded:+.0f}% (padded: {100 * error:+.0f}%)"
