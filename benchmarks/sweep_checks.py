@@ -95,10 +95,11 @@ def print_check(args: argparse.Namespace, family: str, predicted_s: Callable, de
 
 
 def time_points(path: str | Path, points: list[dict], call_of: Callable[[dict], Callable], describe: Callable[[dict], str],
-                budget_s: float = 0.05, kernels: bool = False) -> None:
+                budget_s: float = 0.05, kernels: bool = False, clock_of: Callable[[dict], str] | None = None) -> None:
     """On the GPU: time each point's call (``call_of(point)``, a callable of no arguments) by the
-    shared protocol, print it, and write the points with their medians (and, with ``kernels``, the
-    kernels each call ran) to ``path``, with the device and torch version."""
+    shared protocol, on the clock ``clock_of(point)`` names (default the device's), print it, and
+    write the points with their medians (and, with ``kernels``, the kernels each call ran) to
+    ``path``, with the device and torch version."""
     from roofline.timing import time_fn
 
     if kernels:
@@ -106,7 +107,8 @@ def time_points(path: str | Path, points: list[dict], call_of: Callable[[dict], 
     timed = []
     for p in points:
         fn = call_of(p)
-        t = time_fn(fn, device="cuda", budget_s=budget_s, label=describe(p)).stat()
+        clock = clock_of(p) if clock_of else None
+        t = time_fn(fn, device="cuda", clock=clock, inner=1 if clock == "host" else None, budget_s=budget_s, label=describe(p)).stat()
         extra = {}
         if kernels:
             extra["kernels"] = kernel_names(fn, "cuda")
@@ -117,12 +119,12 @@ def time_points(path: str | Path, points: list[dict], call_of: Callable[[dict], 
 
 def timed_check_main(doc: str, name: str, points: Callable[..., list[dict]], call_of: Callable[[dict], Callable],
                      predicted_s: Callable, describe: Callable[[dict], str], budget_s: float = 0.05, kernels: bool = False,
-                     add_args: Callable[[argparse.ArgumentParser], None] | None = None) -> int:
+                     add_args: Callable[[argparse.ArgumentParser], None] | None = None, clock_of: Callable[[dict], str] | None = None) -> int:
     """The command line of a check that times its points on the GPU and prices a record of them:
     ``--measure OUT.json`` (``time_points``, recording the kernels each point ran with ``kernels`` or
     a ``--kernels`` flag of the check's), ``--sweep OUT.json [--profile P]`` (each point's line and
     one line of their errors, ``predicted_s(profile, point)``). ``add_args`` adds the check's own
-    flags; its ``points`` then takes the parsed arguments."""
+    flags; its ``points`` then takes the parsed arguments. ``clock_of``: as ``time_points``."""
     ap = argparse.ArgumentParser(description=doc.splitlines()[0])
     ap.add_argument("--measure", metavar="OUT.json")
     ap.add_argument("--sweep", metavar="OUT.json")
@@ -132,7 +134,7 @@ def timed_check_main(doc: str, name: str, points: Callable[..., list[dict]], cal
     args = ap.parse_args()
     if args.measure:
         time_points(args.measure, points(args) if add_args else points(), call_of, describe, budget_s,
-                    kernels or getattr(args, "kernels", False))
+                    kernels or getattr(args, "kernels", False), clock_of)
     if args.sweep:
         from roofline.pipeline import resolve_profile
 

@@ -1,6 +1,6 @@
 """Measure one GPU calibration stage again on the profiled machine and put it into the profile.
 
-    python -m calibrate.refresh PROFILE --stage attention|cat_grid|conv|conv3d|foreach|gemm_ratios|conv_families|layout|norm_families|pooling|reductions [--output PATH]
+    python -m calibrate.refresh PROFILE --stage attention|cat_grid|conv|conv3d|foreach|gemm_ratios|conv_families|layout|norm_families|pooling|reductions|rnn [--output PATH]
 
 A stage's design can change after a profile is shipped (the addmm ratio grew from eight shapes to a
 grid over rows, reduction length and width). Calibrating the whole machine again moves every other
@@ -21,7 +21,7 @@ from typing import Callable, NamedTuple
 
 import torch
 
-from calibrate import conv, mechanisms, memory, runner
+from calibrate import conv, mechanisms, memory, rnn, runner
 from calibrate.runner import ATTENTION_CURVES, gpu_plan
 from roofline import __version__
 from roofline.errors import DeviceNotAvailable, ProfileError, RooflineError
@@ -103,6 +103,13 @@ def measure_pooling(device: str, *, budget_s: float, warnings: list, quick: bool
     return runner.measure_pooling(gpu_plan(quick, torch.cuda.get_device_properties(device).total_memory), device, budget_s=budget_s, warnings=warnings)
 
 
+def measure_rnns(device: str, *, budget_s: float, warnings: list, quick: bool):
+    """Fused LSTM and GRU layers as calibration measures them (``calibrate.rnn.measure_rnn``): every
+    RNN dtype and shape of the plan, the host-speed index beside each."""
+    plan = gpu_plan(quick, torch.cuda.get_device_properties(device).total_memory)
+    return [rnn.measure_rnn(dtype, plan.rnn_shapes, device, budget_s=budget_s, warnings=warnings) for dtype in plan.rnn_dtypes]
+
+
 class Stage(NamedTuple):
     """One stage refresh can measure, as calibration does (``calibrate.runner.measure_device``)."""
 
@@ -125,6 +132,7 @@ STAGES = {
     "layout": Stage("pointwise", measure_layouts, "gpu layout", 1.0, merge=merge_op_curves),
     "pooling": Stage("pointwise", measure_pooling, "gpu pooling", 1.0, merge=merge_op_curves),
     "reductions": Stage("pointwise", measure_reductions, "gpu reductions", 1.0, merge=merge_op_curves),
+    "rnn": Stage("rnn", measure_rnns, "gpu rnn", 1.0),
 }
 
 

@@ -1,12 +1,17 @@
 """Recurrent layers (nn.LSTM, nn.GRU) at representative shapes: what cuDNN reaches on a GPU.
 
-A fused RNN runs its time steps one after another, and on the H100 each step costs far more than
-its gate GEMM on the matmul curve (16-24 us per layer-step for LSTM and GRU from batch 1 x hidden
-256 to batch 256 x hidden 1024, against 3-15 us for the GEMM alone): every step is launched from
-the host.
+A fused RNN runs its time steps one after another, and every step is launched from the host: on
+the H100 a float32 step of batch 1 takes about 9.5 us whatever its hidden size (256-1024), a GEMV
+and a gate kernel launched onto an idle GPU, and batch 256 x hidden 1024 35 us (the shipped
+profile's stage: ``python -m calibrate.refresh PROFILE --stage rnn``).
 
 Each point is one layer at two sequence lengths, so that a time per step (the slope) and a fixed
-cost per layer call (the intercept: weight setup, the input projection's launch) separate.
+cost per layer call (the intercept: weight setup, the input projection's launch) separate. Each
+call is timed as a model's forward is predicted and measured: one call, then a synchronize, on the
+host's clock. The steps' kernels are short and each waits for the one before, so cuDNN launches
+them onto an idle GPU; calls timed back to back without a synchronize keep the GPU's queue full and
+run 1.7-3x faster per call (``benchmarks/rnn_check.py --pipelined`` times both), which no single
+forward sees.
 Prediction prices a layer as fixed + steps x (step-to-GEMM ratio at the nearest points) x the gate
 GEMM's matmul-curve time, so shapes beyond the calibrated ones still scale with their GEMMs.
 
@@ -20,7 +25,7 @@ import torch
 
 from calibrate.matmul import DTYPES
 from roofline.schema.profile import RnnCurve, RnnPoint
-from roofline.timing import time_fn
+from roofline.timing import sync, time_fn
 
 # (batch, hidden); input size = hidden, one layer, unidirectional, batch_first
 GPU_SHAPES = [(1, 256), (1, 1024), (32, 512), (256, 256), (256, 1024)]
@@ -52,7 +57,7 @@ def measure_rnn(dtype_name: str, shapes: list[tuple[int, int]], device: str, *, 
                     stats, beside = [], [index_sample_s(mix)]
                     for t, x in zip(steps, inputs):
                         r = time_fn(
-                            lambda: layer(x), device=device, budget_s=budget_s, warmup_budget_s=budget_s, min_samples=5,
+                            lambda: (layer(x), sync(device)), device=device, clock="host", inner=1, budget_s=budget_s, warmup_budget_s=budget_s, min_samples=5,
                             label=f"{kind} {dtype_name} batch {batch} hidden {hidden} steps {t}",
                         )
                         if r.warning:
@@ -68,4 +73,4 @@ def measure_rnn(dtype_name: str, shapes: list[tuple[int, int]], device: str, *, 
                 del layer
                 if progress:
                     progress()
-    return RnnCurve(dtype=dtype_name, points=points)
+    return RnnCurve(dtype=dtype_name, points=points, synchronized=True)

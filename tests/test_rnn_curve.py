@@ -147,3 +147,40 @@ def test_a_prediction_at_another_host_speed_moves_the_rnn_layers_too():
     plain = Analysis.of(mlp, (torch.randn(4, 64),), None, profile, Options(device="cuda", batch_sweep=False))
     kernels = plain.kernels()
     assert plain.at_host_scale(2.0).kernels() is kernels  # device time, shared
+
+
+def test_a_synchronized_stage_leaves_out_the_calls_own_dispatch_and_synchronize_once_per_op():
+    # each synchronized point's call holds its dispatch and a synchronize, which the timeline prices
+    # apart: a whole op of two layers takes its two layers less one call, an older stage's two layers
+    profile = load_profile_file(FIXTURE)
+    dev = DeviceModel(profile.gpu, "cuda")
+    curve = _curve_at_ratio(dev, 3.0, 150e-6)
+    call_s = 20e-6
+    old = RnnModel(curve, dev.matmul_model("float32"), call_s=call_s)
+    synced = RnnModel(curve.model_copy(update=dict(synchronized=True)), dev.matmul_model("float32"), call_s=call_s)
+    layer = old.time_s("lstm", 100, 32, 2048, 1024)
+    assert synced.time_s("lstm", 100, 32, 2048, 1024) == pytest.approx(layer)
+    assert old.stack_s("lstm", 2, 100, 32, 2048, 1024) == pytest.approx(2 * layer)
+    assert synced.stack_s("lstm", 2, 100, 32, 2048, 1024) == pytest.approx(2 * layer - call_s)
+    # the device model takes the call from the profile's synchronize and a GEMM call's dispatch
+    from roofline.model.host import dispatch_s
+
+    profile.gpu.measurements.rnn = [curve.model_copy(update=dict(synchronized=True))]
+    o = profile.gpu.measurements.overheads
+    assert DeviceModel(profile.gpu, "cuda").rnn_model("float32").call_s == pytest.approx(o.synchronize_s.median_s + dispatch_s(o, "addmm"))
+
+
+def test_measure_rnn_marks_its_curve_synchronized_and_the_shipped_h100_stage_is():
+    curve = measure_rnn("float32", [(1, 8)], "cpu", steps=(2, 6), budget_s=0.003, warnings=[])
+    assert curve.synchronized
+    shipped = load_profile_file(Path(__file__).parent.parent / "device_profiles" / "nvidia-h100-80gb-hbm3.json")
+    assert shipped.gpu.measurements.rnn and all(c.synchronized for c in shipped.gpu.measurements.rnn)
+
+
+def test_refresh_measures_the_rnn_stage_under_the_runners_seconds_key():
+    from calibrate.refresh import STAGES
+
+    stage = STAGES["rnn"]
+    assert stage.field == "rnn" and stage.merge is None
+    shipped = load_profile_file(Path(__file__).parent.parent / "device_profiles" / "nvidia-h100-80gb-hbm3.json")
+    assert stage.seconds_key in shipped.calibration.stage_seconds

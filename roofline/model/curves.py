@@ -505,10 +505,13 @@ class RnnModel:
     geometric means of both over the (up to) three points nearest in log(m), log(n), log(k),
     weighted by inverse squared distance, among points of its cell type (all points when none is).
     cuDNN launches every step from the host, so every point's times are first multiplied by
-    ``host_factor`` (``_rnn_host_factor``: the calibration's RNN stage put at the profile's host speed)."""
+    ``host_factor`` (``_rnn_host_factor``: the calibration's RNN stage put at the profile's host speed).
+    A synchronized curve's calls each hold their own dispatch and a synchronize, which the timeline
+    prices apart: ``call_s`` (their host time at the profile's speed) comes off each whole op once."""
 
-    def __init__(self, curve: RnnCurve, matmul: MatmulModel, overhead_s: float = 0.0, host_factor: float = 1.0):
+    def __init__(self, curve: RnnCurve, matmul: MatmulModel, overhead_s: float = 0.0, host_factor: float = 1.0, call_s: float = 0.0):
         self.matmul = matmul
+        self.call_s = call_s if curve.synchronized else 0.0
         rows = []
         # a point whose shorter run was not faster (a first-call outlier that survived calibration's
         # re-measure) says nothing about the step; all points are kept only if every one is like that
@@ -528,6 +531,12 @@ class RnnModel:
         table = self._tables.get(kind, self._all)
         ratio, fixed = _nearest_log_mean(table[:, 0:3], table[:, 3:5], m, n, k)
         return float(fixed + steps * ratio * self.matmul.time_s(m, n, k))
+
+    def stack_s(self, kind: str, layers: int, steps: int, m: int, n: int, k: int) -> float:
+        """A whole fused op of ``layers`` (layer, direction) groups, each as ``time_s``, less the
+        call's own dispatch and synchronize a synchronized curve's layers hold (``call_s``)."""
+        one = self.time_s(kind, steps, m, n, k)
+        return max(layers * one - self.call_s, 0.5 * layers * one)
 
 
 def transfer_s(curve: TransferCurve, nbytes: int) -> float:

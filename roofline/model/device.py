@@ -78,7 +78,9 @@ class DeviceModel:
     def _rnn_models(self, overheads: Overheads) -> dict[str, RnnModel]:
         m = self.part.measurements
         host = _rnn_host_factor(m.rnn, overheads)
-        return {c.dtype: RnnModel(c, self.matmul_model(c.dtype), self._included, host) for c in m.rnn}
+        sync = overheads.synchronize_s.median_s if overheads.synchronize_s else 0.0
+        call = sync + dispatch_s(overheads, "addmm") if self.kind == "cuda" else 0.0  # a synchronized layer's own call
+        return {c.dtype: RnnModel(c, self.matmul_model(c.dtype), self._included, host, call) for c in m.rnn}
 
     def with_overheads(self, overheads: Overheads) -> "DeviceModel":
         """The same device with other host costs (a host running at another speed). On a GPU the

@@ -92,9 +92,9 @@ def kernel_terms(op: CapturedOp, cost: OpCost, dev: DeviceModel, reach: Reach = 
         compute = attention
     elif cost.recurrence is not None:
         rec = cost.recurrence
-        layer = _rnn_layer_s(cost, dev)
-        if layer is not None:
-            return rec.layers * layer, 0.0, 0.0  # calibrated whole layers: their bytes and launches are in it
+        stack = _rnn_stack_s(cost, dev)
+        if stack is not None:
+            return stack, 0.0, 0.0  # calibrated whole layers: their bytes and launches are in it
         # per (layer, direction), one small GEMM per time step, one after another
         curve = dev.matmul_model(matmul_dtype_name(cost.compute_dtype, dev.modes.matmul_tf32))
         steps = max(rec.steps, 1)
@@ -749,14 +749,14 @@ def kernel_source(op: CapturedOp, cost: OpCost, dev: DeviceModel) -> str:
     return "curve"
 
 
-def _rnn_layer_s(cost: OpCost, dev: DeviceModel) -> float | None:
-    """One (layer, direction) of a fused LSTM/GRU from the calibrated RNN layers; None when the
-    profile has none for this dtype or the op is another cell type."""
+def _rnn_stack_s(cost: OpCost, dev: DeviceModel) -> float | None:
+    """A fused LSTM/GRU's (layer, direction) groups from the calibrated RNN layers
+    (``RnnModel.stack_s``); None when the profile has none for this dtype or the op is another cell type."""
     rec = cost.recurrence
     model = dev.rnn_model(DTYPE_NAMES.get(cost.compute_dtype, "float32"))
     if model is None or rec.cell not in ("lstm", "gru") or not (rec.m and rec.n and rec.k):
         return None
-    return model.time_s(rec.cell, max(rec.steps, 1), rec.m, rec.n, rec.k)
+    return model.stack_s(rec.cell, rec.layers, max(rec.steps, 1), rec.m, rec.n, rec.k)
 
 
 def _conv_points(op: CapturedOp, cost: OpCost, dev: DeviceModel, tf32: bool) -> tuple[ConvModel, tuple] | None:

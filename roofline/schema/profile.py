@@ -491,6 +491,11 @@ class RnnCurve(_Strict):
 
     dtype: Literal["float32", "bfloat16", "float16"] = Field(description="Element dtype of input and weights.")
     points: list[RnnPoint] = Field(min_length=1)
+    synchronized: bool = Field(
+        default=False,
+        description="Each call timed alone on the host's clock with a synchronize after it, as a forward is (its fixed cost then "
+        "holds the call's dispatch and that synchronize); False in older profiles, whose calls ran back to back on the device's clock.",
+    )
 
 
 class TransferPoint(_Strict):
