@@ -1,7 +1,7 @@
 """GPU row-wise kernels (layer norm, softmax, reductions) over row length, timed and priced by a
 profile: where short rows take their time per row, not per byte.
 
-    python benchmarks/row_kernels.py --op layer_norm|layer_norm_backward|softmax|softmax_backward|sum|norm --measure OUT.json [--kernels]  # on the GPU
+    python benchmarks/row_kernels.py --op layer_norm|layer_norm_backward|softmax|softmax_backward|sum|norm|column_sum --measure OUT.json [--kernels]  # on the GPU
     python benchmarks/row_kernels.py --sweep OUT.json --profile P                            # anywhere
 
 Rows of 16-1024 elements (SegFormer's 32, EdgeNeXt's 48, Swin's 49, CLIP's 77, CaiT's 196, BERT's
@@ -9,7 +9,8 @@ Rows of 16-1024 elements (SegFormer's 32, EdgeNeXt's 48, Swin's 49, CLIP's 77, C
 affine weight and bias of nn.LayerNorm, ``torch.softmax`` over the last dimension, or their backwards
 (``aten.native_layer_norm_backward`` with every gradient, ``aten._softmax_backward_data``), or a
 reduction of each row to one value (``x.sum(-1)``, ``torch.linalg.vector_norm(x, dim=-1)`` as
-``F.normalize`` runs it: rows of 8-4096); each timed by
+``F.normalize`` runs it: rows of 8-4096), or a reduction over the rows that keeps each column
+(``x.sum(0)``, a bias's gradient: 16-3072 columns); each timed by
 the shared protocol (``roofline.timing``) and priced as ``roofline advise`` prices it. A record's
 points name their op.
 """
@@ -31,6 +32,7 @@ ROWS = {"layer_norm": [16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 768, 1024],
         "softmax": [16, 32, 49, 64, 77, 96, 128, 196, 256, 384, 512, 768, 1024]}
 ROWS["softmax_backward"], ROWS["layer_norm_backward"] = ROWS["softmax"], ROWS["layer_norm"]
 ROWS["sum"] = ROWS["norm"] = [8, 16, 32, 48, 64, 96, 128, 196, 256, 512, 1024, 4096]
+ROWS["column_sum"] = [16, 32, 64, 96, 128, 192, 256, 384, 512, 768, 1024, 1536, 3072]  # columns kept
 ELEMENTS = [1 << 20, 1 << 24]
 
 
@@ -58,10 +60,14 @@ def row_norm(x):
     return torch.linalg.vector_norm(x, dim=-1)
 
 
+def column_sum(x):
+    return x.sum(0)
+
+
 def _operands(p: dict, device: str):
     dt = DTYPES[p["dtype"]]
     x = torch.randn(p["rows"], p["row"], device=device, dtype=dt)
-    if p["op"] in ("softmax", "sum", "norm"):
+    if p["op"] in ("softmax", "sum", "norm", "column_sum"):
         return (x,)
     if p["op"] == "softmax_backward":
         return x, torch.softmax(x, -1)
@@ -73,7 +79,7 @@ def _operands(p: dict, device: str):
 
 
 OPS = {"layer_norm": layer_norm, "layer_norm_backward": layer_norm_backward, "softmax": softmax, "softmax_backward": softmax_backward,
-       "sum": row_sum, "norm": row_norm}
+       "sum": row_sum, "norm": row_norm, "column_sum": column_sum}
 
 
 def _timed_call(p: dict):

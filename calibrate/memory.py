@@ -14,7 +14,8 @@ import torch
 
 from calibrate.matmul import DTYPES
 from roofline.model.kernels import (
-    POOL_AVERAGE_FAMILY, POOL_BACKWARD_FAMILY, POOL_REFERENCE_FAMILY, POOL_WINDOW_FAMILY, REDUCE_LONG, REDUCE_LONG_ROW, REDUCE_SHORT, REDUCE_SHORT_ROW, UPSAMPLE_FAMILY,
+    POOL_AVERAGE_FAMILY, POOL_BACKWARD_FAMILY, POOL_REFERENCE_FAMILY, POOL_WINDOW_FAMILY, REDUCE_LONG, REDUCE_LONG_ROW, REDUCE_OUTER_WIDTHS, REDUCE_SHORT, REDUCE_SHORT_ROW, UPSAMPLE_FAMILY,
+    reduce_outer_family,
     UPSAMPLE_NEAREST_FAMILY, UPSAMPLE_SIDE,
 )
 from roofline.schema.profile import BandwidthCurve, BandwidthPoint, PointwiseCurve, PointwisePoint, Stat
@@ -109,7 +110,7 @@ def _pointwise_call(op: str, n: int, device: str, dtype: torch.dtype = torch.flo
         # RMSNorm): the kernel cannot use vectorized loads, so it runs below the plain add's rate
         s = _rand(rows, 1, device=device, dtype=dtype)
         return (lambda: torch.mul(x, s)), 2 * e * rows * ROW + e * rows
-    if op in SELECTION_OPS or op in GPU_SELECTION_OPS or op in LAYOUT_OPS or op in STRIDED_OPS or op in ROW_REDUCTION_FAMILIES:
+    if op in SELECTION_OPS or op in GPU_SELECTION_OPS or op in LAYOUT_OPS or op in STRIDED_OPS or op in REDUCTION_FAMILIES:
         return _selection_call(op, n, device, dtype)
     raise ValueError(op)
 
@@ -157,6 +158,13 @@ SHORT_ROW = 64  # row length of layer_norm_short and softmax_short
 # value (the bandwidth curve's read). Calibrated per pointwise dtype at the two row lengths
 # roofline.model.kernels prices a row between (linear in 1 / row). GPU only.
 ROW_REDUCTION_FAMILIES = (REDUCE_SHORT, REDUCE_LONG)
+# A GPU reduction over outer dimensions (a bias gradient's x.sum(0) of (tokens, features)) keeps a
+# run of innermost elements: a thread takes a few adjacent outputs and the reduced rows are split
+# over the block and, when long, over blocks with a second pass, so few columns leave most of a
+# warp idle, and even many run below a row reduction's rate. Timed as
+# x.sum(0) of (rows, width) at each of REDUCE_OUTER_WIDTHS, per pointwise dtype. GPU only.
+OUTER_REDUCTION_FAMILIES = tuple(reduce_outer_family(w) for w in REDUCE_OUTER_WIDTHS)
+REDUCTION_FAMILIES = ROW_REDUCTION_FAMILIES + OUTER_REDUCTION_FAMILIES
 STRIDED_RUN = 32  # elements per whole row of strided_copy (roofline.model.kernels.STRIDED_RUN)
 STRIDED_HEADS = 8  # the permuted dimension's size: one whole row in 8 is adjacent in the output
 
@@ -181,6 +189,9 @@ def _selection_call(op: str, n: int, device: str, dtype: torch.dtype):
     elif op in ROW_REDUCTION_FAMILIES:
         x = rows_of(REDUCE_SHORT_ROW if op == REDUCE_SHORT else REDUCE_LONG_ROW)
         fn = lambda: x.sum(-1)  # noqa: E731
+    elif op in OUTER_REDUCTION_FAMILIES:
+        x = rows_of(REDUCE_OUTER_WIDTHS[OUTER_REDUCTION_FAMILIES.index(op)])
+        fn = lambda: x.sum(0)  # noqa: E731
     elif op == "cat":
         # as a class token joins the patches: per row, a short and a long contiguous run
         a = _rand(rows, 1, ROW // 4, device=device, dtype=dtype)
@@ -265,7 +276,7 @@ def measure_pointwise(
     points = []
     for n in sizes_elements:
         fn, moved = _pointwise_call(op, n, device, DTYPES[dtype_name])
-        n = max(n // ROW, 1) * ROW if op in ("layer_norm", "softmax", "mul_broadcast", *SELECTION_OPS, *GPU_SELECTION_OPS, *LAYOUT_OPS, *STRIDED_OPS, *ROW_REDUCTION_FAMILIES) else n
+        n = max(n // ROW, 1) * ROW if op in ("layer_norm", "softmax", "mul_broadcast", *SELECTION_OPS, *GPU_SELECTION_OPS, *LAYOUT_OPS, *STRIDED_OPS, *REDUCTION_FAMILIES) else n
         stat = _timed(fn, device, budget_s, f"{op} {dtype_name} over {n} elements", warnings)
         points.append(
             PointwisePoint(

@@ -89,11 +89,11 @@ def measure_layouts(device: str, *, budget_s: float, warnings: list, quick: bool
 
 
 def measure_reductions(device: str, *, budget_s: float, warnings: list, quick: bool):
-    """The row-reduction families (``calibrate.memory.ROW_REDUCTION_FAMILIES``) as calibration measures them:
+    """The reduction families (``calibrate.memory.REDUCTION_FAMILIES``) as calibration measures them:
     every pointwise dtype of the plan, over its strided-family sizes."""
     plan = gpu_plan(quick, torch.cuda.get_device_properties(device).total_memory)
     return [memory.measure_pointwise(plan.strided_sizes(), device, op=op, dtype_name=dtype, budget_s=budget_s, warnings=warnings)
-            for dtype in plan.pointwise_dtypes for op in memory.ROW_REDUCTION_FAMILIES]
+            for dtype in plan.pointwise_dtypes for op in memory.REDUCTION_FAMILIES]
 
 
 def measure_pooling(device: str, *, budget_s: float, warnings: list, quick: bool):

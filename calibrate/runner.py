@@ -119,7 +119,7 @@ class Plan:
         n = sum(len(self.grid_for(d)) ** 3 + len(self.probes_for(d)) for d in self.matmul_dtypes)
         n += 3 * len(self.bandwidth_sizes) + len(POINTWISE_OPS) * len(self.pointwise_dtypes) * len(self.sin_sizes) + len(representative_ops("cpu")) + 2
         n += sum(len(self.family_sizes(op)) for op in (*memory.SELECTION_OPS, *(memory.GPU_SELECTION_OPS if gpu else ())))
-        n += (len(memory.LAYOUT_OPS) + len(memory.STRIDED_OPS) + (len(memory.ROW_REDUCTION_FAMILIES) if gpu else 0)) * len(self.pointwise_dtypes) * len(self.strided_sizes())
+        n += (len(memory.LAYOUT_OPS) + len(memory.STRIDED_OPS) + (len(memory.REDUCTION_FAMILIES) if gpu else 0)) * len(self.pointwise_dtypes) * len(self.strided_sizes())
         n += len(ATTENTION_CURVES) * len(self.attention_seqs) * (len(self.attention_tokens) + (0 if self.quick else 1))
         n += sum(len(self.conv_shapes_for(d)) for d in self.conv_dtypes)
         n += len(rnn.KINDS) * len(self.rnn_dtypes) * len(self.rnn_shapes)
@@ -367,7 +367,7 @@ def _measure_part(device: str, plan: Plan, progress: _Progress, warnings: list, 
                 )
             )
             lap(f"pointwise {op} {dtype}")
-    for stage, ops in (("layout", memory.LAYOUT_OPS), ("strided", memory.STRIDED_OPS), ("reductions", memory.ROW_REDUCTION_FAMILIES if gpu else ())):
+    for stage, ops in (("layout", memory.LAYOUT_OPS), ("strided", memory.STRIDED_OPS), ("reductions", memory.REDUCTION_FAMILIES if gpu else ())):
         if not ops:
             continue
         for dtype in plan.pointwise_dtypes:

@@ -259,3 +259,15 @@ def test_gpu_layer_norm_over_empty_rows_is_priced_at_the_long_rows_rate():
     (op,) = [o for o in report.ops if "layer_norm" in o.target]
     floor_s = DeviceModel(profile.gpu, "cuda").kernel_floor_s
     assert op.kernel_s == pytest.approx(max((op.bytes_read + op.bytes_written) / 2e12, floor_s), rel=0.01)
+
+
+def test_the_outer_reduction_families_sum_over_the_rows_of_their_columns():
+    # each family times x.sum(0) of (rows, width): its bytes are the input read and one row written
+    from calibrate.memory import OUTER_REDUCTION_FAMILIES, REDUCTION_FAMILIES, _selection_call
+    from roofline.model.kernels import REDUCE_OUTER_WIDTHS
+
+    assert set(OUTER_REDUCTION_FAMILIES) <= set(REDUCTION_FAMILIES) and len(OUTER_REDUCTION_FAMILIES) == len(REDUCE_OUTER_WIDTHS)
+    for op, width in zip(OUTER_REDUCTION_FAMILIES, REDUCE_OUTER_WIDTHS):
+        fn, moved = _selection_call(op, 1 << 16, "cpu", torch.float32)
+        assert tuple(fn().shape) == (width,)
+        assert moved == 4 * ((1 << 16) + width)

@@ -560,6 +560,39 @@ def test_which_reductions_are_row_reductions():
     assert rows(lambda q: F.normalize(q, dim=-1), q) == [32]
 
 
+def test_which_reductions_are_outer_reductions():
+    from roofline.graph.capture import capture
+    from roofline.model.kernels import outer_reduction_width
+
+    def widths(fn, x):
+        return [outer_reduction_width(op) for op in capture(fn, (x,)).ops if op.packet in ("aten.sum", "aten.mean", "aten.amax")]
+
+    assert widths(lambda x: x.sum(0), torch.empty(6304, 1152)) == [1152]  # a bias's gradient
+    assert widths(lambda x: x.sum((0, 2, 3)), torch.empty(32, 96, 56, 56).contiguous(memory_format=torch.channels_last)) == [96]
+    assert widths(lambda x: x.sum((0, 2, 3)), torch.empty(32, 96, 56, 56)) == [None]  # NCHW: the planes are innermost
+    assert widths(lambda x: x.sum(1), torch.empty(32, 2, 64, 56)) == [64 * 56]  # ResNeSt's radix sum
+    assert widths(lambda x: x.mean(1), torch.empty(4, 50, 768)) == [768]  # tokens pooled
+    assert widths(lambda x: x.sum(-1), torch.empty(64, 96)) == [None]  # a row reduction
+    assert widths(lambda x: x.sum(), torch.empty(64, 96)) == [None]  # to one value
+
+
+def test_column_sums_against_the_h100():
+    """A reduction over rows that keeps each column (x.sum(0), a bias's gradient; 16-3072 columns
+    at 2^20 and 2^24 elements in three dtypes, benchmarks/row_kernels.py --op column_sum) runs below
+    the bandwidth curve, furthest over few columns. Priced on the outer-reduction families, log-linear
+    in the columns between 64, 256 and 1024, within 12% in the median; with those families dropped
+    (the bandwidth curve) 30% or more under in the median."""
+    shipped = _shipped_h100()
+    bare = shipped.model_copy(deep=True)
+    bare.gpu.measurements.pointwise = [c for c in bare.gpu.measurements.pointwise if not c.op.startswith("reduce_outer_")]
+    points = json.loads((REPO / "benchmarks" / "results" / "h100_column_sum_rows.json").read_text())["points"]
+    assert len(points) == 78 and {p["op"] for p in points} == {"column_sum"}
+    errors = [row_predicted_s(shipped, p) / p["median_s"] - 1 for p in points]
+    without = [row_predicted_s(bare, p) / p["median_s"] - 1 for p in points]
+    assert statistics.median(abs(e) for e in errors) < 0.12
+    assert statistics.median(without) < -0.3
+
+
 def test_the_depthwise_rule_off_the_recorded_grid():
     # What the recorded grid (square, 4-d, channels-last input and weight together) does not reach:
     # ATen views a 1-d convolution as 2-d before it picks (a float16 one at stride 1 runs cuDNN); a

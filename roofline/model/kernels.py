@@ -195,6 +195,8 @@ def _memory_s(op: CapturedOp, cost: OpCost, dev: DeviceModel) -> float:
     if window is not None:
         return window
     reduced = _row_reduction_s(op, cost, nbytes, dev)
+    if reduced is None:
+        reduced = _outer_reduction_s(op, nbytes, dev)
     if reduced is not None:
         return reduced
     family = _family(op, cost, dev)
@@ -415,6 +417,15 @@ def _row_rate(op: CapturedOp, family: str, long_rate: float, nbytes: int, dtype:
 # 16 and 32 take the same time over the same elements)
 ROW_REDUCTIONS = {"aten.sum", "aten.mean", "aten.linalg_vector_norm", "aten.amax", "aten.amin"}
 REDUCE_SHORT, REDUCE_LONG, REDUCE_SHORT_ROW, REDUCE_LONG_ROW, REDUCE_MIN_ROW = "reduce_short", "reduce_long", 64, 1024, 32
+# ATen's reductions over outer dimensions keep a run of innermost elements as outputs (a bias
+# gradient x.sum(0) of (tokens, features)): calibrated at these widths of the kept run
+# (``calibrate.memory.REDUCTION_FAMILIES``)
+REDUCE_OUTER_WIDTHS = (64, 256, 1024)
+
+
+def reduce_outer_family(width: int) -> str:
+    """The calibrated family of outer reductions that keep ``width`` innermost elements."""
+    return f"reduce_outer_{width}"
 
 
 def inner_reduction_row(op: CapturedOp) -> int | None:
@@ -451,6 +462,54 @@ def _row_reduction_s(op: CapturedOp, cost: OpCost, nbytes: int, dev: DeviceModel
     short_s = nbytes / dev.family_bytes_per_s(REDUCE_SHORT, nbytes, dtype)
     long_s = nbytes / dev.family_bytes_per_s(REDUCE_LONG, nbytes, dtype)
     return _block_per_row_s(short_s, long_s, max(row, REDUCE_MIN_ROW), REDUCE_SHORT_ROW, REDUCE_LONG_ROW)
+
+
+def outer_reduction_width(op: CapturedOp) -> int | None:
+    """The run of kept elements inside the innermost reduced dimension, in memory order, of a
+    reduction (``ROW_REDUCTIONS``) over outer dimensions: a bias gradient's x.sum(0) of (tokens,
+    features) keeps its features, a channels-last tensor's sum over N, H and W its channels,
+    ResNeSt's sum over its radix dimension the C x H x W after it. ATen's kernel gives a thread a few
+    adjacent outputs of that run and splits the reduced elements over the block and, when long,
+    over blocks with a second pass. None for a reduction over the innermost elements (a row
+    reduction, ``inner_reduction_row``), to one value, or whose kept run is not dense."""
+    if op.packet not in ROW_REDUCTIONS or not op.tensor_inputs():
+        return None
+    x = op.tensor_inputs()[0]
+    dims = arguments(op).get("dim")
+    if x.ndim == 0 or dims is None or (isinstance(dims, (list, tuple)) and not dims):
+        return None
+    reduced = {int(d) % x.ndim for d in ([dims] if isinstance(dims, int) else dims)}
+    order = sorted((d for d in range(x.ndim) if x.shape[d] > 1), key=lambda d: -x.stride[d])  # outermost first
+    positions = [order.index(d) for d in reduced if d in order]
+    if not positions:
+        return None
+    run = 1
+    for d in reversed(order[max(positions) + 1:]):  # the kept dimensions inside the innermost reduced one
+        if x.stride[d] != run:
+            return None
+        run *= x.shape[d]
+    return run if 1 < run < x.numel else None
+
+
+def _outer_reduction_s(op: CapturedOp, nbytes: int, dev: DeviceModel) -> float | None:
+    """A GPU outer reduction (``outer_reduction_width``) at its bytes over the rate of the calibrated
+    outer reductions, log-linear in the kept run's width between the widths around it
+    (``REDUCE_OUTER_WIDTHS``; the nearest beyond them: from 1024 columns on, every thread of a warp
+    has outputs). None for other ops or a profile without those families."""
+    width = outer_reduction_width(op) if dev.kind == "cuda" else None
+    if not width:
+        return None
+    dtype = DTYPE_NAMES.get(op.tensor_inputs()[0].dtype, "float32")
+    widths = [w for w in REDUCE_OUTER_WIDTHS if dev.has_family(reduce_outer_family(w), dtype)]
+    if not widths:
+        return None
+    rate = {w: dev.family_bytes_per_s(reduce_outer_family(w), nbytes, dtype) for w in widths}
+    if width <= widths[0] or width >= widths[-1]:
+        return nbytes / rate[widths[0] if width <= widths[0] else widths[-1]]
+    hi = next(w for w in widths if w >= width)
+    lo = widths[widths.index(hi) - 1]
+    f = math.log(width / lo) / math.log(hi / lo)
+    return nbytes / math.exp((1 - f) * math.log(rate[lo]) + f * math.log(rate[hi]))
 
 
 def _block_per_row_s(short_s: float, long_s: float, row: int, short_row: int, long_row: int) -> float:
