@@ -8,10 +8,10 @@ run other sizes. Here: LSTM and GRU, hidden 256, 512 and 1024 (input the same), 
 steps, batch 1 and 16, float32, eval under no_grad, each module call timed as a forward is (the
 shared protocol, ``roofline.timing``, on the host's clock, a synchronize after each call: a fused
 RNN launches from the host every step) and priced as ``roofline advise`` prices the call (its whole
-predicted time, synchronize included). ``--pipelined`` also times every layer the way calibration
-did before it synchronized each call: calls back to back on the device's clock, which keeps the
-GPU's queue full and runs faster per call; the sweep prints their ratio and prices the
-synchronized points only.
+predicted time, synchronize included). ``--pipelined`` also times every layer back to back on the
+device's clock, which keeps the GPU's queue full and runs faster per call; the sweep prints their
+ratio and prices the synchronized points only (a record whose points name no protocol was timed
+back to back: all its points are priced).
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ def _layer(p: dict, device: str):
 
 
 def _label(p: dict) -> str:
-    return f"{p['kind']:<4} hidden {p['hidden']:4d} layers {p['layers']} batch {p['batch']:2d} {p.get('protocol', 'pipelined')}"
+    return f"{p['kind']:<4} hidden {p['hidden']:4d} layers {p['layers']} batch {p['batch']:2d} {_protocol(p)}"
 
 
 def _points(args) -> list[dict]:
@@ -58,15 +58,20 @@ def _args(ap):
     ap.add_argument("--pipelined", action="store_true", help="with --measure: also time calls back to back on the device's clock")
 
 
+def _protocol(p: dict) -> str:
+    """How a point was timed: "synchronized" or "pipelined" (a point that names none: back to back)."""
+    return p.get("protocol", "pipelined")
+
+
 def _timed_call(p: dict):
     layer, x = _layer(p, "cuda"), torch.randn(p["batch"], p["steps"], p["hidden"], device="cuda")
-    if p.get("protocol", "pipelined") == "pipelined":  # a record without the field was timed so
+    if _protocol(p) == "pipelined":
         return torch.no_grad()(lambda: layer(x))
     return torch.no_grad()(lambda: (layer(x), torch.cuda.synchronize()))
 
 
 def _clock(p: dict) -> str:
-    return "device" if p.get("protocol", "pipelined") == "pipelined" else "host"
+    return "device" if _protocol(p) == "pipelined" else "host"
 
 
 def predicted_s(profile, p: dict) -> float:
@@ -93,12 +98,11 @@ def main() -> int:
 
         profile, _ = resolve_profile(args.profile, "cuda")
         recorded = json.loads(Path(args.sweep).read_text())["points"]
-        # a record timed before calls were synchronized has no protocol field: its points are priced as they are
-        priced = [p for p in recorded if p.get("protocol", "synchronized") == "synchronized"]
+        priced = [p for p in recorded if _protocol(p) == "synchronized"] or recorded
         print("rnn: " + error_line(priced_lines(priced, lambda p: predicted_s(profile, p), _label)))
         key = lambda p: (p["kind"], p["hidden"], p["layers"], p["batch"])  # noqa: E731
-        pipelined = {key(p): p["median_s"] for p in recorded if p.get("protocol") == "pipelined"}
-        ratios = sorted(p["median_s"] / pipelined[key(p)] for p in priced if key(p) in pipelined)
+        pipelined = {key(p): p["median_s"] for p in recorded if _protocol(p) == "pipelined"}
+        ratios = sorted(p["median_s"] / pipelined[key(p)] for p in priced if _protocol(p) == "synchronized" and key(p) in pipelined)
         if ratios:
             print(f"synchronized over pipelined calls: median x{statistics.median(ratios):.2f}, x{ratios[0]:.2f}-x{ratios[-1]:.2f} over {len(ratios)} layers")
     return 0

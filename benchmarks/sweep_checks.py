@@ -119,12 +119,12 @@ def time_points(path: str | Path, points: list[dict], call_of: Callable[[dict], 
 
 def timed_check_main(doc: str, name: str, points: Callable[..., list[dict]], call_of: Callable[[dict], Callable],
                      predicted_s: Callable, describe: Callable[[dict], str], budget_s: float = 0.05, kernels: bool = False,
-                     add_args: Callable[[argparse.ArgumentParser], None] | None = None, clock_of: Callable[[dict], str] | None = None) -> int:
+                     add_args: Callable[[argparse.ArgumentParser], None] | None = None) -> int:
     """The command line of a check that times its points on the GPU and prices a record of them:
     ``--measure OUT.json`` (``time_points``, recording the kernels each point ran with ``kernels`` or
     a ``--kernels`` flag of the check's), ``--sweep OUT.json [--profile P]`` (each point's line and
     one line of their errors, ``predicted_s(profile, point)``). ``add_args`` adds the check's own
-    flags; its ``points`` then takes the parsed arguments. ``clock_of``: as ``time_points``."""
+    flags; its ``points`` then takes the parsed arguments."""
     ap = argparse.ArgumentParser(description=doc.splitlines()[0])
     ap.add_argument("--measure", metavar="OUT.json")
     ap.add_argument("--sweep", metavar="OUT.json")
@@ -134,7 +134,7 @@ def timed_check_main(doc: str, name: str, points: Callable[..., list[dict]], cal
     args = ap.parse_args()
     if args.measure:
         time_points(args.measure, points(args) if add_args else points(), call_of, describe, budget_s,
-                    kernels or getattr(args, "kernels", False), clock_of)
+                    kernels or getattr(args, "kernels", False))
     if args.sweep:
         from roofline.pipeline import resolve_profile
 

@@ -15,8 +15,7 @@ import torch
 from calibrate.matmul import DTYPES
 from roofline.model.kernels import (
     POOL_AVERAGE_FAMILY, POOL_BACKWARD_FAMILY, POOL_REFERENCE_FAMILY, POOL_WINDOW_FAMILY, REDUCE_LONG, REDUCE_LONG_ROW, REDUCE_OUTER_WIDTHS, REDUCE_SHORT, REDUCE_SHORT_ROW, UPSAMPLE_FAMILY,
-    reduce_outer_family,
-    UPSAMPLE_NEAREST_FAMILY, UPSAMPLE_SIDE,
+    UPSAMPLE_NEAREST_FAMILY, UPSAMPLE_SIDE, reduce_outer_family,
 )
 from roofline.schema.profile import BandwidthCurve, BandwidthPoint, PointwiseCurve, PointwisePoint, Stat
 from roofline.timing import time_fn

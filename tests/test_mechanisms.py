@@ -574,6 +574,10 @@ def test_which_reductions_are_outer_reductions():
     assert widths(lambda x: x.mean(1), torch.empty(4, 50, 768)) == [768]  # tokens pooled
     assert widths(lambda x: x.sum(-1), torch.empty(64, 96)) == [None]  # a row reduction
     assert widths(lambda x: x.sum(), torch.empty(64, 96)) == [None]  # to one value
+    assert widths(lambda x: x.sum(-2, keepdim=True), torch.empty(8, 64, 96)) == [96]  # a negative dimension, kept
+    assert widths(lambda x: x.t().sum(0), torch.empty(96, 64)) == [None]  # transposed: the reduced rows are innermost
+    assert widths(lambda x: x.expand(64, 96).sum(0), torch.empty(1, 96)) == [None]  # a broadcast row: its stride-0 rows sort innermost
+    assert widths(lambda x: x[:, :48].sum(0), torch.empty(64, 96)) == [48]  # a slice: a dense run of 48, its rows 96 apart
 
 
 def test_column_sums_against_the_h100():

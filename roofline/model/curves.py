@@ -506,8 +506,9 @@ class RnnModel:
     weighted by inverse squared distance, among points of its cell type (all points when none is).
     cuDNN launches every step from the host, so every point's times are first multiplied by
     ``host_factor`` (``_rnn_host_factor``: the calibration's RNN stage put at the profile's host speed).
-    A synchronized curve's calls each hold their own dispatch and a synchronize, which the timeline
-    prices apart: ``call_s`` (their host time at the profile's speed) comes off each whole op once."""
+    A synchronized curve's calls each hold their own dispatch and a synchronize, which a fused op of
+    several layers makes once and the timeline prices apart: ``call_s`` (their host time at the
+    profile's speed) comes off each layer."""
 
     def __init__(self, curve: RnnCurve, matmul: MatmulModel, overhead_s: float = 0.0, host_factor: float = 1.0, call_s: float = 0.0):
         self.matmul = matmul
@@ -533,10 +534,11 @@ class RnnModel:
         return float(fixed + steps * ratio * self.matmul.time_s(m, n, k))
 
     def stack_s(self, kind: str, layers: int, steps: int, m: int, n: int, k: int) -> float:
-        """A whole fused op of ``layers`` (layer, direction) groups, each as ``time_s``, less the
-        call's own dispatch and synchronize a synchronized curve's layers hold (``call_s``)."""
+        """A whole fused op of ``layers`` (layer, direction) groups, each as ``time_s`` less the call's
+        own dispatch and synchronize a synchronized curve's layer holds (``call_s``; a layer keeps at
+        least half its time should a call's host cost ever rival a layer's launches)."""
         one = self.time_s(kind, steps, m, n, k)
-        return max(layers * one - self.call_s, 0.5 * layers * one)
+        return layers * max(one - self.call_s, 0.5 * one)
 
 
 def transfer_s(curve: TransferCurve, nbytes: int) -> float:

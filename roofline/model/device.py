@@ -79,7 +79,9 @@ class DeviceModel:
         m = self.part.measurements
         host = _rnn_host_factor(m.rnn, overheads)
         sync = overheads.synchronize_s.median_s if overheads.synchronize_s else 0.0
-        call = sync + dispatch_s(overheads, "addmm") if self.kind == "cuda" else 0.0  # a synchronized layer's own call
+        # a synchronized layer's own call: its synchronize and its dispatch, of the kind the timeline
+        # gives a fused RNN op (timeline.dispatch_kind: category "matmul")
+        call = (sync + dispatch_s(overheads, "addmm")) if self.kind == "cuda" else 0.0
         return {c.dtype: RnnModel(c, self.matmul_model(c.dtype), self._included, host, call) for c in m.rnn}
 
     def with_overheads(self, overheads: Overheads) -> "DeviceModel":

@@ -428,10 +428,9 @@ def reduce_outer_family(width: int) -> str:
     return f"reduce_outer_{width}"
 
 
-def inner_reduction_row(op: CapturedOp) -> int | None:
-    """Elements per output of a reduction (``ROW_REDUCTIONS``) over its input's innermost
-    dimensions laid out contiguously: one row per output, more than one output. None for any other
-    op or layout (a reduction to one value, over outer or strided dimensions)."""
+def _reduced_dims(op: CapturedOp) -> tuple[object, list[int]] | None:
+    """The input of a reduction (``ROW_REDUCTIONS``) over named dimensions and those dimensions,
+    sorted and non-negative; None for any other op, a 0-d input, or a reduction to one value."""
     if op.packet not in ROW_REDUCTIONS or not op.tensor_inputs():
         return None
     x = op.tensor_inputs()[0]
@@ -439,7 +438,18 @@ def inner_reduction_row(op: CapturedOp) -> int | None:
     if x.ndim == 0 or dims is None:
         return None
     dims = sorted({int(d) % x.ndim for d in ([dims] if isinstance(dims, int) else dims)})
-    if not dims or dims != list(range(x.ndim - len(dims), x.ndim)):
+    return (x, dims) if dims else None
+
+
+def inner_reduction_row(op: CapturedOp) -> int | None:
+    """Elements per output of a reduction (``ROW_REDUCTIONS``) over its input's innermost
+    dimensions laid out contiguously: one row per output, more than one output. None for any other
+    op or layout (a reduction to one value, over outer or strided dimensions)."""
+    found = _reduced_dims(op)
+    if found is None:
+        return None
+    x, dims = found
+    if dims != list(range(x.ndim - len(dims), x.ndim)):
         return None
     row, stride = 1, 1
     for d in reversed(dims):  # the reduced dimensions one contiguous run
@@ -472,13 +482,10 @@ def outer_reduction_width(op: CapturedOp) -> int | None:
     adjacent outputs of that run and splits the reduced elements over the block and, when long,
     over blocks with a second pass. None for a reduction over the innermost elements (a row
     reduction, ``inner_reduction_row``), to one value, or whose kept run is not dense."""
-    if op.packet not in ROW_REDUCTIONS or not op.tensor_inputs():
+    found = _reduced_dims(op)
+    if found is None:
         return None
-    x = op.tensor_inputs()[0]
-    dims = arguments(op).get("dim")
-    if x.ndim == 0 or dims is None or (isinstance(dims, (list, tuple)) and not dims):
-        return None
-    reduced = {int(d) % x.ndim for d in ([dims] if isinstance(dims, int) else dims)}
+    x, reduced = found
     order = sorted((d for d in range(x.ndim) if x.shape[d] > 1), key=lambda d: -x.stride[d])  # outermost first
     positions = [order.index(d) for d in reduced if d in order]
     if not positions:
@@ -488,7 +495,7 @@ def outer_reduction_width(op: CapturedOp) -> int | None:
         if x.stride[d] != run:
             return None
         run *= x.shape[d]
-    return run if 1 < run < x.numel else None
+    return run if run > 1 else None
 
 
 def _outer_reduction_s(op: CapturedOp, nbytes: int, dev: DeviceModel) -> float | None:

@@ -493,8 +493,8 @@ class RnnCurve(_Strict):
     points: list[RnnPoint] = Field(min_length=1)
     synchronized: bool = Field(
         default=False,
-        description="Each call timed alone on the host's clock with a synchronize after it, as a forward is (its fixed cost then "
-        "holds the call's dispatch and that synchronize); False in older profiles, whose calls ran back to back on the device's clock.",
+        description="True: each call timed alone on the host's clock with a synchronize after it, as a forward is (its fixed cost "
+        "then holds the call's dispatch and that synchronize); False: calls timed back to back on the device's clock.",
     )
 
 
