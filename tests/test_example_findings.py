@@ -309,7 +309,7 @@ def test_gelu_folds_into_its_gemm(advise, name, gemm, epilogue):
 
 def test_gpt_block_sweep_overhead_to_compute(sweep):
     s = sweep("gpt_block.py", ("batch=1,seq=512", "batch=64,seq=512"))
-    # the device idles most of the run at batch 1 (the H100 measured 80%, fp16: h100_accuracy.json)
+    # the device idles most of the run at batch 1 (the H100 measured 80%, fp16: h100_accuracy_2026-11-26.json)
     assert share(s["batch=1,seq=512"].timeline().regime_s(), "overhead") > 0.7
     assert dominant(s["batch=64,seq=512"].timeline().regime_s()) == "compute"
 
@@ -377,7 +377,7 @@ def test_attention_one_fused_kernel(advise):
     r = advise("attention.py").report
     (attn,) = ops(r, category="attention")
     # time by regime counts the device's wait for the host before the kernel as overhead: the H100
-    # measured 89% compute (benchmarks/results/h100_accuracy.json, measured_shares)
+    # measured 89% compute (benchmarks/results/h100_accuracy_2026-11-26.json, measured_shares)
     assert kernel_bound(attn) == "compute" and 0.75 < share(r.total.regime_s, "compute") < 0.95
     assert 0.15e-3 < r.total.predicted_s < 0.45e-3, "the H100 measured 0.225 ms"
 
@@ -418,7 +418,7 @@ def test_resnet_cnn(advise):
 
 
 @pytest.mark.xfail(strict=True, reason="the H100 measured 33% of resnet_cnn's run at batch 16 waiting on the host "
-                   "(h100_accuracy.json, measured_shares); the model, at the typical session's host speed, 3%: its "
+                   "(h100_accuracy_2026-11-26.json, measured_shares); the model, at the typical session's host speed, 3%: its "
                    "convolutions over their measured kernels (per op 23%), its host under")
 def test_resnet_cnn_host_overhead_matters_at_batch_16(advise):
     assert share(advise("resnet_cnn.py").report.total.regime_s, "overhead") > 0.2
@@ -449,7 +449,7 @@ def test_lstm_priced_from_its_shapes_far_below_peak(advise):
 
 def test_rnn_loop_overhead_bound(advise, sweep):
     r = advise("rnn_loop.py").report
-    assert share(r.total.regime_s, "overhead") > 0.85, "the H100 measured 91% (h100_accuracy.json)"
+    assert share(r.total.regime_s, "overhead") > 0.85, "the H100 measured 91% (h100_accuracy_2026-11-26.json)"
     assert r.placement.recommended == "cpu", "eager, the CPU is faster"
     device, execution = plan_of(r)
     assert device == "cuda" and execution in ("cuda_graphs", "torch_compile_reduce_overhead")
@@ -473,7 +473,7 @@ def test_mlp_tiny_overhead_bound_cuda_graph(advise):
 
 def test_pointwise_chain_one_fusion_group(advise):
     r = advise("pointwise_chain.py").report
-    # each small kernel waits on its launch: the H100 measured 72% memory, 28% overhead (h100_accuracy.json)
+    # each small kernel waits on its launch: the H100 measured 72% memory, 28% overhead (h100_accuracy_2026-11-26.json)
     assert dominant(r.total.regime_s) == "memory" and share(r.total.regime_s, "overhead") > 0.1
     (group,) = r.fusion
     assert len(group.ops) == 16 and group.kernels_saved == 15
@@ -490,7 +490,7 @@ def test_pointwise_chain_sweep(h100, sweep):
 
 def test_norms_softmax_memory_bound_rmsnorm_fusible(advise):
     r = advise("norms_softmax.py").report
-    assert share(r.total.regime_s, "memory") > 0.8, "the H100 measured 91% in float32 (h100_accuracy.json)"
+    assert share(r.total.regime_s, "memory") > 0.8, "the H100 measured 91% in float32 (h100_accuracy_2026-11-26.json)"
     assert all(kernel_bound(op) == "memory" for op in ops(r))
     for op in ops(r, category="reduction") + ops(r, category="norm"):
         assert op.bytes_read > 0 and op.kernel_s > 0, f"{op.target} must be costed"
