@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import torch
 
 from roofline.costs import OpCost
@@ -510,13 +511,8 @@ def _outer_reduction_s(op: CapturedOp, nbytes: int, dev: DeviceModel) -> float |
     widths = [w for w in REDUCE_OUTER_WIDTHS if dev.has_family(reduce_outer_family(w), dtype)]
     if not widths:
         return None
-    rate = {w: dev.family_bytes_per_s(reduce_outer_family(w), nbytes, dtype) for w in widths}
-    if width <= widths[0] or width >= widths[-1]:
-        return nbytes / rate[widths[0] if width <= widths[0] else widths[-1]]
-    hi = next(w for w in widths if w >= width)
-    lo = widths[widths.index(hi) - 1]
-    f = math.log(width / lo) / math.log(hi / lo)
-    return nbytes / math.exp((1 - f) * math.log(rate[lo]) + f * math.log(rate[hi]))
+    log_rates = [math.log(dev.family_bytes_per_s(reduce_outer_family(w), nbytes, dtype)) for w in widths]
+    return nbytes / math.exp(float(np.interp(math.log(width), [math.log(w) for w in widths], log_rates)))
 
 
 def _block_per_row_s(short_s: float, long_s: float, row: int, short_row: int, long_row: int) -> float:
