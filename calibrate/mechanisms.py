@@ -67,6 +67,14 @@ GROUPED_WIDTHS = {4: (128, 56), 8: (256, 28), 16: (512, 28), 32: (1024, 14), 64:
 GROUPED_BATCHES = [1, 32]
 GROUPED_STRIDE2 = {8: (256, 56)}
 GROUPED_DTYPES = ["float32", "float16"]
+# few groups: float32 3x3 convolutions of 2 groups at stride 2 over a batch, group widths x input
+# sides. cuDNN's heuristics run some such convolutions (2-3 groups) one group at a time on FP32
+# implicit GEMMs between transposes, ~10x its grouped kernel, and others on that kernel; these
+# points tell the model which (RegNet's first stage: 2-3 groups of 24 over 112 x 112), at one
+# first call of a new cuDNN shape each (python benchmarks/grouped_kernels_check.py)
+FEW_GROUP_WIDTHS = [16, 24, 32, 48]
+FEW_GROUP_SIDES = [56, 112]
+FEW_GROUP_BATCH, FEW_GROUP_COUNT, FEW_GROUP_STRIDE = 32, 2, 2
 # depthwise gradients, each timed alone (aten.convolution_backward asked for one), over the
 # forward's filters and sizes: cuDNN runs them on kernels of their own, slower than the forward's
 # and slowest for a strided input gradient (docs/design.md, "Prices" of training). Each half
@@ -142,7 +150,7 @@ def _filters(layout: str, quick: bool) -> list[tuple[int, int]]:
 
 def measure_conv_families(device: str, *, budget_s: float, warnings: list, progress=None, quick: bool = False) -> list[ConvFamilyCurve]:
     """Depthwise convolutions per (dtype, layout), their two gradients per (dtype, layout) of
-    ``DEPTHWISE_GRADIENT_KINDS``, and grouped convolutions per dtype (NCHW)."""
+    ``DEPTHWISE_GRADIENT_KINDS``, grouped convolutions per dtype (NCHW), and the few-group points."""
     gen = torch.Generator(device=device).manual_seed(0)
     tf32 = bool(torch.backends.cudnn.allow_tf32)
     curves = []
@@ -194,7 +202,26 @@ def measure_conv_families(device: str, *, budget_s: float, warnings: list, progr
                     if progress:
                         progress()
             curves.append(ConvFamilyCurve(kind="grouped", dtype=dtype_name, layout="nchw", tf32=tf32 and dtype_name == "float32", points=points))
+        if not quick:
+            curves.append(_few_group_curve(device, budget_s, warnings, progress, gen, tf32))
     return curves
+
+
+def _few_group_curve(device: str, budget_s: float, warnings: list, progress, gen: torch.Generator, tf32: bool) -> ConvFamilyCurve:
+    """The few-group points (``FEW_GROUP_WIDTHS`` x ``FEW_GROUP_SIDES``), float32 NCHW."""
+    points = []
+    groups, stride = FEW_GROUP_COUNT, FEW_GROUP_STRIDE
+    for width in FEW_GROUP_WIDTHS:
+        for side in FEW_GROUP_SIDES:
+            channels = groups * width
+            x = torch.randn(FEW_GROUP_BATCH, channels, side, side, device=device, generator=gen)
+            w = torch.randn(channels, width, 3, 3, device=device, generator=gen)
+            stat = _stat(lambda: F.conv2d(x, w, None, stride, 1, 1, groups), device, budget_s,
+                         f"few groups float32 {FEW_GROUP_BATCH}x{channels}x{side}^2 g{groups} s{stride}", warnings)
+            points.append(ConvFamilyPoint(batch=FEW_GROUP_BATCH, channels=channels, groups=groups, size=side, kernel=3, stride=stride, time=stat))
+            if progress:
+                progress()
+    return ConvFamilyCurve(kind="grouped_few", dtype="float32", layout="nchw", tf32=tf32, points=points)
 
 
 def measure_gemm_ratios(device: str, *, budget_s: float, warnings: list, progress=None, quick: bool = False) -> list[GemmRatioCurve]:
@@ -400,7 +427,7 @@ def steps(quick: bool) -> int:
         return len(DEPTHWISE_SIZES) + gradients + len(GROUPED_BATCHES) + 2 * 3 + 2 + len(BMM_DTYPES[:1]) * len(BMM_SHAPES[:2])
     forward = sum(len(_filters(layout, False)) for _, layout in DEPTHWISE_KINDS) * len(DEPTHWISE_SIZES)
     dw = forward + sum(len(_filters(layout, False)) for _, layout in DEPTHWISE_GRADIENT_KINDS) * gradients
-    grouped = len(GROUPED_DTYPES) * (len(GROUPED_WIDTHS) + len(GROUPED_STRIDE2)) * len(GROUPED_BATCHES)
+    grouped = len(GROUPED_DTYPES) * (len(GROUPED_WIDTHS) + len(GROUPED_STRIDE2)) * len(GROUPED_BATCHES) + len(FEW_GROUP_WIDTHS) * len(FEW_GROUP_SIDES)
     misaligned = sum(len(v) for v in MISALIGNED_N.values()) * len(MISALIGNED_M)
     return dw + grouped + misaligned + sum(len(addmm_shapes(d)) for d in ADDMM_DTYPES) + len(BMM_DTYPES) * len(BMM_SHAPES)
 

@@ -12,7 +12,9 @@ Gemma, Falcon, BLOOM, mBART, wav2vec 2.0, SegFormer, CLIP) and other sizes of th
 
 ``FRESH`` is a third set, first run after the model of time had been judged on the other two
 (``--fresh``): AlexNet, a 3-d ResNet, Swin V2, RegNetY, ResNeSt, NFNet, CSPDarknet, ConvMixer,
-CoaT, XCiT, FastViT, EfficientFormer, VOLO, SqueezeBERT, Funnel and GPT-BigCode.
+CoaT, XCiT, FastViT, EfficientFormer, VOLO, SqueezeBERT, Funnel and GPT-BigCode. ``FOURTH``
+(``--fourth``), first run after those three had judged it: two more RegNets, ViT-B/32, ResNet-101,
+SE-ResNeXt, DPN, SKNet, BEiT, MPNet, GPT-NeoX, Phi-3 and DINOv2.
 """
 
 from __future__ import annotations
@@ -97,6 +99,30 @@ FRESH: list[ZooModel] = [
         "GPTBigCodeForCausalLM", "GPTBigCodeConfig", n_embd=768, n_layer=12, n_head=12, multi_query=True), tokens(49152, 128)),
 ]
 FRESH = [with_defaults(m) for m in FRESH]
+
+FOURTH: list[ZooModel] = [
+    # torchvision
+    ZooModel("tv_regnet_x_400mf", "torchvision", "cnn", tv("regnet_x_400mf"), images()),
+    ZooModel("tv_regnet_y_3_2gf", "torchvision", "cnn", tv("regnet_y_3_2gf"), images()),
+    ZooModel("tv_vit_b_32", "torchvision", "vit", tv("vit_b_32"), images()),
+    ZooModel("tv_resnet101", "torchvision", "cnn", tv("resnet101"), images()),
+    # timm
+    ZooModel("timm_seresnext26d_32x4d", "timm", "cnn", tm("seresnext26d_32x4d"), images()),
+    ZooModel("timm_dpn68", "timm", "cnn", tm("dpn68"), images()),
+    ZooModel("timm_skresnet18", "timm", "cnn", tm("skresnet18"), images()),
+    ZooModel("timm_beit_base", "timm", "vit", tm("beit_base_patch16_224"), images()),
+    # transformers
+    ZooModel("hf_mpnet_base", "transformers", "encoder", hf("MPNetModel", "MPNetConfig"), tokens(30527, 128)),
+    ZooModel("hf_gpt_neox_small", "transformers", "decoder", hf(
+        "GPTNeoXForCausalLM", "GPTNeoXConfig", hidden_size=768, intermediate_size=3072, num_hidden_layers=12, num_attention_heads=12,
+        vocab_size=50304), tokens(50304, 128)),
+    ZooModel("hf_phi3_small", "transformers", "decoder", hf(
+        "Phi3ForCausalLM", "Phi3Config", hidden_size=1024, intermediate_size=2816, num_hidden_layers=8, num_attention_heads=16,
+        num_key_value_heads=4, vocab_size=32064, pad_token_id=0), tokens(32064, 128)),
+    ZooModel("hf_dinov2_base", "transformers", "vit", hf("Dinov2Model", "Dinov2Config"),
+             lambda b: ((), {"pixel_values": torch.randn(b, 3, 224, 224)})),
+]
+FOURTH = [with_defaults(m) for m in FOURTH]
 
 
 def heldout_cases(available_only: bool = True, models: list[ZooModel] = HELDOUT) -> list[ZooCase]:

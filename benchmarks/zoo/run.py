@@ -168,6 +168,10 @@ def run_live(args) -> int:
         from benchmarks.zoo.heldout import FRESH, heldout_cases
 
         todo = heldout_cases(models=FRESH)
+    elif args.fourth:  # the fourth set (heldout.FOURTH)
+        from benchmarks.zoo.heldout import FOURTH, heldout_cases
+
+        todo = heldout_cases(models=FOURTH)
     if kind == "cpu" and not args.probes:  # the CPU subset: batch 1 in the natural dtype (a 2-core CPU runs the rest for minutes)
         todo = [c for c in todo if c.batch == 1 and c.dtype == c.model.dtypes[0]]
     if args.only:
@@ -334,11 +338,12 @@ def _replayed(old: dict, graphs: dict, profile, kind: str, options: Options, dev
 def recaptured(record: dict, profile, kind: str) -> dict:
     """Label -> the case captured again on this machine (meta tensors, this code, the libraries here);
     a case whose library is missing or whose capture fails here is left out, with one line saying so."""
-    from benchmarks.zoo.heldout import FRESH, heldout_cases
+    from benchmarks.zoo.heldout import FOURTH, FRESH, heldout_cases
     from benchmarks.zoo.probes import probe_cases
     from benchmarks.zoo.registry import cases, missing_reason
 
-    by_label = {c.label: c for c in cases(available_only=False) + heldout_cases(available_only=False) + heldout_cases(False, FRESH) + probe_cases()}
+    by_label = {c.label: c for c in cases(available_only=False) + heldout_cases(available_only=False) + heldout_cases(False, FRESH)
+                + heldout_cases(False, FOURTH) + probe_cases()}
     options = Options(device=kind, batch_sweep=False)
     out = {}
     for row in record["rows"]:
@@ -505,6 +510,7 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--probes", action="store_true", help="run the host probes (benchmarks/zoo/probes.py) instead of the zoo's models")
     ap.add_argument("--heldout", action="store_true", help="run the held-out zoo (benchmarks/zoo/heldout.py) instead of the zoo's models")
     ap.add_argument("--fresh", action="store_true", help="run the third set (benchmarks/zoo/heldout.py, FRESH) instead of the zoo's models")
+    ap.add_argument("--fourth", action="store_true", help="run the fourth set (benchmarks/zoo/heldout.py, FOURTH) instead of the zoo's models")
     ap.add_argument("--budget", type=float, default=0.6, help="seconds of end-to-end timing per case")
     ap.add_argument("--runs", type=int, default=3, help="profiled replays per case")
     ap.add_argument("--kernels", action="store_true", help="also time every case's distinct kernels (the kernel table) and predict with them")

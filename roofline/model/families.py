@@ -133,6 +133,35 @@ class ConvFamilyModel:
         return t if stride <= 1 else t * self._stride_ratio(curve.points, kernel, stride, macs)
 
 
+    def looped_groups_s(self, dtype: str, width: int, side: int, stride: int, outputs: int) -> float | None:
+        """Seconds of a convolution of few groups where cuDNN's heuristics run it one group at a time,
+        read from the calibrated few-group points (``grouped_few``: two groups over a batch): the
+        point nearest in (log width, log input side), at the op's stride, when it ran at least
+        ``LOOPED_RATIO`` times the grouped family's price of itself, scaled by output elements (the
+        looped FP32 kernels take a near-constant time per output element, whatever the width).
+        None where that point ran the grouped kernel, beyond ``LOOPED_REACH`` of the points' span,
+        or without points."""
+        curve = self.curves.get(("grouped_few", dtype, "nchw", "none"))
+        points = [p for p in curve.points if p.stride == stride] if curve else []
+        if not points or outputs <= 0:
+            return None
+        widths, sides = [p.channels // p.groups for p in points], [p.size for p in points]
+        if not (min(widths) / LOOPED_REACH <= width <= max(widths) * LOOPED_REACH and min(sides) / LOOPED_REACH <= side <= max(sides) * LOOPED_REACH):
+            return None
+        near = min(points, key=lambda p: math.log(p.channels // p.groups / width) ** 2 + math.log(p.size / side) ** 2)
+        grouped = self.time_s("grouped", dtype, "nchw", near.kernel, near.stride, near.channels // near.groups, near.macs)
+        if grouped is None or near.time.median_s < LOOPED_RATIO * grouped:
+            return None
+        return near.time.median_s * outputs / near.outputs
+
+
+# A few-group point "ran one group at a time" at this multiple of the grouped family's price (the
+# H100's looped calls ran 4.4-16x it, its others about 1x: benchmarks/grouped_kernels_check.py);
+# its reading reaches this factor beyond the points' widths and sides
+LOOPED_RATIO = 3.0
+LOOPED_REACH = 1.41
+
+
 def padded_group(width: int, macs: int, calibrated: set[int]) -> tuple[int, int]:
     """The group width and work a grouped convolution runs at: cuDNN's grouped kernels tile a
     group's input and output channels in powers of two, so a group of 24 runs the work of 32 in

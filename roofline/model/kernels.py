@@ -702,11 +702,18 @@ def cudnn_may_loop_groups(op: CapturedOp) -> str | None:
             return (f"a depthwise convolution with a channel multiplier ({w.shape[0] // x.shape[1]}) that cuDNN runs: it may run "
                     "one legacy kernel per group, many times the depthwise kernel priced here; `roofline calibrate --for` times it")
         return None
-    if (groups <= FEW_GROUPS and w.shape[1] <= FEW_GROUPS_WIDTH_MAX and x.shape[0] > 1 and x.ndim == 4
-            and x.dtype == torch.float32 and not _channels_last(x) and math.prod(w.shape[2:]) > 1):
-        return (f"a float32 convolution of {groups} groups: cuDNN may run it one group at a time on FP32 kernels, "
-                "several times the grouped kernel priced here; `roofline calibrate --for` times it")
+    if _few_groups(x, w, groups):
+        return (f"a float32 convolution of {groups} groups: cuDNN runs some one group at a time on FP32 kernels, ~10x its "
+                "grouped kernel; priced as calibration's nearest few-group point ran (where it has one), which may have gone "
+                "the other way; `roofline calibrate --for` times it")
     return None
+
+
+def _few_groups(x, w, groups: int) -> bool:
+    """A float32 NCHW 2-d convolution of a batch in 2 to ``FEW_GROUPS`` groups of at most
+    ``FEW_GROUPS_WIDTH_MAX`` channels over a filter of several taps: cuDNN may loop over its groups."""
+    return (2 <= groups <= FEW_GROUPS and w.shape[1] <= FEW_GROUPS_WIDTH_MAX and x.shape[0] > 1 and x.ndim == 4
+            and x.dtype == torch.float32 and not _channels_last(x) and math.prod(w.shape[2:]) > 1)
 
 
 # ATen's own eval batch norm on a GPU: two per-channel kernels (the scale and shift from the running
@@ -943,7 +950,12 @@ def _conv_family_s(op: CapturedOp, cost: OpCost, dev: DeviceModel) -> float | No
     stride = int(stride[0]) if isinstance(stride, (list, tuple)) and stride else 1
     kernel = w.shape[2] if w.ndim == 4 else math.sqrt(taps)
     macs = groups * m * n * k  # = batch x out positions x Cout x Cin/groups x taps
-    return dev.conv_families.time_s(kind, dtype, layout, kernel, stride, c_in_g, macs, gradient=cost.conv_gradient or "none")
+    t = dev.conv_families.time_s(kind, dtype, layout, kernel, stride, c_in_g, macs, gradient=cost.conv_gradient or "none")
+    if t is not None and kind == "grouped" and cost.conv_gradient is None and _few_groups(x, w, groups):
+        looped = dev.conv_families.looped_groups_s(dtype, c_in_g, x.shape[-1], stride, op.outputs[0].numel if op.outputs else 0)
+        if looped is not None:
+            return max(t, looped)
+    return t
 
 
 def _leading_bytes(t) -> int | None:

@@ -378,6 +378,11 @@ class ConvFamilyPoint(_Strict):
         return conv2d_output_size(self.size, self.kernel, self.stride, self.kernel // 2)
 
     @property
+    def outputs(self) -> int:
+        """Output elements: batch x channels x out^2."""
+        return self.batch * self.channels * self.out_size ** 2
+
+    @property
     def macs(self) -> int:
         """Multiply-accumulates: batch x channels x out^2 x (channels / groups) x kernel^2."""
         return self.batch * self.channels * self.out_size ** 2 * (self.channels // self.groups) * self.kernel ** 2
@@ -388,7 +393,10 @@ class ConvFamilyCurve(_Strict):
     own kernels, far from the dense GEMM curve: a depthwise convolution does a few FLOPs per byte
     and its rate depends on the filter size, a grouped one on the width of each group."""
 
-    kind: Literal["depthwise", "grouped"]
+    kind: Literal["depthwise", "grouped", "grouped_few"] = Field(
+        description="grouped_few: float32 convolutions of two groups at stride 2, where cuDNN's heuristics run some one "
+        "group at a time on FP32 kernels (roofline.model.families.ConvFamilyModel.looped_groups_s).",
+    )
     dtype: Literal["float32", "bfloat16", "float16"]
     layout: Literal["nchw", "channels_last"]
     tf32: bool = Field(default=False, description="float32: cuDNN was allowed TF32 when measured.")
