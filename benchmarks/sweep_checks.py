@@ -9,6 +9,7 @@ recorded with a profile.
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import statistics
 from pathlib import Path
@@ -28,8 +29,11 @@ DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch
 
 
 def sweep_points(path: str | Path, family: str) -> list[dict]:
-    """The points of one family (``conv_channels``, ``addmm_grid``, ...) of a recorded sweep."""
-    return [p for p in json.loads(Path(path).read_text())["points"] if p["family"] == family]
+    """The points of one family (``conv_channels``, ``addmm_grid``, ...) of a recorded sweep (JSON, or
+    gzipped JSON named ``.gz``)."""
+    path = Path(path)
+    text = gzip.decompress(path.read_bytes()).decode() if path.suffix == ".gz" else path.read_text()
+    return [p for p in json.loads(text)["points"] if p["family"] == family]
 
 
 def error_line(errors: list[float]) -> str:

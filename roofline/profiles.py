@@ -6,6 +6,7 @@ out-of-date file raises ``ProfileError`` with one line that says what is wrong a
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 from dataclasses import dataclass
@@ -82,7 +83,9 @@ def load_profile_file(path: Path) -> DeviceProfile:
             f"`roofline advise MODEL.py --profile NAME|PATH`"
         )
     try:
-        text = path.read_text()
+        text = gzip.decompress(path.read_bytes()).decode() if path.suffix == ".gz" else path.read_text()
+    except (gzip.BadGzipFile, EOFError):
+        raise ProfileError(f"{path} is not a gzip file, though named .gz; {pass_one}")
     except FileNotFoundError:
         raise ProfileError(f"profile file {path} does not exist; run `roofline profiles` to list the available ones")
     except OSError as e:

@@ -86,6 +86,20 @@ def test_corrupt_file_one_line_error(tmp_path):
     assert "\n" not in str(e.value)
 
 
+def test_a_gzipped_profile_loads_as_its_json(cpu_quick_profile_path, tmp_path):
+    # records keep the profile they ran with compressed beside them (benchmarks/results/*_profile.json.gz)
+    import gzip
+
+    packed = tmp_path / "p.json.gz"
+    packed.write_bytes(gzip.compress(cpu_quick_profile_path.read_bytes()))
+    assert load_profile_file(packed).model_dump() == load_profile_file(cpu_quick_profile_path).model_dump()
+    fake = tmp_path / "not.json.gz"
+    fake.write_text(cpu_quick_profile_path.read_text())
+    with pytest.raises(ProfileError, match="not a gzip file") as e:
+        load_profile_file(fake)
+    assert "\n" not in str(e.value)
+
+
 def test_foreign_file_error(tmp_path):
     foreign = tmp_path / "foreign.json"
     foreign.write_text(json.dumps({"name": "something else", "values": [1, 2]}))

@@ -46,6 +46,14 @@ def test_the_held_out_zoo_shares_no_model_with_the_zoo():
     assert len(held) == 3 * len(HELDOUT) and len({c.label for c in held}) == len(held)
 
 
+def test_the_third_and_fourth_sets_share_no_model_with_the_others():
+    from benchmarks.zoo.heldout import FOURTH, FRESH, HELDOUT
+
+    names = [m.name for models in (MODELS, HELDOUT, FRESH, FOURTH) for m in models]
+    assert len(names) == len(set(names))
+    assert {"torchvision", "timm", "transformers"} <= {m.library for m in FOURTH}
+
+
 def test_summary_line_is_median_p90_and_max_of_the_absolute_errors():
     assert run._line("zoo", [0.25, -0.2, 0.1]) == "zoo: n=3 median=20.0% p90=24.0% max=25.0%"
     assert run._line("zoo", []) == "zoo: n=0"
@@ -79,7 +87,7 @@ def test_merge_then_replay_prints_the_recorded_figures(tmp_path, capsys):
     assert run.main(["--zoo", "--merge", str(_shard(tmp_path)), "--json", str(record), "--profile-file", str(PROFILE)]) == 0
     recorded = json.loads(record.read_text())
     assert recorded["summary"][0] == "zoo: n=2 median=22.5% p90=24.5% max=25.0%"
-    assert (tmp_path / "rec_graphs.json.gz").exists() and (tmp_path / "rec_profile.json").exists()
+    assert (tmp_path / "rec_graphs.json.gz").exists() and (tmp_path / "rec_profile.json.gz").exists()
     capsys.readouterr()
     assert run.main(["--zoo", "--replay", str(record)]) == 0
     out = capsys.readouterr().out
@@ -101,6 +109,30 @@ def test_replay_at_other_program_factors_moves_the_host_bound_figures(tmp_path, 
     assert len(lines) == 2 and lines[0].startswith(f"program factor 1.00, Python call share {PYTHON_CALL_SHARE:.2f}, call entry share {CALL_ENTRY_SHARE:.2f}: zoo: n=2 ")
     # two tiny models at batch 1-4 are host-bound: twice the host cost is a different figure
     assert lines[0].split("|")[0].split(": ", 1)[1] != lines[1].split("|")[0].split(": ", 1)[1]
+
+
+def test_the_program_factor_fit_finds_the_factor_the_runs_ran_at(tmp_path, capsys):
+    import benchmarks.program_factor as fit
+    from roofline.profiles import load_profile_file
+
+    record = tmp_path / "rec.json"
+    run.main(["--zoo", "--merge", str(_shard(tmp_path)), "--json", str(record), "--profile-file", str(PROFILE)])
+    # measurements as this code prices the runs at the host scale with a program factor of 1.5
+    data, profile, kind, graphs, _, calls = run.replay_inputs(record)
+    at = profile.model_copy(deep=True)
+    at.gpu.measurements.overheads = at.gpu.measurements.overheads.model_copy(update=dict(program_factor=1.5))
+    options = Options(device=kind, allow_tf32=False, conv_tf32=True, batch_sweep=False)
+    data["rows"] = [dict(old, measured_s=run._replayed(old, graphs, at, kind, options, {}, calls)[0]["predicted_now_s"]) for old in data["rows"]]
+    record.write_text(json.dumps(data))
+    mine = tmp_path / "mine.json"
+    mine.write_text(PROFILE.read_text())
+    capsys.readouterr()
+    assert fit.main([str(mine), str(record), "--factors", "1.2", "1.5", "1.8", "--write"]) == 0
+    out = capsys.readouterr().out
+    assert "best: 1.50 (mean of the records' medians 0.0%)" in out
+    fit_stored = load_profile_file(mine).gpu.measurements.overheads.program_fit
+    assert fit_stored.factor == 1.5 and fit_stored.records == ["rec.json"]
+    assert Analysis.of(nn.Linear(64, 64), (torch.randn(4, 64),), None, str(mine), Options(device="cuda", batch_sweep=False, capture_device="cpu")).dev.program_factor == 1.5
 
 
 def test_a_record_priced_without_a_calibration_stage():

@@ -293,10 +293,10 @@ def merge(args) -> int:
     out.parent.mkdir(parents=True, exist_ok=True)
     graphs_file = out.with_name(out.stem + "_graphs.json.gz")
     profile_file = None
-    if args.profile_file:  # kept beside the record: a replay prices with the profile the run used
-        profile_file = out.with_name(out.stem + "_profile.json")
+    if args.profile_file:  # kept beside the record, compressed: a replay prices with the profile the run used
+        profile_file = out.with_name(out.stem + "_profile.json.gz")
         if Path(args.profile_file).resolve() != profile_file.resolve():
-            profile_file.write_text(Path(args.profile_file).read_text())
+            profile_file.write_bytes(gzip.compress(Path(args.profile_file).read_bytes(), mtime=0))
     lines = summary_lines(rows)
     # the record keeps each op's measured time; the live run's per-op rows (shapes, predictions)
     # go with the graphs, which hold the same ops
@@ -401,12 +401,14 @@ def rebased_host_scales(rows: list[dict], recorded, profile, kind: str) -> list[
     return [dict(r, **{k: r[k] * factor for k in ("host_scale", "host_read_scale") if r.get(k)}) for r in rows]
 
 
-def replay(args) -> int:
-    """Every graph of a record priced again by this code, against the record's measurements."""
-    path = Path(args.replay)
+def replay_inputs(path: Path, profile_arg: str | None = None, python_calls: bool = True) -> tuple[dict, object, str, dict, list, dict | None]:
+    """What a replay of the record at ``path`` prices: (the record, with its host scales read against
+    the profile; the profile: ``profile_arg``'s, else the record's own; its kind; the captured graphs;
+    the kernel table; the Python calls of a record captured before the capture counted them, from the
+    file beside it, unless ``python_calls`` is False)."""
     record = json.loads(path.read_text())
-    if args.profile:
-        profile, kind = resolve_profile(args.profile, record["kind"])
+    if profile_arg:
+        profile, kind = resolve_profile(profile_arg, record["kind"])
         if record.get("profile_file"):  # the recorded host scales are to the record's profile: to this one's
             record = dict(record, rows=rebased_host_scales(record["rows"], load_profile_file(path.parent / record["profile_file"]), profile, kind))
     elif record.get("profile_file"):
@@ -415,16 +417,21 @@ def replay(args) -> int:
         raise SystemExit(f"{path} names no profile file; pass --profile")
     with gzip.open(path.parent / record["graphs_file"], "rt") as f:
         stored = json.load(f)
-    graphs, table = stored["graphs"], stored.get("kernel_table", [])
+    from benchmarks.zoo.python_calls import sidecar_path
+
+    sidecar = sidecar_path(path)
+    calls = json.loads(sidecar.read_text())["cases"] if sidecar.exists() and python_calls else None
+    return record, profile, kind, stored["graphs"], stored.get("kernel_table", []), calls
+
+
+def replay(args) -> int:
+    """Every graph of a record priced again by this code, against the record's measurements."""
+    path = Path(args.replay)
+    record, profile, kind, graphs, table, python_calls = replay_inputs(path, args.profile, not args.no_python_calls and not args.recapture)
     if args.recapture:  # each case captured again here, with this code and the libraries installed here
         graphs = recaptured(record, profile, kind)
         # the recorded per-op times belong to the recorded graphs' op indices: end to end only
         record = dict(record, rows=[dict(r, ops=[]) for r in record["rows"] if r["label"] in graphs])
-    # the Python calls of a record captured before the capture counted them: in a file beside it
-    from benchmarks.zoo.python_calls import sidecar_path
-
-    sidecar = sidecar_path(path)
-    python_calls = json.loads(sidecar.read_text())["cases"] if sidecar.exists() and not args.no_python_calls and not args.recapture else None
     if args.drop:
         record, profile = with_stages_dropped(record, profile, kind, args.drop)
     table_profile = None
@@ -458,7 +465,9 @@ def replay(args) -> int:
             host_model.CALL_ENTRY_SHARE = calibrated_entry
         return 0
     rows = []
-    counted = f"; Python calls of {len(python_calls)} cases from {sidecar.name}" if python_calls else ""
+    from benchmarks.zoo.python_calls import sidecar_path
+
+    counted = f"; Python calls of {len(python_calls)} cases from {sidecar_path(path).name}" if python_calls else ""
     print(f"replay of {path.name} ({record['device']}, {record['date']}, torch {record['torch']}): priced by this code with profile '{profile.name}'{counted}")
     for old in record["rows"]:
         row, analysis, measured = _replayed(old, graphs, profile, kind, options, devices, python_calls)

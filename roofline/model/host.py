@@ -68,9 +68,12 @@ def dispatch_s(overheads: Overheads, kind: str, distinct_kinds: int | None = Non
 
 def program_factor(overheads: Overheads, kind: str) -> float:
     """The real-program factor of a profile part: its own where it sets one (a replay weighing other
-    values), else ``PROGRAM_FACTOR_GPU`` on a GPU and 1 on the CPU."""
+    values), else the one fitted to its machine's recorded runs (``program_fit``), else
+    ``PROGRAM_FACTOR_GPU`` on a GPU and 1 on the CPU."""
     if overheads.program_factor is not None:
         return overheads.program_factor
+    if overheads.program_fit is not None:
+        return overheads.program_fit.factor
     return PROGRAM_FACTOR_GPU if kind == "cuda" else 1.0
 
 

@@ -571,6 +571,16 @@ class HostLevel(_Strict):
     records: list[str] = Field(description="The records the readings come from (benchmarks/results/ file names).")
 
 
+class ProgramFit(_Strict):
+    """A profile's real-program factor fitted to its machine's recorded zoo runs
+    (``benchmarks/program_factor.py``): how far real models' eager host time runs above the
+    calibrated op mix at the same host speed depends on the host's processor as well as on the code."""
+
+    factor: float = Field(gt=0, le=10.0, description="Prediction multiplies every eager host cost by this.")
+    median_error: float = Field(ge=0, description="The mean over the records of their median |error| at the host scale at this factor.")
+    records: list[str] = Field(min_length=1, description="The records it was fitted to (benchmarks/results/ file names).")
+
+
 class Overheads(_Strict):
     """Fixed per-call costs: what small ops pay regardless of size."""
 
@@ -615,8 +625,12 @@ class Overheads(_Strict):
     program_factor: float | None = Field(
         default=None, gt=0, le=10.0,
         description="Host time of real models' eager code over what their ops' calibrated dispatch and module calls add up to, at the same host speed; "
-        "prediction multiplies every eager host cost by it. null: the model's constant (roofline.model.host.PROGRAM_FACTOR_GPU on a GPU, 1 on the CPU). "
-        "Not read from a file (earlier versions stored a copy of their constant here); a replay sets it in memory to weigh other values.",
+        "prediction multiplies every eager host cost by it. null: program_fit's factor, else the model's constant "
+        "(roofline.model.host.PROGRAM_FACTOR_GPU on a GPU, 1 on the CPU). Not read from a file (earlier versions stored a copy of their "
+        "constant here); a replay sets it in memory to weigh other values.",
+    )
+    program_fit: ProgramFit | None = Field(
+        default=None, description="GPU: the real-program factor fitted to this machine's recorded runs; null: the model's constant.",
     )
     op_small_s: Stat | None = Field(
         default=None,

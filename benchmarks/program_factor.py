@@ -1,0 +1,76 @@
+"""The real-program factor of a GPU profile's machine, fitted to its recorded zoo runs.
+
+    python benchmarks/program_factor.py PROFILE RECORD.json [RECORD.json ...] [--factors F ...] [--write]
+
+A model's eager host time runs above what the calibrated op mix predicts at the same host speed: its
+module code between ops evicts the dispatcher's instructions and data from the caches
+(``roofline.model.host.PROGRAM_FACTOR_GPU``, docs/design.md "The host's real-program factor"). How far
+above depends on the host's processor as well as on the code: the lent H200's host runs the zoo's
+models further above its op mix than the lent H100's. For each factor this prices every record's
+graphs again with PROFILE at the host scale of each run (the index timed beside it, so the session's
+host speed drops out), prints each record's median |error| at that scale, and picks the factor whose
+records' medians have the lowest mean (a record is one session: a record of 138 runs does not
+outweigh one of 36). ``--write`` stores it in PROFILE, which prediction
+then uses in place of ``PROGRAM_FACTOR_GPU``, recorded with its records (``overheads.program_fit``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from benchmarks.zoo.run import _replayed, replay_inputs  # noqa: E402
+from roofline.pipeline import Options  # noqa: E402
+from roofline.profiles import load_profile_file, save_profile  # noqa: E402
+from roofline.schema.profile import ProgramFit  # noqa: E402
+
+FACTORS = [1.0, 1.1, 1.2, 1.3, 1.4, 1.5, 1.6, 1.7]
+
+
+def host_scale_median(record: dict, profile, kind: str, graphs: dict, python_calls: dict | None, factor: float) -> float:
+    """Median |error| at the host scale of a record's runs priced with ``profile`` at program ``factor``."""
+    scaled = profile.model_copy(deep=True)
+    part = scaled.part(kind).measurements
+    part.overheads = part.overheads.model_copy(update=dict(program_factor=factor))
+    options = Options(device=kind, allow_tf32=record["allow_tf32"], conv_tf32=record["conv_tf32"], batch_sweep=False)
+    errors = []
+    for old in record["rows"]:
+        row = _replayed(old, graphs, scaled, kind, options, {}, python_calls)[0]
+        if row.get("predicted_now_s"):
+            errors.append(abs(row["predicted_now_s"] - row["measured_s"]) / row["measured_s"])
+    return statistics.median(errors)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("profile", type=Path)
+    ap.add_argument("records", type=Path, nargs="+")
+    ap.add_argument("--factors", type=float, nargs="+", default=FACTORS)
+    ap.add_argument("--write", action="store_true", help="store the best factor in PROFILE")
+    args = ap.parse_args(argv)
+    loaded = [replay_inputs(path, str(args.profile)) for path in args.records]
+    medians = {}
+    for factor in args.factors:
+        per_record = [host_scale_median(record, profile, kind, graphs, calls, factor) for record, profile, kind, graphs, _, calls in loaded]
+        medians[factor] = statistics.mean(per_record)
+        cells = "  ".join(f"{path.name} {100 * m:5.1f}%" for path, m in zip(args.records, per_record))
+        print(f"program factor {factor:.2f}: median |error| at the host scale {cells}  (mean {100 * medians[factor]:.1f}%)")
+    best = min(medians, key=medians.get)
+    print(f"best: {best:.2f} (mean of the records' medians {100 * medians[best]:.1f}%)")
+    if args.write:
+        profile = load_profile_file(args.profile)
+        part = profile.gpu.measurements
+        fit = ProgramFit(factor=best, median_error=round(medians[best], 4), records=sorted(path.name for path in args.records))
+        part.overheads = part.overheads.model_copy(update=dict(program_fit=fit))
+        save_profile(profile, args.profile, keep_layout=True)
+        print(f"wrote {args.profile}: program factor {best:.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
