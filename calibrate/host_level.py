@@ -35,6 +35,8 @@ from roofline.schema.profile import DeviceProfile, HostLevel
 def index_readings_s(record_path: Path) -> list[float]:
     """Seconds of one pass of the host-speed index beside each run of a record."""
     record = json.loads(record_path.read_text())
+    if not record.get("profile_file"):
+        raise SystemExit(f"{record_path} names no profile file, so its readings have no scale; pass records that keep the profile they ran with")
     profile = load_profile_file(record_path.parent / record["profile_file"])
     index_s = calibrated_index_s(profile.part(record["kind"]).measurements.overheads)
     return [row["host_scale"] * index_s for row in record["rows"] if row.get("host_scale")]
