@@ -71,3 +71,11 @@ def test_a_record_without_readings_is_one_clear_line(tmp_path):
     record = _record(tmp_path, "a", [])
     with pytest.raises(SystemExit, match="no host-speed readings"):
         main([str(PROFILE), str(record)])
+
+
+def test_a_record_without_its_profile_is_one_clear_line(tmp_path):
+    # a 20-model accuracy record keeps no profile: its readings have no scale
+    record = tmp_path / "acc.json"
+    record.write_text(json.dumps(dict(kind="cuda", rows=[dict(label="a", host_scale=1.1)])))
+    with pytest.raises(SystemExit, match="names no profile file"):
+        main([str(PROFILE), str(record)])
