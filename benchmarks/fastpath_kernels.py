@@ -116,6 +116,10 @@ def main() -> int:
     ap.add_argument("--show", metavar="RECORD")
     ap.add_argument("--profile", default=str(REPO / "device_profiles" / "nvidia-h100-80gb-hbm3.json"))
     args = ap.parse_args()
+    if not (args.measure or args.show):
+        ap.error("pass --measure OUT (on the GPU) or --show RECORD")
+    if args.show and not Path(args.show).is_file():
+        ap.error(f"{args.show} does not exist; pass a record written by --measure")
     if args.measure:
         measure(args.measure)
     if args.show:

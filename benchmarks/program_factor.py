@@ -17,6 +17,7 @@ then uses in place of ``PROGRAM_FACTOR_GPU``, recorded with its records (``overh
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
 import sys
 from pathlib import Path
@@ -26,6 +27,7 @@ sys.path.insert(0, str(REPO))
 
 from benchmarks.zoo.run import _replayed, replay_inputs  # noqa: E402
 from roofline.pipeline import Options  # noqa: E402
+from roofline.errors import ProfileError  # noqa: E402
 from roofline.profiles import load_profile_file, save_profile  # noqa: E402
 from roofline.schema.profile import ProgramFit  # noqa: E402
 
@@ -43,7 +45,35 @@ def host_scale_median(record: dict, profile, kind: str, graphs: dict, python_cal
         row = _replayed(old, graphs, scaled, kind, options, {}, python_calls)[0]
         if row.get("predicted_now_s"):
             errors.append(abs(row["predicted_now_s"] - row["measured_s"]) / row["measured_s"])
+    if not errors:
+        raise SystemExit("a record has no run timed beside the host-speed index (--fixed-overheads runs): it cannot weigh a program factor")
     return statistics.median(errors)
+
+
+def input_problem(profile_path: Path, records: list[Path], write: bool) -> str | None:
+    """One line naming what makes these inputs unusable (and the fix), else None: the fit reads GPU
+    zoo records that keep the profile they ran with (their host scales are read against it) and
+    their captured graphs, and writes a plain JSON GPU profile."""
+    try:
+        profile = load_profile_file(profile_path)
+    except ProfileError as e:
+        return str(e)
+    if profile.gpu is None:
+        return f"{profile_path} has no GPU part: the real-program factor is a GPU profile's"
+    if write and profile_path.suffix != ".json":
+        return f"--write rewrites a plain JSON profile; {profile_path} is not one (pass the .json file)"
+    for path in records:
+        try:
+            record = json.loads(path.read_text())
+        except (OSError, ValueError) as e:
+            return f"cannot read the record {path}: {e}; pass a zoo record of benchmarks/results (accuracy.py --zoo --merge writes them)"
+        if not isinstance(record, dict) or record.get("kind") != "cuda" or not record.get("graphs_file"):
+            return f"{path} is not a GPU zoo record with its captured graphs; pass one written by `accuracy.py --zoo --merge` on a GPU"
+        if not record.get("profile_file"):
+            return f"{path} names no profile file, so its host scales have no reference; pass records that keep the profile they ran with"
+        if not (path.parent / record["graphs_file"]).is_file():
+            return f"{path}'s graphs file {record['graphs_file']} is missing beside it"
+    return None
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -53,6 +83,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--factors", type=float, nargs="+", default=FACTORS)
     ap.add_argument("--write", action="store_true", help="store the best factor in PROFILE")
     args = ap.parse_args(argv)
+    problem = input_problem(args.profile, args.records, args.write)
+    if problem:
+        raise SystemExit(problem)
     loaded = [replay_inputs(path, str(args.profile)) for path in args.records]
     medians = {}
     for factor in args.factors:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -84,7 +85,7 @@ def load_profile_file(path: Path) -> DeviceProfile:
         )
     try:
         text = gzip.decompress(path.read_bytes()).decode() if path.suffix == ".gz" else path.read_text()
-    except (gzip.BadGzipFile, EOFError):
+    except (gzip.BadGzipFile, EOFError, zlib.error):
         raise ProfileError(f"{path} is not a gzip file, though named .gz; {pass_one}")
     except FileNotFoundError:
         raise ProfileError(f"profile file {path} does not exist; run `roofline profiles` to list the available ones")

@@ -63,6 +63,37 @@ def test_stride_one_and_small_planes_keep_the_grouped_price(profile):
         assert priced(profile, point)[0] == priced(without, point)[0], (stride, side)
 
 
+def test_a_point_under_the_looped_ratio_leaves_the_grouped_price(profile):
+    # points timed at twice the grouped family's price (under LOOPED_RATIO, 3x) say cuDNN ran the
+    # grouped kernel there: the op keeps the grouped price
+    from roofline.model.families import ConvFamilyModel
+    from roofline.schema.profile import Stat
+
+    near = profile.model_copy(deep=True)
+    model = ConvFamilyModel(near.gpu.measurements.conv_families)
+    for curve in near.gpu.measurements.conv_families:
+        if curve.kind == "grouped_few":
+            for p in curve.points:
+                grouped = model.time_s("grouped", "float32", "nchw", p.kernel, p.stride, p.channels // p.groups, p.macs)
+                p.time = Stat(median_s=2.0 * grouped, iqr_s=0.0, samples=5)
+    point = dict(family="grouped_few", dtype="float32", batch=32, groups=3, width=24, side=112, stride=2)
+    assert priced(near, point)[0] == priced(_without_few_group_points(profile), point)[0]
+    assert priced(profile, point)[0] > 5 * priced(near, point)[0]
+
+
+def test_a_gradient_keeps_the_grouped_price(profile):
+    # the points time forwards: a training step's convolution_backward of the same layer is priced as before
+    model = torch.nn.Conv2d(72, 72, 3, 2, 1, groups=3)
+    x = torch.empty(32, 72, 112, 112, device="meta")
+    options = Options(device="cuda", capture_device="cpu", batch_sweep=False, train=TrainStep())
+    times = []
+    for p in (profile, _without_few_group_points(profile)):
+        a = Analysis.of(model, (x,), None, p, options)
+        times.append({op.name: r.kernel_s for op, r in zip(a.graph.ops, a.report().ops)})
+    assert times[0]["aten.convolution_backward.default"] == times[1]["aten.convolution_backward.default"]
+    assert times[0]["aten.convolution.default"] > 5 * times[1]["aten.convolution.default"]
+
+
 def _flags(fn, *inputs, device="cuda", profile=None):
     a = Analysis.of(fn, inputs, None, profile, Options(device=device, capture_device="cpu", batch_sweep=False))
     return [why for op, why in zip(a.graph.ops, a.uncertain) if "convolution" in op.name]

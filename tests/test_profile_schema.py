@@ -98,6 +98,11 @@ def test_a_gzipped_profile_loads_as_its_json(cpu_quick_profile_path, tmp_path):
     with pytest.raises(ProfileError, match="not a gzip file") as e:
         load_profile_file(fake)
     assert "\n" not in str(e.value)
+    body = bytearray(packed.read_bytes())
+    body[20:60] = bytes(40)  # a gzip header over a damaged stream
+    fake.write_bytes(bytes(body))
+    with pytest.raises(ProfileError, match="not a gzip file"):
+        load_profile_file(fake)
 
 
 def test_foreign_file_error(tmp_path):

@@ -135,6 +135,18 @@ def test_the_program_factor_fit_finds_the_factor_the_runs_ran_at(tmp_path, capsy
     assert Analysis.of(nn.Linear(64, 64), (torch.randn(4, 64),), None, str(mine), Options(device="cuda", batch_sweep=False, capture_device="cpu")).dev.program_factor == 1.5
 
 
+def test_the_program_factor_fit_refuses_records_it_cannot_weigh(tmp_path, capsys):
+    import benchmarks.program_factor as fit
+
+    cpu = tmp_path / "cpu.json"
+    cpu.write_text(json.dumps(dict(kind="cpu", graphs_file="g.json.gz", profile_file="p.json", rows=[])))
+    unscaled = tmp_path / "unscaled.json"
+    unscaled.write_text(json.dumps(dict(kind="cuda", graphs_file="g.json.gz", rows=[])))
+    for record, why in ((cpu, "not a GPU zoo record"), (unscaled, "names no profile file"), (tmp_path / "none.json", "cannot read the record")):
+        with pytest.raises(SystemExit, match=why):
+            fit.main([str(PROFILE), str(record)])
+
+
 def test_a_record_priced_without_a_calibration_stage():
     from roofline.profiles import load_profile_file
 

@@ -10,11 +10,11 @@ models nobody looked at while making it. It names other architectures than the z
 Gemma, Falcon, BLOOM, mBART, wav2vec 2.0, SegFormer, CLIP) and other sizes of the zoo's families
 (ResNet-34, Wide ResNet, EfficientNetV2, RegNetX, MobileNetV3-small).
 
-``FRESH`` is a third set, first run after the model of time had been judged on the other two
-(``--fresh``): AlexNet, a 3-d ResNet, Swin V2, RegNetY, ResNeSt, NFNet, CSPDarknet, ConvMixer,
-CoaT, XCiT, FastViT, EfficientFormer, VOLO, SqueezeBERT, Funnel and GPT-BigCode. ``FOURTH``
-(``--fourth``), first run after those three had judged it: two more RegNets, ViT-B/32, ResNet-101,
-SE-ResNeXt, DPN, SKNet, BEiT, MPNet, GPT-NeoX, Phi-3 and DINOv2.
+``FRESH`` is a third set of models the model of time was not judged on (``--fresh``): AlexNet, a
+3-d ResNet, Swin V2, RegNetY, ResNeSt, NFNet, CSPDarknet, ConvMixer, CoaT, XCiT, FastViT,
+EfficientFormer, VOLO, SqueezeBERT, Funnel and GPT-BigCode; ``FOURTH`` a fourth (``--fourth``):
+two more RegNets, ViT-B/32, ResNet-101, SE-ResNeXt, DPN, SKNet, BEiT, MPNet, GPT-NeoX, Phi-3 and
+DINOv2.
 """
 
 from __future__ import annotations
@@ -126,5 +126,5 @@ FOURTH = [with_defaults(m) for m in FOURTH]
 
 
 def heldout_cases(available_only: bool = True, models: list[ZooModel] = HELDOUT) -> list[ZooCase]:
-    """Every held-out model's cases (``models``: HELDOUT, or FRESH), as ``registry.cases`` makes the zoo's."""
+    """Every held-out model's cases (``models``: HELDOUT, FRESH or FOURTH), as ``registry.cases`` makes the zoo's."""
     return cases(available_only, models)

@@ -296,7 +296,8 @@ def merge(args) -> int:
     if args.profile_file:  # kept beside the record, compressed: a replay prices with the profile the run used
         profile_file = out.with_name(out.stem + "_profile.json.gz")
         if Path(args.profile_file).resolve() != profile_file.resolve():
-            profile_file.write_bytes(gzip.compress(Path(args.profile_file).read_bytes(), mtime=0))
+            source = Path(args.profile_file).read_bytes()
+            profile_file.write_bytes(source if args.profile_file.endswith(".gz") else gzip.compress(source, mtime=0))
     lines = summary_lines(rows)
     # the record keeps each op's measured time; the live run's per-op rows (shapes, predictions)
     # go with the graphs, which hold the same ops

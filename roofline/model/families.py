@@ -156,8 +156,9 @@ class ConvFamilyModel:
 
 
 # A few-group point "ran one group at a time" at this multiple of the grouped family's price (the
-# H100's looped calls ran 4.4-16x it, its others about 1x: benchmarks/grouped_kernels_check.py);
-# its reading reaches this factor beyond the points' widths and sides
+# shipped H100 profile's looped points run 7.9-15.6x it, its other one 0.84x; the sweep's looped
+# shapes 4.4-16x: benchmarks/grouped_kernels_check.py); its reading reaches this factor beyond the
+# points' widths and sides
 LOOPED_RATIO = 3.0
 LOOPED_REACH = 1.41
 

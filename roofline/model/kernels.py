@@ -679,9 +679,9 @@ FEW_GROUPS_WIDTH_MAX = 56
 
 def cudnn_may_loop_groups(op: CapturedOp) -> str | None:
     """Why cuDNN may run this forward GPU convolution (``aten.convolution``'s arguments) group by
-    group on slow kernels, where the calibrated grouped and depthwise families price its grouped
-    kernel; None otherwise. Which shapes it picks that for is its heuristics' choice, not a rule of
-    shapes:
+    group on slow kernels, where the calibrated families may price the other kernel (the few-group
+    points cover stride 2 over 40-158 pixels only); None otherwise. Which shapes it picks that for is
+    its heuristics' choice, not a rule of shapes:
 
     - a float32 NCHW 2-d convolution of a batch in 2-3 groups of at most 56 channels over a filter
       of several taps (26 of the 48 such shapes ``mechanism_sweep.py --only grouped_kernels``
@@ -704,8 +704,8 @@ def cudnn_may_loop_groups(op: CapturedOp) -> str | None:
         return None
     if _few_groups(x, w, groups):
         return (f"a float32 convolution of {groups} groups: cuDNN runs some one group at a time on FP32 kernels, ~10x its "
-                "grouped kernel; priced as calibration's nearest few-group point ran (where it has one), which may have gone "
-                "the other way; `roofline calibrate --for` times it")
+                "grouped kernel; at stride 2 near calibration's few-group points priced as the nearest one ran, else on the "
+                "grouped kernel, and cuDNN may have chosen otherwise; `roofline calibrate --for` times it")
     return None
 
 
