@@ -14,7 +14,7 @@ import torch
 
 from calibrate.matmul import DTYPES
 from roofline.model.kernels import (
-    POOL_AVERAGE_FAMILY, POOL_BACKWARD_FAMILY, POOL_REFERENCE_FAMILY, POOL_WINDOW_FAMILY, REDUCE_LONG, REDUCE_LONG_ROW, REDUCE_OUTER_WIDTHS, REDUCE_SHORT, REDUCE_SHORT_ROW, UPSAMPLE_FAMILY,
+    ADAPTIVE_POOL_FAMILY, ADAPTIVE_POOL_SIDE, POOL_AVERAGE_FAMILY, POOL_BACKWARD_FAMILY, POOL_REFERENCE_FAMILY, POOL_WINDOW_FAMILY, REDUCE_LONG, REDUCE_LONG_ROW, REDUCE_OUTER_WIDTHS, REDUCE_SHORT, REDUCE_SHORT_ROW, UPSAMPLE_FAMILY,
     UPSAMPLE_NEAREST_FAMILY, UPSAMPLE_SIDE, reduce_outer_family,
 )
 from roofline.schema.profile import BandwidthCurve, BandwidthPoint, PointwiseCurve, PointwisePoint, Stat
@@ -127,9 +127,10 @@ SELECTION_OPS = ("compare", "masked_fill", "cumsum", "topk", "sort", "max_pool2d
 # follows that loop's length, each step waiting on its loads (roofline.model.kernels._upsample_s);
 # timed as an UPSAMPLE_SIDE-square image of as many channels as the size asks resampled to twice
 # its side; nearest-neighbour resampling of the same image (a thread per output element); the 3x3
-# stride-2 max pool's backward (a thread per input walking the windows over it). Float32,
+# stride-2 max pool's backward (a thread per input walking the windows over it); adaptive average
+# pooling of ADAPTIVE_POOL_SIDE-square planes to their own side (a block per plane). Float32,
 # GPU only (the CPU's loops differ); timed and recorded as one stage, "pooling".
-GPU_SELECTION_OPS = (POOL_WINDOW_FAMILY, POOL_AVERAGE_FAMILY, POOL_BACKWARD_FAMILY, UPSAMPLE_FAMILY, UPSAMPLE_NEAREST_FAMILY)
+GPU_SELECTION_OPS = (POOL_WINDOW_FAMILY, POOL_AVERAGE_FAMILY, POOL_BACKWARD_FAMILY, UPSAMPLE_FAMILY, UPSAMPLE_NEAREST_FAMILY, ADAPTIVE_POOL_FAMILY)
 # a resampling step's time rises from the L2 cache's latency to memory's over the sizes models
 # resample at: calibrated at the sizes x4 apart (the others x16), from one channel on
 DENSE_SELECTION_OPS = (UPSAMPLE_FAMILY, UPSAMPLE_NEAREST_FAMILY)
@@ -210,6 +211,9 @@ def _selection_call(op: str, n: int, device: str, dtype: torch.dtype):
             fn = lambda: F.max_pool2d(img, 2, 2)  # noqa: E731
         else:  # 3x3 average, stride 2: the same outputs and taps as the 3x3 max pool
             fn = lambda: F.avg_pool2d(img, 3, 2, 1)  # noqa: E731
+    elif op == ADAPTIVE_POOL_FAMILY:  # planes pooled to their own side: a block per plane
+        img = _rand(1, max(rows * ROW // ADAPTIVE_POOL_SIDE**2, 1), ADAPTIVE_POOL_SIDE, ADAPTIVE_POOL_SIDE, device=device, dtype=dtype)
+        fn = lambda: F.adaptive_avg_pool2d(img, (ADAPTIVE_POOL_SIDE, ADAPTIVE_POOL_SIDE))  # noqa: E731
     elif op in (UPSAMPLE_FAMILY, UPSAMPLE_NEAREST_FAMILY):
         img = _rand(1, max(rows * ROW // UPSAMPLE_SIDE**2, 1), UPSAMPLE_SIDE, UPSAMPLE_SIDE, device=device, dtype=dtype)
         mode = dict(mode="bilinear", align_corners=False) if op == UPSAMPLE_FAMILY else dict(mode="nearest")

@@ -195,6 +195,9 @@ def _memory_s(op: CapturedOp, cost: OpCost, dev: DeviceModel) -> float:
         window = _upsample_s(op, cost, dev)
     if window is not None:
         return window
+    planes = _adaptive_pool_planes_s(op, dev)
+    if planes is not None:
+        return max(planes, nbytes / dev.bandwidth.bytes_per_s(nbytes, _bandwidth_kind(cost, dev)))
     reduced = _row_reduction_s(op, cost, nbytes, dev)
     if reduced is None:
         reduced = _outer_reduction_s(op, nbytes, dev)
@@ -257,6 +260,30 @@ def _channels_last(x) -> bool:
     """A 4-d or 5-d tensor whose channels are its innermost dimension (more than one channel and
     one position: a 1 x 1 plane has stride 1 in channels either way)."""
     return x.ndim in (4, 5) and x.shape[1] > 1 and math.prod(x.shape[2:]) > 1 and x.stride[1] == 1
+
+
+# ATen's adaptive average pool of a channels-first input to more than one output position
+# (``_adaptive_avg_pool2d``; to 1 x 1 it is a mean) gives each (image, channel) plane a block of
+# threads that walks the plane's outputs: over a VGG's or AlexNet's 7 x 7 and 6 x 6 planes most of
+# them idle, and time follows the planes, not the bytes. Timed by its own family (``calibrate.memory``:
+# ``ADAPTIVE_POOL_SIDE``-square planes to the same side) at the op's planes: their bytes in that
+# geometry at the family's rate, never under the op's own bytes' time.
+ADAPTIVE_POOL_FAMILY = "adaptive_avg_pool_planes"
+ADAPTIVE_POOL_SIDE = 7
+ADAPTIVE_POOL_PLANE_BYTES = 4 * 2 * ADAPTIVE_POOL_SIDE**2  # float32 in and out of one calibrated plane
+
+
+def _adaptive_pool_planes_s(op: CapturedOp, dev: DeviceModel) -> float | None:
+    """A GPU channels-first adaptive average pool's time by its planes (above); None elsewhere or
+    without the family."""
+    if dev.kind != "cuda" or op.packet != "aten._adaptive_avg_pool2d" or not op.tensor_inputs():
+        return None
+    x = op.tensor_inputs()[0]
+    if x.ndim not in (3, 4) or _channels_last(x):
+        return None
+    nbytes = math.prod(x.shape[:-2]) * ADAPTIVE_POOL_PLANE_BYTES
+    rate = dev.family_bytes_per_s(ADAPTIVE_POOL_FAMILY, nbytes, "float32")
+    return nbytes / rate if rate else None
 
 
 def _pool_window_s(op: CapturedOp, dev: DeviceModel) -> float | None:
