@@ -6,9 +6,9 @@
 The held-out zoo's wav2vec 2.0 ran its positional convolution (768 channels in 16 groups, a filter of
 128 taps, weight-normed, over 49 frames) at 3-11 ms per call, where the same shapes timed alone
 (``h100_odd_convs.json``) took 0.5-1.4 ms. This times, per dtype and batch, the convolution as the
-model's module runs it (weight norm included) and alone in its variants: a transposed or contiguous
-input, with and without its bias, a plain or weight-normed weight, each with the kernels of one call,
-to find which difference makes the time.
+model's module runs it (weight norm included), as its parametrized layer runs it, and alone on the
+normed weight with a transposed or contiguous input, with and without its bias, each with the kernels
+of one call, to find which difference makes the time.
 """
 
 from __future__ import annotations

@@ -25,7 +25,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from benchmarks.zoo.run import _replayed, replay_inputs  # noqa: E402
+from benchmarks.zoo.run import _replayed, replay_inputs, with_host_model  # noqa: E402
 from roofline.pipeline import Options  # noqa: E402
 from roofline.errors import ProfileError  # noqa: E402
 from roofline.profiles import load_profile_file, save_profile  # noqa: E402
@@ -36,9 +36,7 @@ FACTORS = [1.0, 1.1, 1.2, 1.3, 1.4, 1.5, 1.6, 1.7]
 
 def host_scale_median(record: dict, profile, kind: str, graphs: dict, python_calls: dict | None, factor: float) -> float:
     """Median |error| at the host scale of a record's runs priced with ``profile`` at program ``factor``."""
-    scaled = profile.model_copy(deep=True)
-    part = scaled.part(kind).measurements
-    part.overheads = part.overheads.model_copy(update=dict(program_factor=factor))
+    scaled = with_host_model(profile, kind, program_factor=factor)
     options = Options(device=kind, allow_tf32=record["allow_tf32"], conv_tf32=record["conv_tf32"], batch_sweep=False)
     errors = []
     for old in record["rows"]:
@@ -50,14 +48,10 @@ def host_scale_median(record: dict, profile, kind: str, graphs: dict, python_cal
     return statistics.median(errors)
 
 
-def input_problem(profile_path: Path, records: list[Path], write: bool) -> str | None:
+def input_problem(profile, profile_path: Path, records: list[Path], write: bool) -> str | None:
     """One line naming what makes these inputs unusable (and the fix), else None: the fit reads GPU
     zoo records that keep the profile they ran with (their host scales are read against it) and
     their captured graphs, and writes a plain JSON GPU profile."""
-    try:
-        profile = load_profile_file(profile_path)
-    except ProfileError as e:
-        return str(e)
     if profile.gpu is None:
         return f"{profile_path} has no GPU part: the real-program factor is a GPU profile's"
     if write and profile_path.suffix != ".json":
@@ -83,10 +77,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--factors", type=float, nargs="+", default=FACTORS)
     ap.add_argument("--write", action="store_true", help="store the best factor in PROFILE")
     args = ap.parse_args(argv)
-    problem = input_problem(args.profile, args.records, args.write)
+    try:
+        profile = load_profile_file(args.profile)
+    except ProfileError as e:
+        raise SystemExit(str(e))
+    problem = input_problem(profile, args.profile, args.records, args.write)
     if problem:
         raise SystemExit(problem)
-    loaded = [replay_inputs(path, str(args.profile)) for path in args.records]
+    loaded = [replay_inputs(path, profile) for path in args.records]
     medians = {}
     for factor in args.factors:
         per_record = [host_scale_median(record, profile, kind, graphs, calls, factor) for record, profile, kind, graphs, _, calls in loaded]
@@ -96,7 +94,6 @@ def main(argv: list[str] | None = None) -> int:
     best = min(medians, key=medians.get)
     print(f"best: {best:.2f} (mean of the records' medians {100 * medians[best]:.1f}%)")
     if args.write:
-        profile = load_profile_file(args.profile)
         part = profile.gpu.measurements
         fit = ProgramFit(factor=best, median_error=round(medians[best], 4), records=sorted(path.name for path in args.records))
         part.overheads = part.overheads.model_copy(update=dict(program_fit=fit))

@@ -119,8 +119,7 @@ def test_the_program_factor_fit_finds_the_factor_the_runs_ran_at(tmp_path, capsy
     run.main(["--zoo", "--merge", str(_shard(tmp_path)), "--json", str(record), "--profile-file", str(PROFILE)])
     # measurements as this code prices the runs at the host scale with a program factor of 1.5
     data, profile, kind, graphs, _, calls = run.replay_inputs(record)
-    at = profile.model_copy(deep=True)
-    at.gpu.measurements.overheads = at.gpu.measurements.overheads.model_copy(update=dict(program_factor=1.5))
+    at = run.with_host_model(profile, kind, program_factor=1.5)
     options = Options(device=kind, allow_tf32=False, conv_tf32=True, batch_sweep=False)
     data["rows"] = [dict(old, measured_s=run._replayed(old, graphs, at, kind, options, {}, calls)[0]["predicted_now_s"]) for old in data["rows"]]
     record.write_text(json.dumps(data))

@@ -402,9 +402,18 @@ def rebased_host_scales(rows: list[dict], recorded, profile, kind: str) -> list[
     return [dict(r, **{k: r[k] * factor for k in ("host_scale", "host_read_scale") if r.get(k)}) for r in rows]
 
 
-def replay_inputs(path: Path, profile_arg: str | None = None, python_calls: bool = True) -> tuple[dict, object, str, dict, list, dict | None]:
+def with_host_model(profile, kind: str, **overheads):
+    """A copy of ``profile`` whose ``kind`` part prices its host with these ``Overheads`` fields set
+    (a replay weighing a program factor or a Python call share); the profile itself is left as it was."""
+    scaled = profile.model_copy(deep=True)
+    part = scaled.part(kind).measurements
+    part.overheads = part.overheads.model_copy(update=overheads)
+    return scaled
+
+
+def replay_inputs(path: Path, profile_arg=None, python_calls: bool = True) -> tuple[dict, object, str, dict, list, dict | None]:
     """What a replay of the record at ``path`` prices: (the record, with its host scales read against
-    the profile; the profile: ``profile_arg``'s, else the record's own; its kind; the captured graphs;
+    the profile; the profile: ``profile_arg``'s (a name, a path or a loaded profile), else the record's own; its kind; the captured graphs;
     the kernel table; the Python calls of a record captured before the capture counted them, from the
     file beside it, unless ``python_calls`` is False)."""
     record = json.loads(path.read_text())
@@ -453,9 +462,7 @@ def replay(args) -> int:
                 host_model.CALL_ENTRY_SHARE = entry
                 for share in args.python_shares or [host_model.PYTHON_CALL_SHARE]:
                     for factor in args.host_factors:
-                        scaled = profile.model_copy(deep=True)
-                        part = scaled.part(kind).measurements
-                        part.overheads = part.overheads.model_copy(update=dict(program_factor=factor, python_call_share=share))
+                        scaled = with_host_model(profile, kind, program_factor=factor, python_call_share=share)
                         rows = [_replayed(old, graphs, scaled, kind, options, {}, python_calls)[0] for old in record["rows"]]
                         print(f"program factor {factor:.2f}, Python call share {share:.2f}, call entry share {entry:.2f}: " + " | ".join(summary_lines(rows)[:2]))
                         if args.verbose:

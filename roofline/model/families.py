@@ -155,10 +155,10 @@ class ConvFamilyModel:
         return near.time.median_s * outputs / near.outputs
 
 
-# A few-group point "ran one group at a time" at this multiple of the grouped family's price (the
-# shipped H100 profile's looped points run 7.9-15.6x it, its other one 0.84x; the sweep's looped
-# shapes 4.4-16x: benchmarks/grouped_kernels_check.py); its reading reaches this factor beyond the
-# points' widths and sides
+# A few-group point "ran one group at a time" at this multiple of the grouped family's price: the
+# looped FP32 kernels run several times the grouped kernel, the grouped kernel about its own price,
+# and 3x lies between them (docs/design.md, "depthwise and grouped", names the check). Its reading
+# reaches this factor beyond the points' widths and sides
 LOOPED_RATIO = 3.0
 LOOPED_REACH = 1.41
 
