@@ -21,7 +21,7 @@ from roofline import __version__
 from roofline.errors import DeviceNotAvailable
 from roofline.hostmix import representative_ops
 from roofline.machine import cpu_identity, gpu_identity
-from roofline.measure.host_speed import index_call, index_sample_s
+from roofline.measure.host_speed import INDEX_CALLS, index_call, index_sample_s
 from roofline.model.host import eager_chain_kernel_s, scaled_stat
 from roofline.profile_checks import Problem, check_part
 from roofline.schema.profile import (
@@ -53,6 +53,9 @@ QUICK_FAMILY_TOP = 1 << 24  # elements: the largest op-family point of a quick C
 
 TRAINING_HOST_ROUNDS = 3  # rounds of roofline.measure.training_host in a full calibration
 HOST_INDEX_SAMPLES = 3  # host-speed index samples before and after the overheads stage (each ~1 ms on a GPU)
+# untimed passes of the mix before each index sample: the first passes after another stage run slower
+# than the host's speed (x1.06, benchmarks/host_index_probe.py); --measure warms the mix as much
+INDEX_WARM_PASSES = 3 * INDEX_CALLS
 
 
 # (dtype, head_dim, causal) of the attention curves a GPU calibration measures
@@ -324,7 +327,7 @@ def _measure_part(device: str, plan: Plan, progress: _Progress, warnings: list, 
 
     def index_samples(key: str, n: int = 1):
         if index_mix is not None:
-            host_index.setdefault(key, []).extend(index_sample_s(index_mix) for _ in range(n))
+            host_index.setdefault(key, []).extend(index_sample_s(index_mix, INDEX_WARM_PASSES) for _ in range(n))
 
     def lap(name: str):
         now = time.perf_counter()
@@ -686,7 +689,7 @@ def run_calibration(
         # on a busy machine the slow moments are other programs', which the timing protocol rejects
         if factor is not None and not info.load.busy and not any("(gpu overheads)" in r for r in remeasured):
             ov = at_run_host_speed(ov, factor, profile.calibration.warnings)
-        gpu_part.measurements.overheads = ov
+        gpu_part.measurements.overheads = ov.model_copy(update=dict(host_index_s={k: list(v) for k, v in host_index.items()}))
     return profile
 
 

@@ -79,3 +79,29 @@ def test_the_calibration_summary_says_when_the_host_costs_were_kept():
     assert not [r for r in summary_rows(profile) if "kept at the overheads stage" in r[1]]
     at_run_host_speed(profile.gpu.measurements.overheads, 1.82, profile.calibration.warnings)
     assert [r[2] for r in summary_rows(profile) if "kept at the overheads stage" in r[1]] == ["x1.82"]
+
+
+def test_an_index_sample_after_a_stage_warms_the_mix_first():
+    """Calibration's samples between stages (``calibrate.runner.INDEX_WARM_PASSES``) run the mix untimed
+    first, as ``--measure`` does before reading it beside a model: the first passes after other code
+    run slower than the host's speed."""
+    from calibrate.runner import INDEX_WARM_PASSES
+    from roofline.measure.host_speed import INDEX_CALLS, index_sample_s
+
+    calls = []
+    assert index_sample_s(lambda: calls.append(1), warm_passes=INDEX_WARM_PASSES) > 0
+    assert len(calls) == INDEX_WARM_PASSES + 1 + INDEX_CALLS  # the warm-up, time_rounds' untimed pass, the sample
+    assert INDEX_WARM_PASSES >= INDEX_CALLS
+
+
+def test_a_profile_keeps_its_calibrations_index_samples():
+    """The samples the factor came from are kept, so an estimator of the host's level can be judged on
+    recorded calibrations later."""
+    from roofline.schema.profile import Overheads
+
+    ov = load_profile_file(REPO / "tests" / "fixtures" / "h100_profile.json").gpu.measurements.overheads
+    assert ov.host_index_s == {}  # a profile calibrated before them
+    kept = ov.model_copy(update=dict(host_index_s={"run": [3.1e-4, 2.9e-4], "overheads": [3.0e-4] * 6}))
+    again = Overheads.model_validate_json(kept.model_dump_json())
+    assert again.host_index_s == kept.host_index_s
+    assert host_phase_factor(again.host_index_s) == pytest.approx(3.0e-4 / 3.0e-4)

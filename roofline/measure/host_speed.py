@@ -61,9 +61,11 @@ def index_slot(mix, samples: int = 1) -> Slot:
     return Slot(mix, calls=INDEX_CALLS, samples=samples)
 
 
-def index_sample_s(mix) -> float:
-    """Host time of one pass of the mix: one untimed pass (the first after other code runs slow),
-    then ``INDEX_CALLS`` passes timed together."""
+def index_sample_s(mix, warm_passes: int = 0) -> float:
+    """Host time of one pass of the mix: ``warm_passes`` untimed passes and one more (the first after
+    other code runs slow), then ``INDEX_CALLS`` passes timed together."""
+    for _ in range(warm_passes):
+        mix()
     return float(time_rounds({"index": index_slot(mix)}, rounds=1)["index"][0][0])
 
 

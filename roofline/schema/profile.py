@@ -648,6 +648,11 @@ class Overheads(_Strict):
         "moment's (1.0: not applied, on a busy machine, in an older profile, or for a swing beyond a host's drift, which the "
         "calibration's warnings then give).",
     )
+    host_index_s: dict[str, list[float]] = Field(
+        default_factory=dict,
+        description="GPU: the host-speed index's samples (one pass of the representative mix, seconds) calibration took: 'run', one "
+        "after each stage; 'overheads', three before and three after the overheads stage; host_phase_factor is the ratio of their medians.",
+    )
     training: TrainingOverheads | None = Field(
         default=None, description="Host costs of a training step (the autograd engine, optimizers); null when not measured.",
     )
