@@ -17,10 +17,13 @@ probe times, in one process and in cycles, each way the index is read:
   factor x the ops' dispatch costs), which a profile records;
 - ``beside``: as ``--measure`` and the zoo read it, in rounds alternating with a host-bound model
   (``host_speed_beside``);
-- ``read``: as ``--host now`` reads it (``read_host_speed``: the index alone for a quarter second).
+- ``read``: as ``--host now`` reads it (``read_host_speed``: the index alone for a quarter second);
+- ``implied_more``: the index the dispatch stage implies when its budget is spread over ``MORE_ROUNDS``
+  shorter rounds, with the interleaving factor of each reading (``interleave``, ``interleave_more``).
 """
 import argparse
 import json
+import math
 import statistics
 import sys
 import time
@@ -32,6 +35,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 CYCLES = 6
+MORE_ROUNDS = 15  # the dispatch stage in shorter rounds (calibrate.overhead.ROUNDS: 5)
 WARM_PASSES = 30  # the warm-up ``read_host_speed`` and ``host_speed_beside`` give the mix first
 CONV_STAGE_SHAPES = [(32, 64, 64, 56, 3, 1, 1), (32, 128, 128, 28, 3, 1, 1), (8, 256, 256, 14, 3, 1, 1), (32, 256, 64, 56, 1, 1, 0)]
 
@@ -67,7 +71,7 @@ def _conv_shape(batch, cin, cout, side, kernel, stride, padding):
 
 
 def measure(out: Path, device: str = "cuda", cycles_n: int = CYCLES) -> None:
-    from calibrate.overhead import measure_overheads
+    from calibrate.overhead import measure_dispatch, measure_overheads
     from roofline.measure.host_speed import host_speed_beside, index_call, index_sample_s, read_host_speed
     from roofline.model.host import calibrated_index_s
 
@@ -88,14 +92,17 @@ def measure(out: Path, device: str = "cuda", cycles_n: int = CYCLES) -> None:
             overheads = measure_overheads(device, budget_s=0.05, warnings=[])
             after = [index_sample_s(mix) for _ in range(3)]
             implied = calibrated_index_s(overheads)
+            # the dispatch stage's own reading in more, shorter rounds (same budget)
+            by_op, interleave_more = measure_dispatch(device, budget_s=0.05, warnings=[], rounds=MORE_ROUNDS)
+            implied_more = calibrated_index_s(overheads.model_copy(update=dict(dispatch_by_op_s=by_op, interleave_factor=interleave_more)))
             _, beside = host_speed_beside(model, device, overheads)
             read = read_host_speed(device, overheads)
             row = dict(lap_s=lap, warm_lap_s=warm, stage_s=before + after, implied_s=implied, beside_s=beside.index_now_s, read_s=read.index_now_s,
-                       interleave=overheads.interleave_factor, time=time.time())
+                       interleave=overheads.interleave_factor, implied_more_s=implied_more, interleave_more=interleave_more, time=time.time())
             cycles.append(row)
             print(f"cycle {cycle}: lap {1e6 * statistics.median(lap):6.1f}  warm lap {1e6 * warm[0]:6.1f}  stage {1e6 * statistics.median(before + after):6.1f}  "
                   f"implied {1e6 * implied:6.1f}  beside {1e6 * beside.index_now_s:6.1f}  read {1e6 * read.index_now_s:6.1f} us "
-                  f"(interleave {overheads.interleave_factor:.2f})", flush=True)
+                  f"(interleave {overheads.interleave_factor:.2f}; in {MORE_ROUNDS} rounds {interleave_more:.2f}, implied {1e6 * implied_more:6.1f})", flush=True)
     out.write_text(json.dumps(dict(device=torch.cuda.get_device_name() if device.startswith("cuda") else "cpu", torch=torch.__version__, cycles=cycles), indent=1))
 
 
@@ -111,6 +118,12 @@ def show(path: Path) -> None:
         print(f"{i:5d} " + " ".join(f"{1e6 * v[k]:8.1f}" for k in keys) + "   " + "  ".join(f"{r:12.2f}" for r in ratios[-1]))
     names = ("beside/implied", "beside/stage", "lap/stage", "warm lap/stage")
     print("medians: " + ", ".join(f"{n} {statistics.median(r[j] for r in ratios):.2f}" for j, n in enumerate(names)))
+    if all("interleave_more" in c for c in data["cycles"]):
+        for key, implied in (("interleave", "implied_s"), ("interleave_more", "implied_more_s")):
+            values = [c[key] for c in data["cycles"]]
+            off = [abs(math.log(c["beside_s"] / c[implied])) for c in data["cycles"]]
+            print(f"{key:16s} {' '.join(f'{v:.2f}' for v in values)}  (median {statistics.median(values):.2f}); "
+                  f"beside against its implied index: median |log| {statistics.median(off):.3f}, max {max(off):.3f}")
 
 
 def main() -> None:

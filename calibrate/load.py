@@ -124,6 +124,14 @@ BUSY_SPIN_SPREAD = 0.25
 BUSY_CONTENDED_SHARE = 0.05  # 5% of the measurements had no round free of waits for a CPU
 
 
+def others_disturbed(load: MachineLoad) -> bool:
+    """Whether other programs took the CPUs (before or during) or measurements waited for one: a busy
+    machine for another reason than a spin loop's spread, which on a virtual host is its own drift."""
+    shares = [v for v in (load.others_busy_before, load.others_busy_during) if v is not None]
+    contended = load.contended_measurements / load.measurements if load.measurements else 0.0
+    return any(v >= BUSY_OTHERS_SHARE for v in shares) or contended >= BUSY_CONTENDED_SHARE
+
+
 def machine_load(before: Before, tally, priority_raised: bool) -> MachineLoad:
     """The record of how busy the machine was, from the probe before and the calibration's tally."""
     end = read_cpu_clock()

@@ -35,16 +35,16 @@ def _spread_warning(t: Timing, warnings: list) -> None:
         warnings.append(t.warning)
 
 
-def measure_dispatch(device: str, *, budget_s: float, warnings: list) -> tuple[dict[str, Stat], float]:
+def measure_dispatch(device: str, *, budget_s: float, warnings: list, rounds: int = ROUNDS) -> tuple[dict[str, Stat], float]:
     """(dispatch cost of each representative op, the interleaving factor).
 
     Each round times every op repeated alone, then the mix of all of them in turn; per op the
     samples of its median round are kept, and the factor is the median round's ratio of the mix to
     the ops alone (timed side by side, so drift between rounds cancels)."""
     ops = representative_ops(device)
-    slots = {name: Slot(fn, calls=INNER, seconds=budget_s / ROUNDS) for name, fn in ops.items()}
-    slots["mix"] = Slot(mix_of(ops), calls=MIX_INNER, seconds=budget_s / ROUNDS)
-    got = time_rounds(slots, rounds=ROUNDS, warmup_rounds=1, device=device)
+    slots = {name: Slot(fn, calls=INNER, seconds=budget_s / rounds) for name, fn in ops.items()}
+    slots["mix"] = Slot(mix_of(ops), calls=MIX_INNER, seconds=budget_s / rounds)
+    got = time_rounds(slots, rounds=rounds, warmup_rounds=1, device=device)
     per_view = {name: (VIEWS_PER_VIEW_CALL if name == "view" else 1) for name in ops}
     by_op = {}
     for name in ops:

@@ -2,15 +2,36 @@
 
 import pytest
 
-from calibrate.runner import at_host_phase, host_phase_factor
+from calibrate.runner import HostPhase, at_host_phase, at_run_host_speed, host_phase
 from roofline.profiles import load_profile_file
 from tests.conftest import REPO
 
 
-def test_factor_is_the_runs_median_index_over_the_overheads_stages():
-    # the host ran slow (1.3 ms per index pass) around the overheads stage, at 1.0 ms over the run
-    assert host_phase_factor({"run": [1.0, 0.9, 1.0, 1.4, 1.1], "overheads": [1.3, 1.2, 1.4]}) == pytest.approx(1.0 / 1.3)
-    assert host_phase_factor({"run": [1.0]}) is None and host_phase_factor({}) is None
+def _overheads():
+    return load_profile_file(REPO / "tests" / "fixtures" / "h100_profile.json").gpu.measurements.overheads
+
+
+def test_level_is_the_runs_median_alone_over_the_stages_and_interleave_the_runs_median_ratio():
+    ov = _overheads()
+    stage_alone = sum(s.median_s * (2 if name == "view" else 1) for name, s in ov.dispatch_by_op_s.items())
+    # after five stages: the ops alone at 0.8x the stage's sum, the mix 1.3-1.5x them beside
+    alone = [0.8 * stage_alone, 0.7 * stage_alone, 0.8 * stage_alone, 0.9 * stage_alone, 0.8 * stage_alone]
+    mix = [a * r for a, r in zip(alone, (1.3, 1.4, 1.5, 1.35, 2.2))]
+    phase = host_phase({"run": mix, "run_alone": alone, "overheads": [1.0] * 6}, ov)
+    assert phase.level == pytest.approx(0.8)
+    assert phase.interleave == pytest.approx(1.4)  # the median ratio: one sample's 2.2 moves nothing
+    # too few samples, or unpaired ones: nothing to stand on
+    assert host_phase({"run": mix[:4], "run_alone": alone[:4]}, ov) is None
+    assert host_phase({"run": mix, "run_alone": alone[:4]}, ov) is None and host_phase({}, ov) is None
+
+
+def test_the_run_level_moves_costs_and_replaces_the_interleave_within_the_band():
+    ov = _overheads()
+    moved = at_run_host_speed(ov, HostPhase(level=0.8, interleave=1.4), warnings := [])
+    assert not warnings and moved.host_phase_factor == 0.8
+    assert moved.interleave_factor == 1.4 and moved.stage_interleave_factor == ov.interleave_factor
+    kept = at_run_host_speed(ov, HostPhase(level=0.5, interleave=1.4), warnings)
+    assert kept == ov and warnings[0].startswith("host speed over the calibration ran x0.50")
 
 
 def test_only_the_overheads_stages_host_costs_move():
@@ -37,6 +58,11 @@ def test_a_replay_can_undo_the_factor():
     undone = without_stages(profile, "cuda", ["host_phase"]).gpu.measurements.overheads
     assert undone.host_phase_factor == 1.0
     assert undone.dispatch_s.median_s == pytest.approx(ov.dispatch_s.median_s / ov.host_phase_factor)
+    # a calibration that took the run's interleaving factor gets the stage's back
+    profile.gpu.measurements.overheads = at_host_phase(ov, 1.1, interleave=1.9)
+    undone = without_stages(profile, "cuda", ["host_phase"]).gpu.measurements.overheads
+    assert undone.interleave_factor == ov.interleave_factor and undone.stage_interleave_factor is None
+    assert undone.dispatch_s.median_s == pytest.approx(ov.dispatch_s.median_s)
 
 
 def test_a_swing_beyond_a_hosts_drift_is_not_applied_and_is_said():
@@ -47,11 +73,12 @@ def test_a_swing_beyond_a_hosts_drift_is_not_applied_and_is_said():
 
     ov = load_profile_file(REPO / "tests" / "fixtures" / "h100_profile.json").gpu.measurements.overheads
     warnings: list[str] = []
-    inside = at_run_host_speed(ov, 1.15, warnings)
+    inside = at_run_host_speed(ov, HostPhase(1.15, ov.interleave_factor), warnings)
     assert inside.dispatch_s.median_s == pytest.approx(1.15 * ov.dispatch_s.median_s) and not warnings
     for factor in (1.82, 0.57, HOST_PHASE_BAND[1] * 1.01):
-        kept = at_run_host_speed(ov, factor, warnings)
+        kept = at_run_host_speed(ov, HostPhase(factor, 1.6), warnings)
         assert kept.dispatch_s.median_s == ov.dispatch_s.median_s and kept.host_phase_factor == ov.host_phase_factor
+        assert kept.interleave_factor == ov.interleave_factor
     assert len(warnings) == 3 and "x1.82" in warnings[0] and warnings[0].endswith(HOST_COSTS_KEPT)
 
 
@@ -77,8 +104,12 @@ def test_the_calibration_summary_says_when_the_host_costs_were_kept():
 
     profile = load_profile_file(REPO / "tests" / "fixtures" / "h100_profile.json")
     assert not [r for r in summary_rows(profile) if "kept at the overheads stage" in r[1]]
-    at_run_host_speed(profile.gpu.measurements.overheads, 1.82, profile.calibration.warnings)
+    at_run_host_speed(profile.gpu.measurements.overheads, HostPhase(1.82, 1.4), profile.calibration.warnings)
     assert [r[2] for r in summary_rows(profile) if "kept at the overheads stage" in r[1]] == ["x1.82"]
+    # a run's interleaving factor in place of the stage's is shown with both
+    profile.gpu.measurements.overheads = at_host_phase(profile.gpu.measurements.overheads, 0.9, interleave=1.4)
+    stage = profile.gpu.measurements.overheads.stage_interleave_factor
+    assert [r[2] for r in summary_rows(profile) if r[1].startswith("interleaving factor")] == [f"1.40 ({stage:.2f})"]
 
 
 def test_an_index_sample_after_a_stage_warms_the_mix_first():
@@ -104,4 +135,33 @@ def test_a_profile_keeps_its_calibrations_index_samples():
     kept = ov.model_copy(update=dict(host_index_s={"run": [3.1e-4, 2.9e-4], "overheads": [3.0e-4] * 6}))
     again = Overheads.model_validate_json(kept.model_dump_json())
     assert again.host_index_s == kept.host_index_s
-    assert host_phase_factor(again.host_index_s) == pytest.approx(3.0e-4 / 3.0e-4)
+    assert again.host_index_s["run"] == [3.1e-4, 2.9e-4]
+
+
+def test_an_alone_sample_times_each_representative_op_alone():
+    from roofline.measure.host_speed import ALONE_CALLS, alone_sample_s
+
+    calls = {"add": [], "view": []}
+    ops = {name: (lambda log=log: log.append(1)) for name, log in calls.items()}
+    assert alone_sample_s(ops) > 0
+    assert all(len(log) == 1 + ALONE_CALLS for log in calls.values())  # one untimed call each, then the timed ones
+
+
+def test_a_replay_can_put_a_recorded_calibrations_host_costs_at_its_samples():
+    """``accuracy.py --zoo --replay R --rephase``: a recorded H100 calibration that kept its samples
+    (``h100_fourth_s44b_profile.json.gz``: its stage's costs were kept, the host marked busy by a spin
+    loop's spread alone) priced at the run's level and interleaving factor; one without them as it is."""
+    from benchmarks.zoo.run import rephased
+
+    results = REPO / "benchmarks" / "results"
+    recorded = load_profile_file(results / "h100_fourth_s44b_profile.json.gz")
+    ov = recorded.gpu.measurements.overheads
+    assert ov.host_phase_factor == 1.0 and len(ov.host_index_s["run_alone"]) >= 40
+    now = rephased(recorded, "cuda").gpu.measurements.overheads
+    phase = host_phase(ov.host_index_s, ov)
+    assert 0.85 < phase.level < 0.92 and 1.38 < phase.interleave < 1.45
+    assert now.host_phase_factor == pytest.approx(phase.level) and now.interleave_factor == pytest.approx(phase.interleave)
+    assert now.stage_interleave_factor == ov.interleave_factor
+    assert now.dispatch_s.median_s == pytest.approx(phase.level * ov.dispatch_s.median_s)
+    older = load_profile_file(results / "h100_fourth_s44_profile.json.gz")
+    assert rephased(older, "cuda") is older  # index samples only, no ops alone beside them

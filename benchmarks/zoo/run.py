@@ -373,7 +373,9 @@ def without_stages(profile, kind: str, stages: list[str]):
         if stage == "host_phase":
             from calibrate.runner import at_host_phase
 
-            meas.overheads = at_host_phase(meas.overheads, 1.0 / meas.overheads.host_phase_factor).model_copy(update=dict(host_phase_factor=1.0))
+            ov = meas.overheads
+            restored = dict(interleave_factor=ov.stage_interleave_factor, stage_interleave_factor=None) if ov.stage_interleave_factor else {}
+            meas.overheads = at_host_phase(ov, 1.0 / ov.host_phase_factor).model_copy(update=dict(restored, host_phase_factor=1.0))
             continue
         if stage.startswith("pointwise:"):
             meas.pointwise = [c for c in meas.pointwise if c.op != stage.split(":", 1)[1]]
@@ -383,6 +385,25 @@ def without_stages(profile, kind: str, stages: list[str]):
             raise SystemExit(f"--drop {stage}: not an optional measurement of the profile's {kind} part")
         setattr(meas, stage, field.default_factory() if field.default_factory is not None else None)
     return stripped
+
+
+def rephased(profile, kind: str):
+    """The profile with its host costs put at its calibration's host samples (``Overheads.host_index_s``)
+    by this code's rule (``calibrate.runner.host_phase``, its gates and band), the stored factor undone
+    first: a profile calibrated under an earlier rule priced as a calibration now would have left it.
+    As it is where it kept no samples."""
+    from calibrate import load
+    from calibrate.runner import at_run_host_speed, host_phase
+
+    undone = without_stages(profile, kind, ["host_phase"])
+    ov = undone.part(kind).measurements.overheads
+    phase = host_phase(ov.host_index_s, ov)
+    if phase is None:
+        return profile
+    if load.others_disturbed(profile.calibration.load):
+        return undone
+    undone.part(kind).measurements.overheads = at_run_host_speed(ov, phase, [])
+    return undone
 
 
 def with_stages_dropped(record: dict, profile, kind: str, stages: list[str]) -> tuple[dict, object]:
@@ -442,6 +463,9 @@ def replay(args) -> int:
         graphs = recaptured(record, profile, kind)
         # the recorded per-op times belong to the recorded graphs' op indices: end to end only
         record = dict(record, rows=[dict(r, ops=[]) for r in record["rows"] if r["label"] in graphs])
+    if args.rephase:
+        now = rephased(profile, kind)
+        record, profile = dict(record, rows=rebased_host_scales(record["rows"], profile, now, kind)), now
     if args.drop:
         record, profile = with_stages_dropped(record, profile, kind, args.drop)
     table_profile = None
@@ -538,6 +562,7 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--verbose", action="store_true", help="with --replay: every case's line")
     ap.add_argument("--by-library", action="store_true", help="with --replay: host scales, errors at the host scale by library and batch, the furthest cases")
     ap.add_argument("--drop", nargs="+", help="with --replay: price without these calibration stages (see without_stages)")
+    ap.add_argument("--rephase", action="store_true", help="with --replay: the profile's host costs put at its calibration's host samples by this code's rule (see rephased)")
     ap.add_argument("--host-factors", nargs="+", type=float, help="with --replay: the zoo's two summary lines at each of these program factors (the host's real-program factor)")
     ap.add_argument("--python-shares", nargs="+", type=float, help="with --host-factors: also at each of these shares of a dispatch per Python call of model code")
     ap.add_argument("--entry-shares", nargs="+", type=float, help="with --host-factors: also at each of these shares of a view's dispatch for a native call's Python entry (roofline.model.host.CALL_ENTRY_SHARE)")

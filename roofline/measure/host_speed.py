@@ -26,6 +26,7 @@ from roofline.schema.profile import Overheads
 from roofline.timing import Slot, Timing, summarize, sync, time_rounds
 
 INDEX_CALLS = 10  # passes of the mix per index sample, as calibration timed the mix
+ALONE_CALLS = 20  # calls of each representative op per alone sample (about 5 ms on the lent H100's host)
 MODEL_BLOCK_S = 2e-3  # model calls timed per round: about as long as one index sample
 PAIRED_BUDGET_S = 1.0
 MIN_ROUNDS = 7
@@ -67,6 +68,20 @@ def index_sample_s(mix, warm_passes: int = 0) -> float:
     for _ in range(warm_passes):
         mix()
     return float(time_rounds({"index": index_slot(mix)}, rounds=1)["index"][0][0])
+
+
+def alone_sample_s(ops: dict) -> float:
+    """The representative ops each repeated alone, their per-call host times summed as the mix's ops
+    alone are (``roofline.hostmix.mix_alone_sum_s``): per op one untimed call, then ``ALONE_CALLS``
+    timed. Beside an index sample, their ratio is the interleaving factor of that moment."""
+    total = 0.0
+    for fn in ops.values():
+        fn()
+        start = time.perf_counter()
+        for _ in range(ALONE_CALLS):
+            fn()
+        total += (time.perf_counter() - start) / ALONE_CALLS
+    return total
 
 
 def host_speed_beside(call, device: str, overheads: Overheads, *, budget_s: float = PAIRED_BUDGET_S, label: str = "forward") -> tuple[Timing, HostSpeed]:
