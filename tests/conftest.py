@@ -15,6 +15,18 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "slow: long-running test (a GPT-2-XL-sized capture and the like)")
 
 
+# the tests that need the session's one CPU calibration (``cpu_quick_profile_path``, ~20 s) run on one
+# xdist worker (``--dist loadgroup`` in pyproject.toml), so the suite calibrates once, not once a worker
+QUICK_PROFILE_GROUP = "cpu_quick_profile"
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the groups into the node ids
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if "cpu_quick_profile_path" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.xdist_group(QUICK_PROFILE_GROUP))
+
+
 @pytest.fixture(scope="session")
 def cpu_quick_profile_path(tmp_path_factory):
     """One real `roofline calibrate --device cpu --quick` run, shared by the tests that need a profile. --force: on a
