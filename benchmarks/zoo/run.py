@@ -373,9 +373,7 @@ def without_stages(profile, kind: str, stages: list[str]):
         if stage == "host_phase":
             from calibrate.runner import at_host_phase
 
-            ov = meas.overheads
-            restored = dict(interleave_factor=ov.stage_interleave_factor, stage_interleave_factor=None) if ov.stage_interleave_factor else {}
-            meas.overheads = at_host_phase(ov, 1.0 / ov.host_phase_factor).model_copy(update=dict(restored, host_phase_factor=1.0))
+            meas.overheads = at_host_phase(meas.overheads, 1.0 / meas.overheads.host_phase_factor).model_copy(update=dict(host_phase_factor=1.0))
             continue
         if stage.startswith("pointwise:"):
             meas.pointwise = [c for c in meas.pointwise if c.op != stage.split(":", 1)[1]]
@@ -397,12 +395,12 @@ def rephased(profile, kind: str):
 
     undone = without_stages(profile, kind, ["host_phase"])
     ov = undone.part(kind).measurements.overheads
-    phase = host_phase(ov.host_index_s, ov)
-    if phase is None:
+    factor = host_phase(ov.host_index_s, ov)
+    if factor is None:
         return profile
     if load.others_disturbed(profile.calibration.load):
         return undone
-    undone.part(kind).measurements.overheads = at_run_host_speed(ov, phase, [])
+    undone.part(kind).measurements.overheads = at_run_host_speed(ov, factor, [])
     return undone
 
 

@@ -649,16 +649,11 @@ class Overheads(_Strict):
         "moment's (1.0: not applied, on a busy machine, in an older profile, or for a swing beyond a host's drift, which the "
         "calibration's warnings then give).",
     )
-    stage_interleave_factor: float | None = Field(
-        default=None, ge=1.0, le=10.0,
-        description="GPU: the overheads stage's own interleaving factor where interleave_factor holds the run's (the median over the "
-        "samples after every stage of the mix over the ops alone beside it); null when the stage's stands.",
-    )
     host_index_s: dict[str, list[float]] = Field(
         default_factory=dict,
         description="GPU: the host-speed index's samples calibration took (seconds): 'run', one pass of the representative mix after "
         "each stage, and 'run_alone' beside each, the representative ops' time each alone, summed; 'overheads', mix passes, three "
-        "before and three after the overheads stage. host_phase_factor and interleave_factor come from 'run' and 'run_alone'.",
+        "before and three after the overheads stage. host_phase_factor comes from 'run_alone'.",
     )
     training: TrainingOverheads | None = Field(
         default=None, description="Host costs of a training step (the autograd engine, optimizers); null when not measured.",
