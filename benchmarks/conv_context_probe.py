@@ -10,8 +10,10 @@ float32. Each is timed four ways:
 
 - ``event``: calibration's protocol (``roofline.timing.time_fn`` on CUDA events, the same tensors
   call after call, no cache flush), as ``calibrate.conv.measure_conv`` times a point;
-- ``warm``: the profiler's summed kernel time of the op, the least of three calls back to back
-  (``calibrate.conv.summed_kernels_s``, what a point's ``kernels_s`` holds);
+- ``warm``: the profiler's summed kernel time of the op, the lower of two medians of three calls back
+  to back, each set in its own profiler session and without a throwaway call to open it (unlike
+  ``calibrate.conv.summed_kernels_s``): for multi-kernel calls it reads 1.3-1.9x the other ways, the
+  session's start in it, and stands for nothing the zoo measures;
 - ``cold``: the same after overwriting a buffer larger than L2 before each call, so the input and
   the weight come from DRAM;
 - ``fresh``: after the flush, an in-place ReLU over the input first, so the convolution reads an

@@ -11,8 +11,8 @@ probe times, in one process and in cycles, each way the index is read:
 
 - ``lap``: as calibration's runner sampled it after each stage (``index_sample_s``: one untimed
   pass of the mix, then one sample), after a stage of convolution timings;
-- ``warm_lap``: the same after ``WARM_PASSES`` untimed passes (the runner's laps now);
-- ``stage``: the overheads stage's own samples around it (three before, three after);
+- ``warm_lap``: the same after ``INDEX_WARM_PASSES`` untimed passes, as the runner samples now;
+- ``stage``: samples around the overheads stage (three before, three after; without the warm-up);
 - ``implied``: the index the stage's measurements imply (``calibrated_index_s``: interleaving
   factor x the ops' dispatch costs), which a profile records;
 - ``beside``: as ``--measure`` and the zoo read it, in rounds alternating with a host-bound model
@@ -36,7 +36,6 @@ sys.path.insert(0, str(REPO))
 
 CYCLES = 6
 MORE_ROUNDS = 15  # the dispatch stage in shorter rounds (calibrate.overhead.ROUNDS: 5)
-WARM_PASSES = 30  # the warm-up ``read_host_speed`` and ``host_speed_beside`` give the mix first
 CONV_STAGE_SHAPES = [(32, 64, 64, 56, 3, 1, 1), (32, 128, 128, 28, 3, 1, 1), (8, 256, 256, 14, 3, 1, 1), (32, 256, 64, 56, 1, 1, 0)]
 
 
@@ -72,7 +71,7 @@ def _conv_shape(batch, cin, cout, side, kernel, stride, padding):
 
 def measure(out: Path, device: str = "cuda", cycles_n: int = CYCLES) -> None:
     from calibrate.overhead import measure_dispatch, measure_overheads
-    from roofline.measure.host_speed import host_speed_beside, index_call, index_sample_s, read_host_speed
+    from roofline.measure.host_speed import INDEX_WARM_PASSES, host_speed_beside, index_call, index_sample_s, read_host_speed
     from roofline.model.host import calibrated_index_s
 
     model = _model(device)
@@ -87,7 +86,7 @@ def measure(out: Path, device: str = "cuda", cycles_n: int = CYCLES) -> None:
                 if kind == "cold":
                     lap.append(index_sample_s(mix))
                 else:
-                    warm.append(index_sample_s(mix, warm_passes=WARM_PASSES))
+                    warm.append(index_sample_s(mix, warm_passes=INDEX_WARM_PASSES))
             before = [index_sample_s(mix) for _ in range(3)]
             overheads = measure_overheads(device, budget_s=0.05, warnings=[])
             after = [index_sample_s(mix) for _ in range(3)]

@@ -4,7 +4,7 @@
 
 A lent GPU machine's host runs tens of percent faster or slower from one moment to the next, and
 from one session to the next (``benchmarks/host_variance.py``); calibration puts its host costs at
-the median of the host-speed index over its own two minutes (``calibrate.runner.host_phase_factor``).
+the host's median level over its own two minutes (``calibrate.runner.host_phase``).
 Every recorded zoo or probe run times the same index beside each model (``roofline.measure``): a
 reading of the host's speed that does not depend on the model or on any prediction. Pooled over
 runs of several sessions, those readings say where the machine's host usually is better than one

@@ -221,7 +221,7 @@ def test_spin_spread_is_the_quietest_try():
     every try is."""
 
     def clock_with(disturbed_tries: set[int], samples: int):
-        ticks, state = [], {"t": 0.0, "n": 0}
+        state = {"t": 0.0, "n": 0}
 
         def clock():
             i = state["n"]  # two readings per sample

@@ -51,7 +51,7 @@ def test_a_swing_beyond_a_hosts_drift_is_not_applied_and_is_said():
     """A run level outside HOST_PHASE_BAND of the overheads stage's keeps the measured host costs and
     warns; a swing within the band moves them, one of x1.53 too (an H100 run whose zoo then ran at
     x1.37 of the stage's index, ``h100_fourth_s44d.json``)."""
-    from calibrate.runner import HOST_COSTS_KEPT, HOST_PHASE_BAND, at_run_host_speed
+    from calibrate.runner import HOST_COSTS_KEPT, HOST_PHASE_BAND
 
     ov = load_profile_file(REPO / "tests" / "fixtures" / "h100_profile.json").gpu.measurements.overheads
     warnings: list[str] = []
@@ -83,7 +83,7 @@ def test_a_replay_without_the_factor_reads_the_host_scales_against_the_undone_co
 
 
 def test_the_calibration_summary_says_when_the_host_costs_were_kept():
-    from calibrate.runner import at_run_host_speed, summary_rows
+    from calibrate.runner import summary_rows
 
     profile = load_profile_file(REPO / "tests" / "fixtures" / "h100_profile.json")
     assert not [r for r in summary_rows(profile) if "kept at the overheads stage" in r[1]]
@@ -92,16 +92,25 @@ def test_the_calibration_summary_says_when_the_host_costs_were_kept():
 
 
 def test_an_index_sample_after_a_stage_warms_the_mix_first():
-    """Calibration's samples between stages (``calibrate.runner.INDEX_WARM_PASSES``) run the mix untimed
-    first, as ``--measure`` does before reading it beside a model: the first passes after other code
-    run slower than the host's speed."""
-    from calibrate.runner import INDEX_WARM_PASSES
-    from roofline.measure.host_speed import INDEX_CALLS, index_sample_s
+    """Calibration's samples between stages run the mix untimed first (``INDEX_WARM_PASSES``), as
+    ``--measure`` does before reading it beside a model: the first passes after other code run slower
+    than the host's speed."""
+    from roofline.measure.host_speed import INDEX_CALLS, INDEX_WARM_PASSES, index_sample_s, read_host_speed
 
     calls = []
     assert index_sample_s(lambda: calls.append(1), warm_passes=INDEX_WARM_PASSES) > 0
     assert len(calls) == INDEX_WARM_PASSES + 1 + INDEX_CALLS  # the warm-up, time_rounds' untimed pass, the sample
-    assert INDEX_WARM_PASSES >= INDEX_CALLS
+    # --measure's reading warms the same mix as much before its first sample
+    import roofline.measure.host_speed as host_speed
+
+    passes = []
+    original = host_speed.index_call
+    try:
+        host_speed.index_call = lambda device, kinds=None: (lambda: passes.append(1))
+        read_host_speed("cpu", _overheads(), budget_s=0.0)
+    finally:
+        host_speed.index_call = original
+    assert len(passes) >= INDEX_WARM_PASSES + host_speed.MIN_ROUNDS * (1 + INDEX_CALLS)
 
 
 def test_a_profile_keeps_its_calibrations_index_samples():
@@ -124,6 +133,26 @@ def test_an_alone_sample_times_each_representative_op_alone():
     ops = {name: (lambda log=log: log.append(1)) for name, log in calls.items()}
     assert alone_sample_s(ops) > 0
     assert all(len(log) == 1 + ALONE_CALLS for log in calls.values())  # one untimed call each, then the timed ones
+
+
+def test_calibration_applies_the_run_level_unless_others_disturbed_or_the_overheads_were_remeasured():
+    """``calibrate.runner.with_host_phase``, which calibration and ``--rephase`` both call, on a recorded
+    H100 calibration's samples (level x0.89): applied where the machine was busy by a spin loop's
+    spread alone (as this one was), withheld where other programs took the CPUs, measurements waited
+    for one, or the checks re-measured the overheads; the samples stay in every case."""
+    from calibrate.runner import with_host_phase
+
+    recorded = load_profile_file(REPO / "benchmarks" / "results" / "h100_fourth_s44b_profile.json.gz")
+    ov, info = recorded.gpu.measurements.overheads, recorded.calibration
+    assert info.load.busy and info.load.busy_reasons == ["a fixed spin loop varied by 52%"]
+    applied = with_host_phase(ov, info, [])
+    assert applied.host_phase_factor == pytest.approx(host_phase(ov.host_index_s, ov)) and applied.host_phase_factor != 1.0
+    others = info.model_copy(update=dict(load=info.load.model_copy(update=dict(others_busy_during=0.5))))
+    waited = info.model_copy(update=dict(load=info.load.model_copy(update=dict(contended_measurements=info.load.measurements // 10))))
+    remeasured = info.model_copy(update=dict(remeasured=["stall (gpu overheads): dispatch add took 2 ms"]))
+    for withheld in (others, waited, remeasured):
+        assert with_host_phase(ov, withheld, []) is ov
+    assert applied.host_index_s == ov.host_index_s
 
 
 def test_a_replay_can_put_a_recorded_calibrations_host_costs_at_its_samples():

@@ -387,20 +387,18 @@ def without_stages(profile, kind: str, stages: list[str]):
 
 def rephased(profile, kind: str):
     """The profile with its host costs put at its calibration's host samples (``Overheads.host_index_s``)
-    by this code's rule (``calibrate.runner.host_phase``, its gates and band), the stored factor undone
+    by this code's rule and gates (``calibrate.runner.with_host_phase``), the stored factor undone
     first: a profile calibrated under an earlier rule priced as a calibration now would have left it.
-    As it is where it kept no samples."""
-    from calibrate import load
-    from calibrate.runner import at_run_host_speed, host_phase
+    As it is where it kept no samples of the ops alone, or where ``calibrate.host_level`` moved its
+    host costs (the samples are against the costs before the move)."""
+    from calibrate.runner import with_host_phase
 
-    undone = without_stages(profile, kind, ["host_phase"])
-    ov = undone.part(kind).measurements.overheads
-    factor = host_phase(ov.host_index_s, ov)
-    if factor is None:
+    ov = profile.part(kind).measurements.overheads
+    if not ov.host_index_s.get("run_alone") or ov.host_level is not None:
         return profile
-    if load.others_disturbed(profile.calibration.load):
-        return undone
-    undone.part(kind).measurements.overheads = at_run_host_speed(ov, factor, [])
+    undone = without_stages(profile, kind, ["host_phase"])
+    part = undone.part(kind).measurements
+    part.overheads = with_host_phase(part.overheads, profile.calibration, [])
     return undone
 
 
