@@ -486,7 +486,7 @@ def _measure_part(device: str, plan: Plan, progress: _Progress, warnings: list, 
 
 
 # The swings of the run's host level over the overheads stage's that a host's own drift explains: on the
-# lent H100 a model's host ran at x0.58-x1.88 of the index the stage implied seconds before
+# lent H100 a model's host ran at x0.58-x2.03 of the index the stage implied seconds before
 # (benchmarks/host_index_probe.py). A swing beyond the band comes from something else than the drift
 # the model's runs will see (the calibration's own stages disturbing the samples): the host costs then
 # keep the overheads stage's level, and the profile says so. Its ends hold every recorded session whose
