@@ -516,14 +516,13 @@ def host_phase(host_index: dict, overheads: Overheads) -> float | None:
 
 def with_host_phase(overheads: Overheads, info: CalibrationInfo, warnings: list[str]) -> Overheads:
     """The overheads stage's host costs at the run's level (``host_phase`` of the samples the overheads
-    hold, ``at_run_host_speed``), unless the samples are too few, other programs took the CPUs or
+    hold, ``at_run_host_speed``), unless the samples are too few or other programs took the CPUs or
     measurements waited for one (the slow moments are theirs, which the timing protocol rejects and
     the samples after each stage do not; a spin loop's spread alone is the host's own drift,
-    ``calibrate.load.others_disturbed``), or the checks re-measured the overheads."""
+    ``calibrate.load.others_disturbed``). Overheads the checks measured again are levelled as well:
+    the level is against the costs the profile holds, whichever measurement they came from."""
     factor = host_phase(overheads.host_index_s, overheads)
     if factor is None or (info.load is not None and load.others_disturbed(info.load)):
-        return overheads
-    if any("(gpu overheads)" in r for r in info.remeasured):
         return overheads
     return at_run_host_speed(overheads, factor, warnings)
 
@@ -612,7 +611,7 @@ def check_and_remeasure(part, kind: str, device: str, plan: Plan, warnings: list
         time.sleep(pause)
         for problem in fixable:
             fresh = _remeasure(problem, part.measurements, device, plan, warnings)
-            if fresh is not None:
+            if fresh is not None and fresh is not part.measurements:  # the same object: the new reading was not kept
                 part.measurements = fresh
                 remeasured.append(str(problem))
         problems = check_part(part, kind)

@@ -135,11 +135,12 @@ def test_an_alone_sample_times_each_representative_op_alone():
     assert all(len(log) == 1 + ALONE_CALLS for log in calls.values())  # one untimed call each, then the timed ones
 
 
-def test_calibration_applies_the_run_level_unless_others_disturbed_or_the_overheads_were_remeasured():
+def test_calibration_applies_the_run_level_unless_other_programs_disturbed_it():
     """``calibrate.runner.with_host_phase``, which calibration and ``--rephase`` both call, on a recorded
     H100 calibration's samples (level x0.89): applied where the machine was busy by a spin loop's
     spread alone (as this one was), withheld where other programs took the CPUs, measurements waited
-    for one, or the checks re-measured the overheads; the samples stay in every case."""
+    for one; the samples stay in every case. Overheads the checks measured again are levelled too: the
+    level is against the costs the profile holds."""
     from calibrate.runner import with_host_phase
 
     recorded = load_profile_file(REPO / "benchmarks" / "results" / "h100_fourth_s44b_profile.json.gz")
@@ -149,9 +150,10 @@ def test_calibration_applies_the_run_level_unless_others_disturbed_or_the_overhe
     assert applied.host_phase_factor == pytest.approx(host_phase(ov.host_index_s, ov)) and applied.host_phase_factor != 1.0
     others = info.model_copy(update=dict(load=info.load.model_copy(update=dict(others_busy_during=0.5))))
     waited = info.model_copy(update=dict(load=info.load.model_copy(update=dict(contended_measurements=info.load.measurements // 10))))
-    remeasured = info.model_copy(update=dict(remeasured=["stall (gpu overheads): dispatch add took 2 ms"]))
-    for withheld in (others, waited, remeasured):
+    for withheld in (others, waited):
         assert with_host_phase(ov, withheld, []) is ov
+    remeasured = info.model_copy(update=dict(remeasured=["stall (gpu overheads): dispatch add took 2 ms"]))
+    assert with_host_phase(ov, remeasured, []).host_phase_factor == applied.host_phase_factor
     assert applied.host_index_s == ov.host_index_s
 
 
@@ -172,3 +174,30 @@ def test_a_replay_can_put_a_recorded_calibrations_host_costs_at_its_samples():
     assert now.dispatch_s.median_s == pytest.approx(level * ov.dispatch_s.median_s)
     older = load_profile_file(results / "h100_fourth_s44_profile.json.gz")
     assert rephased(older, "cuda") is older  # index samples only, no ops alone beside them
+
+
+def test_a_slower_reading_of_the_overheads_is_not_recorded_as_remeasured(monkeypatch):
+    """The checks measure a stalled overheads stage again and keep the new reading only when it is
+    faster; a kept old reading is not listed in the profile's ``remeasured``."""
+    import calibrate.runner as runner
+    from roofline.profile_checks import Problem
+
+    profile = load_profile_file(REPO / "tests" / "fixtures" / "h100_profile.json")
+    part = profile.gpu
+    stall = Problem(check="stall", part="gpu", stage="overheads", detail="dispatch add took 2 ms", blocking=False)
+    checks = iter([[stall], []])
+    monkeypatch.setattr(runner, "check_part", lambda p, kind: next(checks))
+    monkeypatch.setattr(runner.time, "sleep", lambda s: None)
+    old = part.measurements.overheads
+    slower = old.model_copy(update=dict(dispatch_s=old.dispatch_s.model_copy(update=dict(median_s=2 * old.dispatch_s.median_s))))
+    monkeypatch.setattr(runner.overhead, "measure_overheads", lambda device, budget_s, warnings: slower)
+    remeasured: list[str] = []
+    runner.check_and_remeasure(part, "gpu", "cuda", runner.gpu_plan(False, 80 << 30), [], remeasured)
+    assert remeasured == [] and part.measurements.overheads is old
+    # a faster one replaces it and is listed
+    faster = old.model_copy(update=dict(dispatch_s=old.dispatch_s.model_copy(update=dict(median_s=0.5 * old.dispatch_s.median_s))))
+    checks = iter([[stall], []])
+    monkeypatch.setattr(runner, "check_part", lambda p, kind: next(checks))
+    monkeypatch.setattr(runner.overhead, "measure_overheads", lambda device, budget_s, warnings: faster)
+    runner.check_and_remeasure(part, "gpu", "cuda", runner.gpu_plan(False, 80 << 30), [], remeasured)
+    assert len(remeasured) == 1 and part.measurements.overheads.dispatch_s.median_s == faster.dispatch_s.median_s

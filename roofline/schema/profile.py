@@ -646,7 +646,7 @@ class Overheads(_Strict):
         description="GPU: the representative ops' time alone, median over samples after every stage of the calibration, over the "
         "overheads stage's (earlier profiles: the host-speed index's median over the run over its median around that stage); "
         "the eager host costs measured there were multiplied by it, so that they stand for the host's typical speed, not one "
-        "moment's (1.0: not applied, where other programs took the CPUs or the checks re-measured the overheads, in an older "
+        "moment's (1.0: not applied, where other programs took the CPUs or measurements waited for one, in an older "
         "profile, or for a swing beyond a host's drift, which the calibration's warnings then give).",
     )
     host_index_s: dict[str, list[float]] = Field(
