@@ -157,6 +157,11 @@ def show(path: Path) -> None:
         m = model.get(tuple(r["shape"]))
         print(f"{str(tuple(r['shape'])):58s} {r['event_us']:7.1f} {r['warm_us']:7.1f} {r['cold_us']:7.1f} {r['fresh_us']:7.1f} "
               f"{m if m is not None else float('nan'):7.1f}")
+    for way in ("event", "warm", "cold", "fresh"):
+        ratios = [r[f"{way}_us"] / model[tuple(r["shape"])] for r in data["rows"] if tuple(r["shape"]) in model]
+        if ratios:
+            print(f"{way:5s} over model: median x{statistics.median(ratios):.2f}, median |ratio - 1| {100 * statistics.median(abs(x - 1) for x in ratios):.1f}%, "
+                  f"max {100 * max(abs(x - 1) for x in ratios):.0f}% ({len(ratios)} shapes)")
 
 
 def main() -> None:
