@@ -22,7 +22,6 @@ float32. Each is timed four ways:
 The zoo's per-op figure is the profiler's summed kernel time of the op inside the model; ``--show``
 prints each way beside the in-model median of the records.
 """
-import argparse
 import json
 import statistics
 import sys
@@ -164,18 +163,11 @@ def show(path: Path) -> None:
                   f"max {100 * max(abs(x - 1) for x in ratios):.0f}% ({len(ratios)} shapes)")
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--measure", type=Path, help="time the shapes on the GPU, write this JSON")
-    ap.add_argument("--show", type=Path, help="print a recorded run")
-    args = ap.parse_args()
-    if args.measure:
-        measure(args.measure)
-    elif args.show:
-        show(args.show)
-    else:
-        ap.error("give --measure OUT.json (GPU) or --show RECORD.json")
+def main() -> int:
+    from benchmarks.sweep_checks import record_check_main
+
+    return record_check_main(__doc__, measure, show, read_flag="show")
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

@@ -1,7 +1,8 @@
 """Whether calibration reads the host-speed index as a model's run later reads it, on one GPU host.
 
     python benchmarks/host_index_probe.py --measure OUT.json      (GPU)
-    python benchmarks/host_index_probe.py --show OUT.json         (no GPU needed)
+    python benchmarks/host_index_probe.py --show OUT.json ...     (no GPU needed)
+    python benchmarks/host_index_probe.py --samples PROFILE ...   (a calibrated profile's host samples)
 
 Every own-profile zoo record ran its models' host at x0.59-x0.97 of the host speed its profile's
 calibration implied (``host_scale`` in ``benchmarks/results/h100_*_own.json``, ``h100_heldout_s41``,
@@ -105,7 +106,8 @@ def measure(out: Path, device: str = "cuda", cycles_n: int = CYCLES) -> None:
     out.write_text(json.dumps(dict(device=torch.cuda.get_device_name() if device.startswith("cuda") else "cpu", torch=torch.__version__, cycles=cycles), indent=1))
 
 
-def show(path: Path) -> None:
+def show(path: Path) -> list[dict]:
+    """Print a recorded run, cycle by cycle; return its cycles."""
     data = json.loads(path.read_text())
     print(f"{path.name}: {data['device']}, torch {data['torch']}; one pass of the index, us")
     keys = ("lap", "warm_lap", "stage", "implied", "beside", "read")
@@ -123,21 +125,60 @@ def show(path: Path) -> None:
             off = [abs(math.log(c["beside_s"] / c[implied])) for c in data["cycles"]]
             print(f"{key:16s} {' '.join(f'{v:.2f}' for v in values)}  (median {statistics.median(values):.2f}); "
                   f"beside against its implied index: median |log| {statistics.median(off):.3f}, max {max(off):.3f}")
+    return data["cycles"]
+
+
+def pooled(cycles: list[dict]) -> None:
+    """The records' cycles together: the index beside a model over the one the stage implies, the
+    stage's interleaving factor, and a sample right after a stage over a warmed one."""
+    beside = [c["beside_s"] / c["implied_s"] for c in cycles]
+    interleave = [c["interleave"] for c in cycles]
+    print(f"{len(cycles)} cycles: beside / implied x{min(beside):.2f}-x{max(beside):.2f} (median x{statistics.median(beside):.2f}); "
+          f"the stage's interleaving factor {min(interleave):.2f}-{max(interleave):.2f} (median {statistics.median(interleave):.2f})")
+    paired = [statistics.median(c["lap_s"]) / c["warm_lap_s"][0] for c in cycles if c.get("warm_lap_s")]
+    if paired:
+        print(f"{len(paired)} cycles with both: a sample right after a stage over a warmed one x{statistics.median(paired):.2f} (median), "
+              f"slower in {sum(r > 1 for r in paired)} of {len(paired)}")
+
+
+def samples(path: Path) -> None:
+    """A calibrated profile's host samples (``Overheads.host_index_s``): the run's level
+    (``calibrate.runner.host_phase``), the samples' own ratio of the mix to the ops alone against the
+    stage's interleaving factor, and what the samples took of the calibration's time."""
+    from calibrate.runner import host_phase
+    from roofline.profiles import load_profile_file
+
+    profile = load_profile_file(path)
+    ov = profile.gpu.measurements.overheads if profile.gpu is not None else None
+    hi = ov.host_index_s if ov is not None else {}
+    outside = profile.calibration.duration_s - sum(profile.calibration.stage_seconds.values())
+    if not hi.get("run_alone"):
+        print(f"{path.name}: no samples of the ops alone; calibration's time outside its stages {outside:.1f} s")
+        return
+    ratio = statistics.median(m / a for m, a in zip(hi["run"], hi["run_alone"]))
+    level = host_phase(hi, ov) if ov.host_phase_factor == 1.0 else None
+    level_text = f"x{level:.2f} (not applied)" if level is not None else f"x{ov.host_phase_factor:.2f} (applied)"
+    print(f"{path.name}: {len(hi['run_alone'])} samples; level {level_text}; the samples' mix over the ops alone {ratio:.2f}, "
+          f"the stage's interleaving factor {ov.interleave_factor:.2f}; calibration's time outside its stages {outside:.1f} s")
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--measure", type=Path, help="read the index every way on the GPU, write this JSON")
-    ap.add_argument("--show", type=Path, help="print a recorded run")
+    ap.add_argument("--show", type=Path, nargs="+", help="print recorded runs, then their cycles pooled")
+    ap.add_argument("--samples", type=Path, nargs="+", help="print calibrated profiles' host samples")
     ap.add_argument("--device", default="cuda", help="where to read it (cpu: a dry run of the probe itself)")
     ap.add_argument("--cycles", type=int, default=CYCLES)
     args = ap.parse_args()
     if args.measure:
         measure(args.measure, args.device, args.cycles)
     elif args.show:
-        show(args.show)
+        pooled([c for path in args.show for c in show(path)])
+    elif args.samples:
+        for path in args.samples:
+            samples(path)
     else:
-        ap.error("give --measure OUT.json (GPU) or --show RECORD.json")
+        ap.error("give --measure OUT.json (GPU), --show RECORD.json ... or --samples PROFILE ...")
 
 
 if __name__ == "__main__":

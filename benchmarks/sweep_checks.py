@@ -148,14 +148,14 @@ def timed_check_main(doc: str, name: str, points: Callable[..., list[dict]], cal
     return 0
 
 
-def record_check_main(doc: str, measure: Callable[[Path], None], check: Callable[[Path], int],
-                      sweep: Callable[[Path, str], int] | None = None) -> int:
-    """The command line of a probe that records ATen's choices on the GPU and checks the model's rule
-    against the record anywhere: ``--measure OUT.json``, ``--check OUT.json`` and, with ``sweep``,
-    ``--sweep OUT.json [--profile P]`` (the record's timed points priced)."""
+def record_check_main(doc: str, measure: Callable[[Path], None], check: Callable[[Path], int | None],
+                      sweep: Callable[[Path, str], int] | None = None, read_flag: str = "check") -> int:
+    """The command line of a probe that records on the GPU and reads the record anywhere:
+    ``--measure OUT.json``, ``--check OUT.json`` (or ``--READ_FLAG``: ``--show`` for a probe that prints
+    its record) and, with ``sweep``, ``--sweep OUT.json [--profile P]`` (the record's timed points priced)."""
     ap = argparse.ArgumentParser(description=doc.splitlines()[0])
     ap.add_argument("--measure", metavar="OUT.json")
-    ap.add_argument("--check", metavar="OUT.json")
+    ap.add_argument(f"--{read_flag}", dest="check", metavar="OUT.json")
     if sweep:
         ap.add_argument("--sweep", metavar="OUT.json")
         ap.add_argument("--profile", default="nvidia-h100-80gb-hbm3")
@@ -163,7 +163,7 @@ def record_check_main(doc: str, measure: Callable[[Path], None], check: Callable
     if args.measure:
         measure(Path(args.measure))
     if args.check:
-        return check(Path(args.check))
+        return check(Path(args.check)) or 0
     if sweep and args.sweep:
         return sweep(Path(args.sweep), args.profile)
     return 0

@@ -27,7 +27,7 @@ from roofline.timing import Slot, Timing, summarize, sync, time_rounds
 
 INDEX_CALLS = 10  # passes of the mix per index sample, as calibration timed the mix
 # untimed passes of the mix before an index is read: the first passes after other code run slower than
-# the host's speed (x1.06 after a calibration stage on the lent H100, benchmarks/host_index_probe.py)
+# the host's speed (x1.08 after a calibration stage on the lent H100, benchmarks/host_index_probe.py)
 INDEX_WARM_PASSES = 3 * INDEX_CALLS
 ALONE_CALLS = 20  # calls of each representative op per alone sample (about 5 ms on the lent H100's host)
 MODEL_BLOCK_S = 2e-3  # model calls timed per round: about as long as one index sample
