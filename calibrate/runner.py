@@ -504,9 +504,9 @@ def host_phase(host_index: dict, overheads: Overheads) -> float | None:
     fewer than ``MIN_LAPS`` samples). One stage of about a second is one sample of a host that drifts
     by tens of percent for seconds to minutes at a time; the median of samples spread over the run is
     the host's typical speed, which the eager host costs measured in that stage then stand for. The
-    stage's interleaving factor stays: the samples' own ratio of the mix to the ops alone rises with
-    a slow phase (x1.55 against the stage's x1.29 in one H100 run) where the models' host costs did
-    not follow it (``docs/design.md``, the host's typical speed)."""
+    stage's interleaving factor stays: the samples' own ratio of the mix to the ops alone rose with
+    a slow phase (x1.55 against the stage's x1.29 in one H100 run), and whether models follow it is
+    not yet shown (``docs/design.md``, the host's typical speed)."""
     alone = host_index.get("run_alone", [])
     stage_alone = mix_alone_sum_s({name: stat.median_s for name, stat in overheads.dispatch_by_op_s.items()})
     if len(alone) < MIN_LAPS or stage_alone <= 0:
