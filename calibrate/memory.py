@@ -318,6 +318,33 @@ def measure_cat_grid(device: str, *, budget_s: float, warnings: list, quick: boo
     return [PointwiseCurve(op="cat_grid", dtype="float32", points=points)]
 
 
+# ATen's gather of whole rows by a 1-d index (``table[index]``, ``index_select`` on dim 0, an embedding)
+# runs, where a row's bytes are a multiple of 16, a kernel with a block per index that copies the
+# row in 16-byte vectors. A row of up to 512 bytes gets a block of one warp, and such blocks, each
+# waiting on the index and then the row, are as many as an SM holds at once: the time follows the
+# number of rows, not their bytes (BEiT's 38,809 rows of 48 bytes take 25 us on the H100, their bytes
+# 2 us). Timed over rows of GATHER_ROW_BYTES from a small table; the model prices such a gather at its
+# row count on this curve (``roofline.model.kernels.row_gather``).
+GATHER_ROW_BYTES = 48
+GATHER_TABLE_ROWS = 732
+GATHER_ROWS = [1 << 12, 1 << 15, 1 << 18, 1 << 20]
+
+
+def measure_gather_rows(device: str, *, budget_s: float, warnings: list, quick: bool = False, progress=None) -> list[PointwiseCurve]:
+    """``table[index]`` over rows of ``GATHER_ROW_BYTES`` (GPU, float32) by the number of rows: one
+    curve whose bytes are the rows' (rows x GATHER_ROW_BYTES)."""
+    table = _rand(GATHER_TABLE_ROWS, GATHER_ROW_BYTES // 4, device=device)
+    points = []
+    for rows in GATHER_ROWS[1:3] if quick else GATHER_ROWS:
+        index = torch.randint(0, GATHER_TABLE_ROWS, (rows,), device=device)
+        stat = _timed(lambda: table[index], device, budget_s, f"gather of {rows} rows of {GATHER_ROW_BYTES} B", warnings)
+        moved = rows * GATHER_ROW_BYTES
+        points.append(PointwisePoint(elements=rows, bytes=moved, time=stat, elements_per_s=rows / stat.median_s, bytes_per_s=moved / stat.median_s))
+        if progress:
+            progress()
+    return [PointwiseCurve(op="gather_rows", dtype="float32", points=points)]
+
+
 def measure_attention(device: str, dtype_name: str, head_dim: int, causal: bool, *, seqs: list[int], tokens: list[int], budget_s: float, warnings: list, progress=None, single: bool = False):
     """Fused SDPA forward over sequence length x tokens in flight (batch*heads*seq). With ``single``,
     also one sequence alone at each length: a grid of one row of query tiles, under one wave of the

@@ -1,6 +1,6 @@
 """Measure one GPU calibration stage again on the profiled machine and put it into the profile.
 
-    python -m calibrate.refresh PROFILE --stage attention|cat_grid|conv|conv3d|foreach|gemm_ratios|conv_families|layout|norm_families|pooling|reductions|rnn [--output PATH]
+    python -m calibrate.refresh PROFILE --stage attention|cat_grid|conv|conv3d|foreach|gather_rows|gemm_ratios|conv_families|layout|norm_families|pooling|reductions|rnn [--output PATH]
 
 A stage's design can change after a profile is shipped (the addmm ratio grew from eight shapes to a
 grid over rows, reduction length and width). Calibrating the whole machine again moves every other
@@ -129,6 +129,7 @@ STAGES = {
     "conv_families": Stage("conv_families", mechanisms.measure_conv_families, "gpu conv families", 0.5),
     "norm_families": Stage("norm_families", mechanisms.measure_norm_families, "gpu norm families", 0.5),
     "cat_grid": Stage("pointwise", memory.measure_cat_grid, "gpu cat grid", 1.0, merge=merge_op_curves),
+    "gather_rows": Stage("pointwise", memory.measure_gather_rows, "gpu gather rows", 1.0, merge=merge_op_curves),
     "layout": Stage("pointwise", measure_layouts, "gpu layout", 1.0, merge=merge_op_curves),
     "pooling": Stage("pointwise", measure_pooling, "gpu pooling", 1.0, merge=merge_op_curves),
     "reductions": Stage("pointwise", measure_reductions, "gpu reductions", 1.0, merge=merge_op_curves),

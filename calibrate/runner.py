@@ -124,6 +124,7 @@ class Plan:
         n += len(rnn.KINDS) * len(self.rnn_dtypes) * len(self.rnn_shapes)
         if gpu:
             n += 4 * len(self.transfer_sizes) + len(memory.CAT_GRID_BYTES[1::2] if self.quick else memory.CAT_GRID_BYTES)
+            n += len(memory.GATHER_ROWS[1:3] if self.quick else memory.GATHER_ROWS)
             n += mechanisms.steps(self.quick) + mechanisms.norm_steps(self.quick) + 3 if self.mechanisms else 0  # 3: the foreach kernels
         elif not self.quick:
             n += 2 * len(mechanisms.BATCH_NORM_TRAIN_SHAPES) + len(conv.CPU_PASS_SHAPES)
@@ -396,6 +397,9 @@ def _measure_part(device: str, plan: Plan, progress: _Progress, warnings: list, 
         progress.stage(f"{device} cat grid")
         pointwise += memory.measure_cat_grid(device, budget_s=plan.point_budget_s, warnings=warnings, quick=plan.quick, progress=progress.step)
         lap("cat grid")
+        progress.stage(f"{device} gather rows")
+        pointwise += memory.measure_gather_rows(device, budget_s=plan.point_budget_s, warnings=warnings, quick=plan.quick, progress=progress.step)
+        lap("gather rows")
     attention = []
     if gpu and plan.attention_seqs:
         progress.stage(f"{device} attention")

@@ -27,7 +27,7 @@ from roofline.costs.conv import is_transposed
 from roofline.costs.pooling import kernel_taps, spatial_dims
 from roofline.costs.norm import batch_norm_training, is_batch_norm_forward
 from roofline.costs.optimizer import FOREACH_CHUNK_BYTES, multi_tensor_kernels
-from roofline.costs.registry import arguments, schema_of
+from roofline.costs.registry import arguments, is_contiguous, schema_of
 from roofline.graph.ops import CapturedOp, TensorMeta
 from roofline.model.curves import (
     ConvKey, ConvModel, conv_aligned, conv_channels_last_key, conv_kind, conv_narrow_plane, conv_out_aligned, conv_plane_aligned,
@@ -212,6 +212,9 @@ def _memory_s(op: CapturedOp, cost: OpCost, dev: DeviceModel) -> float:
         batched = _batched_cat_s(op, nbytes, rate or dev.bandwidth.bytes_per_s(max(nbytes, 1), _bandwidth_kind(cost, dev)), dev)
         if batched is not None:
             return batched
+    gathered = _row_gather_s(op, dev)
+    if gathered is not None:
+        return max(gathered, nbytes / (rate or dev.bandwidth.bytes_per_s(max(nbytes, 1), _bandwidth_kind(cost, dev))))
     if rate and family in ROW_FAMILIES and ("layer_norm" in op.packet or "softmax" in op.packet):
         padded = _warp_softmax_row(op, family, dev)
         if padded is not None:  # each row walked as if of its padded length
@@ -371,6 +374,55 @@ def _batched_cat_s(op: CapturedOp, nbytes: int, rate: float, dev: DeviceModel) -
         return None
     grid_s = largest / grid_rate
     return sum(max(nbytes * size / sum(sizes) / rate, grid_s) for size in sizes)
+
+
+# ATen's gather of whole rows (``calibrate.memory.GATHER_ROW_BYTES``'s comment): where each gathered row
+# is a multiple of GATHER_VECTOR_BYTES, a block per index copies it in vectors of that size, and a
+# row of at most GATHER_WARP_ROW_BYTES gets a block of one warp, whose time follows the rows.
+GATHER_VECTOR_BYTES, GATHER_WARP_ROW_BYTES = 16, 512
+GATHER_ROW_FAMILY = "gather_rows"
+ROW_GATHER_OPS = ("aten.index", "aten.index_select", "aten.embedding")
+
+
+def row_gather(op: CapturedOp) -> tuple[int, int] | None:
+    """(rows, bytes of a row) of a gather of whole rows by one integer index from a contiguous table:
+    ``table[index]`` (``aten.index`` with the index on the first dimension alone), ``index_select``
+    on dimension 0, an embedding's forward; None for any other op."""
+    a = arguments(op)
+    if op.packet == "aten.index":
+        table, indices = a.get("self"), a.get("indices") or []
+        index = indices[0] if len(indices) == 1 else None
+    elif op.packet == "aten.index_select":
+        table, index = a.get("self"), a.get("index")
+        if not isinstance(table, TensorMeta) or a.get("dim") not in (0, -table.ndim):
+            return None
+    elif op.packet == "aten.embedding":
+        table, index = a.get("weight"), a.get("indices")
+    else:
+        return None
+    if not isinstance(table, TensorMeta) or not isinstance(index, TensorMeta) or table.ndim < 2 or not is_contiguous(table):
+        return None
+    if index.dtype not in (torch.int64, torch.int32):
+        return None
+    return index.numel, math.prod(table.shape[1:]) * table.itemsize
+
+
+def _row_gather_s(op: CapturedOp, dev: DeviceModel) -> float | None:
+    """A GPU gather of rows of at most GATHER_WARP_ROW_BYTES, each a multiple of GATHER_VECTOR_BYTES:
+    its row count on the calibrated ``gather_rows`` curve (those rows' bytes at that curve's rate).
+    None for other ops and rows, on the CPU, and without the curve."""
+    found = row_gather(op) if op.packet in ROW_GATHER_OPS else None
+    if found is None or dev.kind != "cuda" or not dev.has_family(GATHER_ROW_FAMILY):
+        return None
+    rows, row_bytes = found
+    if not rows or row_bytes % GATHER_VECTOR_BYTES or row_bytes > GATHER_WARP_ROW_BYTES:
+        return None
+    model = dev.family.get((GATHER_ROW_FAMILY, "float32"))
+    if model is None or model.curve is None or not model.curve.points:
+        return None
+    first = model.curve.points[0]
+    nbytes = max(round(rows * first.bytes / first.elements), 1)  # the rows at the calibrated rows' size
+    return nbytes / model.bytes_per_s(nbytes)
 
 
 # ATen's softmax on the GPU gives rows of at most 1024 elements (and 4 KB) along the innermost
