@@ -5,7 +5,8 @@ paths), of SDPA with an additive bias, and of a small-table gather, against the 
     python benchmarks/fastpath_kernels.py --show RECORD.json [--profile P]
 
 The zoo's half-precision fast paths (torchvision's ViTs, nn.MultiheadAttention, nn.TransformerEncoderLayer)
-came out 35-66% over per op while their float32 twins sat within 12%, and BEiT's half-precision SDPA with
+came out 35-66% over per op while their float32 twins sat within 12% (the kernels showed three where the
+model priced five: ``roofline.costs.attention.SDPA_HEAD_MULTIPLE``), and BEiT's half-precision SDPA with
 its relative-position bias ran 2.3x the same SDPA without one. ``--measure`` times each case with the
 shared protocol (device clock) and records every kernel one call runs with its duration (torch.profiler);
 ``--show`` prints, per case, the measured kernels beside the parts the model prices (``OpCost.parts`` of
@@ -88,14 +89,23 @@ def measure(path: str) -> None:
     Path(path).write_text(json.dumps(dict(device=torch.cuda.get_device_name(), torch=torch.__version__, rows=rows), indent=1))
 
 
+def analysis_of(case: str, profile) -> Analysis:
+    """One recorded case captured on the CPU and priced for ``profile``'s GPU."""
+    fn, inputs = cases("cpu")[case]()
+    return Analysis.of(fn, inputs, None, profile, Options(device="cuda", capture_device="cpu", batch_sweep=False))
+
+
+def priced_s(case: str, profile) -> float:
+    """The model's device time of one recorded case: its kernels' prices summed."""
+    return sum(k[0] for k in analysis_of(case, profile).kernels())
+
+
 def show(path: str, profile_path: str) -> None:
     record = json.loads(Path(path).read_text())
     profile = load_profile_file(Path(profile_path))
     print(f"{record['device']}, torch {record['torch']}; priced with {Path(profile_path).name}")
-    built = cases("cpu")
     for row in record["rows"]:
-        fn, inputs = built[row["case"]]()
-        a = Analysis.of(fn, inputs, None, profile, Options(device="cuda", capture_device="cpu", batch_sweep=False))
+        a = analysis_of(row["case"], profile)
         dev = a.dev
         total = sum(k[0] for k in a.kernels())
         print(f"{row['case']}: measured {row['median_s'] * 1e6:.1f} us (kernels {sum(d for _, d in row['kernels']) * 1e6:.1f} us), "

@@ -1,5 +1,8 @@
 """Attention family: two-GEMM FLOPs (flop_counter's rule), GQA, causal, layouts, bytes."""
 
+import dataclasses
+
+import pytest
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -208,3 +211,63 @@ def test_sdpa_three_dimensional_inputs():
     op = op_of(aten.scaled_dot_product_attention.default, meta(3, 4, 8), meta(3, 6, 8), meta(3, 6, 2), outputs=[meta(3, 4, 2)])
     c, ok = cost_of(op)
     assert ok and c.flops == 1152 + 288 and c.gemm == (3, 4, 6, 8 + 2)
+
+
+def test_native_attention_takes_the_sdpa_path_for_heads_of_eight():
+    # nn.MultiheadAttention(16, 2): heads of 8, self-attention, no weights, no mask: ATen's SDPA path, three
+    # kernels: the input projection with its bias (2 * 10*16*48 = 15360 + the bias 480), the fused attention
+    # (2 * 2*2*5*5*8 * 2 = 3200) and the output projection with its bias (2 * 10*16*16 = 5120 + 160)
+    m = nn.MultiheadAttention(16, 2, batch_first=True).eval()
+    x = torch.randn(2, 5, 16)
+    _, c = priced("aten._native_multi_head_attention", lambda t: m(t, t, t, need_weights=False), x)
+    assert [op.name for op, c in c.parts if c.kernels] == ["aten.addmm.default", "aten.scaled_dot_product_attention.default", "aten.addmm.default"]
+    assert _gemm_part_flops(c) == 15360 + 3200 + 5120 and c.kernels == 3
+    # between the launches, the path's own C++ work (the head views, SDPA's backend choice): parts that launch nothing
+    assert [op.name for op, c in c.parts if not c.kernels] == ["aten._fused_sdp_choice.default"] * 2
+    # the weights returned, a mask, or heads of 4: the path of separate passes (the bias and head split, the merge)
+    for fn, inputs in ((lambda t: m(t, t, t), (x,)), (lambda t: m(t, t, t, need_weights=False, attn_mask=torch.zeros(5, 5, dtype=torch.bool)), (x,))):
+        _, other = priced("aten._native_multi_head_attention", fn, *inputs)
+        assert [op.name for op, _ in other.parts].count("aten.clone.default") == 2
+    layer = nn.TransformerEncoderLayer(16, 2, 32, batch_first=True).eval()
+    _, c = priced("aten._transformer_encoder_layer_fwd", layer, torch.randn(2, 5, 16))
+    assert "aten.clone.default" not in [op.name for op, _ in c.parts]
+
+
+def test_the_native_attention_kernels_the_h100_ran():
+    """The H100's kernels of nn.MultiheadAttention's fast path (torchvision's ViT-B/16 and /32 shapes, a 512-wide
+    layer; ``benchmarks/fastpath_kernels.py``): three kernels, which the model prices within 10% in both dtypes
+    on the shipped profile, whose GEMM ratios price a projection's bias epilogue (five parts before, half
+    precision 21-32% over)."""
+    import json
+
+    from benchmarks.fastpath_kernels import priced_s
+    from roofline.profiles import load_profile_file
+    from tests.conftest import REPO
+
+    fixtures = REPO / "tests" / "fixtures"
+    record = json.loads((fixtures / "h100_fastpath_kernels.json").read_text())
+    profile = load_profile_file(REPO / "device_profiles" / "nvidia-h100-80gb-hbm3.json")
+    rows = [r for r in record["rows"] if r["case"].startswith("native MHA")]
+    assert len(rows) == 6 and all(len([k for k in r["kernels"] if "Memset" not in k[0]]) == 3 for r in rows)
+    for r in rows:
+        assert abs(priced_s(r["case"], profile) / r["median_s"] - 1) < 0.1, r["case"]
+
+
+def test_a_part_that_launches_nothing_costs_the_host_an_elementwise_dispatch():
+    """The native attention's C++ work between its launches (``costs.registry.cpp_work``) pays an elementwise
+    op's dispatch less the Python entry, folded into the next launching part's host time; the device sees
+    only the three kernels."""
+    from roofline.model.device import DeviceModel
+    from roofline.model.timeline import op_dispatch_s, part_pieces, parts_host_s
+    from roofline.profiles import load_profile_file
+    from tests.conftest import REPO
+
+    dev = DeviceModel(load_profile_file(REPO / "tests" / "fixtures" / "h100_profile.json").gpu, "cuda")
+    m = nn.MultiheadAttention(16, 2, batch_first=True).eval()
+    _, c = priced("aten._native_multi_head_attention", lambda t: m(t, t, t, need_weights=False), torch.randn(2, 5, 16))
+    launching = dataclasses.replace(c, parts=tuple(p for p in c.parts if p[1].kernels))
+    elementwise = op_dispatch_s(dev.dispatch_s("add", 4), dev.call_entry_s(4), True, True)
+    assert parts_host_s(c, dev, 4) == pytest.approx(parts_host_s(launching, dev, 4) + 2 * elementwise)
+    pieces = part_pieces(c, 1e-3, dev, 4)
+    assert len(pieces) == 3 and sum(k for _, k in pieces) == pytest.approx(1e-3)
+    assert pieces[1][0] == pytest.approx(part_pieces(launching, 1e-3, dev, 4)[1][0] + 2 * elementwise)

@@ -39,7 +39,7 @@ import math
 
 import torch
 
-from roofline.costs.registry import OpCost, arguments, composite, part, register, rw_bytes
+from roofline.costs.registry import OpCost, arguments, composite, cpp_work, part, register, rw_bytes
 from roofline.graph.ops import CapturedOp, TensorMeta
 
 aten = torch.ops.aten
@@ -132,14 +132,32 @@ def _linear(rows: int, k: int, n: int, dtype, bias: bool) -> tuple[CapturedOp, O
     return part(aten.mm.default, (x, w), (_t((rows, n), dtype),))
 
 
-def _attention_parts(b: int, l: int, s: int, e: int, heads: int, dtype, *, separate_kv: bool, need_weights: bool, average: bool) -> list:
+# ATen's native attention (native_multi_head_attention) takes its SDPA path for self-attention without
+# a mask or returned weights whose heads are a multiple of SDPA_HEAD_MULTIPLE wide: the input
+# projection with its bias in one GEMM, SDPA on views of its output (the heads split by strides), the
+# output projection on SDPA's output, whose heads already lie merged: three kernels. Between them the
+# path's own C++ work (nine views, a chunk, SDPA's backend choice) is priced as SDPA_PATH_CPP_WORK
+# elementwise dispatches, the host time the two passes of the other path cost (not calibrated).
+SDPA_HEAD_MULTIPLE = 8
+SDPA_PATH_CPP_WORK = 2
+
+
+def _attention_parts(b: int, l: int, s: int, e: int, heads: int, dtype, *, separate_kv: bool, need_weights: bool, average: bool,
+                     masked: bool = False) -> list:
     """The kernels of nn.MultiheadAttention's native fast path, in order.
 
-    In projections without bias (one GEMM to 3E for self-attention, three otherwise), one pass that
-    adds the bias, scales q and splits the heads (priced as the copy it streams like), the attention (fused, or bmm + softmax + bmm when
+    On the SDPA path (``SDPA_HEAD_MULTIPLE``'s comment) the input projection with its bias, the fused
+    attention, the output projection with its bias. Otherwise: projections without bias (one GEMM
+    to 3E for self-attention, three otherwise), one pass that adds the bias, scales q and splits the
+    heads (priced as the copy it streams like), the attention (fused, or bmm + softmax + bmm when
     the weights are returned, with their mean over heads when averaged), one pass that merges the
     heads, and the output projection with its bias."""
     dh = e // heads
+    if not separate_kv and not need_weights and not masked and dh % SDPA_HEAD_MULTIPLE == 0:
+        q = _t((b, heads, l, dh), dtype)
+        return [_linear(b * l, e, 3 * e, dtype, True), *[cpp_work(aten._fused_sdp_choice.default)] * SDPA_PATH_CPP_WORK,
+                part(aten.scaled_dot_product_attention.default, (q, q, q), (_t((b, heads, l, dh), dtype),)),
+                _linear(b * l, e, e, dtype, True)]
     if separate_kv:
         parts = [_linear(b * l, e, e, dtype, False), _linear(b * s, e, e, dtype, False), _linear(b * s, e, e, dtype, False)]
         qkv_rows = b * (l + 2 * s)
@@ -182,7 +200,7 @@ def native_mha_cost(op: CapturedOp) -> OpCost:
     else:  # an op built without its graph: by metadata
         same = q == k == a["value"]
     parts = _attention_parts(b, l, s, e, heads, q.dtype, separate_kv=not same, need_weights=bool(a.get("need_weights", True)),
-                             average=bool(a.get("average_attn_weights", True)))
+                             average=bool(a.get("average_attn_weights", True)), masked=a.get("mask") is not None)
     return composite(parts, "attention", q.dtype)
 
 
@@ -207,7 +225,7 @@ def transformer_encoder_layer_cost(op: CapturedOp) -> OpCost:
     def residual():
         return part(aten.add.Tensor, (x, x), (x,))
 
-    attention = _attention_parts(b, l, l, e, heads, dt, separate_kv=False, need_weights=False, average=False)
+    attention = _attention_parts(b, l, l, e, heads, dt, separate_kv=False, need_weights=False, average=False, masked=a.get("mask") is not None)
     activation = part(aten.gelu.default if a.get("use_gelu") else aten.relu.default, (hidden,), (hidden,))
     ffn = [_linear(rows, e, f, dt, True), activation, _linear(rows, f, e, dt, True)]
     if a.get("norm_first"):

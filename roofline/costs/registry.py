@@ -400,6 +400,13 @@ def part(target, args: tuple, outputs: tuple[TensorMeta, ...], kwargs: dict | No
     return op, (formula(op) if formula is not None else fallback_cost(op))
 
 
+def cpp_work(target) -> tuple[CapturedOp, OpCost]:
+    """A part of a fused native op that launches nothing: C++ work of the op between its launches
+    (views, a backend's choice), named by the op ``target`` that does it. The timeline charges its host
+    an elementwise op's dispatch less the Python entry (``model.timeline._part_hosts_s``)."""
+    return CapturedOp(index=-1, target=target, args=(), kwargs={}, outputs=()), OpCost(flops=0, bytes_read=0, bytes_written=0, kernels=0)
+
+
 def composite(parts: list[tuple[CapturedOp, OpCost]], category: Category, compute_dtype: torch.dtype) -> OpCost:
     """The cost of an op that runs ``parts`` one after another (``OpCost.parts``)."""
     return OpCost(

@@ -183,10 +183,20 @@ def op_dispatch_s(dispatch: float, entry: float, paid: bool, inner: bool) -> flo
 
 def _part_hosts_s(cost: OpCost, dev: DeviceModel, distinct_kinds: int) -> list[float]:
     """Host time of issuing each part of a fused native op that launches a kernel: the part's kind's
-    dispatch less the call's Python entry (the op itself paid it)."""
+    dispatch less the call's Python entry (the op itself paid it), with that of the parts before it
+    that launch nothing (the op's own C++ work between launches, ``costs.registry.cpp_work``: an
+    elementwise op's dispatch less the entry, not calibrated); such parts after the last launch go to it."""
     entry = dev.call_entry_s(distinct_kinds)
-    return [op_dispatch_s(dev.dispatch_s(dispatch_kind(p_op, p_cost), distinct_kinds), entry, True, True)
-            for p_op, p_cost in cost.parts if p_cost.kernels]
+    hosts, pending = [], 0.0
+    for p_op, p_cost in cost.parts:
+        kind = dispatch_kind(p_op, p_cost) if p_cost.kernels else "add"
+        pending += op_dispatch_s(dev.dispatch_s(kind, distinct_kinds), entry, True, True)
+        if p_cost.kernels:
+            hosts.append(pending)
+            pending = 0.0
+    if hosts:
+        hosts[-1] += pending
+    return hosts
 
 
 def parts_host_s(cost: OpCost, dev: DeviceModel, distinct_kinds: int) -> float:
