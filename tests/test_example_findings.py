@@ -358,7 +358,9 @@ def test_llama_70b_does_not_fit_one_gpu(advise):
 def test_transformer_encoder_fast_path(advise):
     r = advise("transformer_encoder.py").report
     assert [op.target for op in r.ops] == ["aten._transformer_encoder_layer_fwd.default"] * 4
-    assert all(op.kernels == 12 for op in r.ops)
+    # ATen's SDPA path: the projections with their biases, SDPA, the output projection; two residual adds,
+    # two layer norms, the FFN's two GEMMs and its activation
+    assert all(op.kernels == 10 for op in r.ops)
     assert dominant(r.total.regime_s) == "compute"
 
 
