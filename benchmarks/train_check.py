@@ -144,7 +144,10 @@ def per_op_rows(analysis: Analysis, measured: list | None) -> list[dict]:
 
 
 def graphs_path(record: str) -> Path:
-    return Path(record).with_name(Path(record).name.removesuffix(".json") + "_graphs.json.gz")
+    """The captured graphs beside a record: the file its ``graphs_file`` names (records whose cases
+    captured the same graphs as an earlier record's share that one's), else RECORD_graphs.json.gz."""
+    named = json.loads(Path(record).read_text()).get("graphs_file") if Path(record).exists() else None
+    return Path(record).with_name(named or Path(record).name.removesuffix(".json") + "_graphs.json.gz")
 
 
 def per_op_lines(rows: list[dict]) -> list[str]:
