@@ -109,7 +109,8 @@ def show(path: str, profile_path: str) -> None:
         dev = a.dev
         total = sum(k[0] for k in a.kernels())
         print(f"{row['case']}: measured {row['median_s'] * 1e6:.1f} us (kernels {sum(d for _, d in row['kernels']) * 1e6:.1f} us), "
-              f"priced {total * 1e6:.1f} us ({100 * (total / row['median_s'] - 1):+.0f}%)")
+              f"priced {total * 1e6:.1f} us ({100 * (total / row['median_s'] - 1):+.0f}% of the call, "
+              f"{100 * (total / sum(d for _, d in row['kernels']) - 1):+.0f}% of its kernels)")
         for kname, d in row["kernels"]:
             print(f"    measured {d * 1e6:7.1f} us  {kname[:90]}")
         for op in a.graph.ops:

@@ -87,8 +87,8 @@ def measure_case(build, with_anatomy: bool = False, overheads=None) -> dict:
     warm_up(real, seconds=0.3, at_least=3)
     sink = bytearray(THRASH_BYTES)
 
-    def forward():
-        with torch.enable_grad():
+    def forward(grad: bool = True):
+        with torch.set_grad_enabled(grad):
             return real.loss_of(real.model(*real.args, **real.kwargs))
 
     def timed(before=None, grad=True, eval_mode=False) -> tuple[float, float]:
@@ -97,11 +97,7 @@ def measure_case(build, with_anatomy: bool = False, overheads=None) -> dict:
         real.model.train(not eval_mode)
         torch.cuda.synchronize()
         t0 = time.perf_counter()
-        if grad:
-            loss = forward()
-        else:
-            with torch.no_grad():
-                loss = forward()
+        loss = forward(grad)
         t1 = time.perf_counter()
         torch.cuda.synchronize()
         t2 = time.perf_counter()
@@ -160,19 +156,20 @@ def profiled(forward, model, variant: str) -> list[dict]:
     runtime's calls among them, each with its call count."""
     import torch.profiler as tp
     model.train(variant != "eval_no_grad")
-    grad = torch.enable_grad() if variant == "alone" else torch.no_grad()
-    with grad:
-        forward()  # once outside, so that the profiled call finds everything warm
+    grad = variant == "alone"
+    forward(grad)  # once outside, so that the profiled call finds everything warm
+    torch.cuda.synchronize()
+    with tp.profile(activities=[tp.ProfilerActivity.CPU, tp.ProfilerActivity.CUDA]) as prof:
+        forward(grad)
         torch.cuda.synchronize()
-        with tp.profile(activities=[tp.ProfilerActivity.CPU, tp.ProfilerActivity.CUDA]) as prof:
-            forward()
-            torch.cuda.synchronize()
     model.train()
     events = sorted(prof.key_averages(), key=lambda e: -e.self_cpu_time_total)[:ANATOMY_ROWS]
     return [dict(name=e.key, calls=e.count, self_cpu_us=e.self_cpu_time_total) for e in events]
 
 
 def show(record: dict) -> None:
+    if record.get("note"):
+        print(f"note: {record['note']}")
     print(f"forward + loss on {record['device']} (torch {record['torch']}, {record['date']}): median wall us (host's return us); x of alone")
     variants = [v for v in VARIANTS if all(v in r["variants"] for r in record["cases"].values())]
     print(f"{'case':28s}" + "".join(f"{v:>20s}" for v in variants))

@@ -704,7 +704,8 @@ def test_a_gather_of_short_rows_is_priced_by_its_row_count():
 def test_other_gathers_keep_their_bytes_price():
     """Rows that are not a multiple of 16 bytes (bfloat16 x 12: an elementwise kernel), rows of more
     than 512 bytes (768 floats: blocks of several warps, bound by their bytes), a gather along the
-    second dimension and a CPU's: the curve changes none of them."""
+    second dimension, one by a strided index, one from a table off 16-byte boundaries: the curve
+    changes none of them."""
     from benchmarks.gather_probe import predicted_s
 
     with_curve, checks = gather_profile(True)
@@ -715,6 +716,11 @@ def test_other_gathers_keep_their_bytes_price():
         assert predicted_s(with_curve, c) == pytest.approx(predicted_s(bare, c), rel=1e-9)
     table, index = torch.empty(12, 732), torch.empty(38809, dtype=torch.int64)
     assert kernel_s(lambda t, i: t[:, i], (table, index), with_curve) == pytest.approx(kernel_s(lambda t, i: t[:, i], (table, index), bare), rel=1e-9)
+    rows, wide_index = torch.empty(733, 12), torch.empty(38809, 2, dtype=torch.int64)
+    shifted = lambda t, i: t.view(-1)[1:1 + 732 * 12].view(732, 12)[i[:, 0].contiguous()]  # noqa: E731 (rows 4 bytes off)
+    for fn, args in ((lambda t, i: t[i[:, 0]], (rows, wide_index)), (shifted, (rows, wide_index))):
+        assert kernel_s(fn, args, with_curve) == pytest.approx(kernel_s(fn, args, bare), rel=1e-9)
+    assert kernel_s(lambda t, i: t[i[:, 0].contiguous()], (rows, wide_index), with_curve) > 5 * kernel_s(lambda t, i: t[i[:, 0].contiguous()], (rows, wide_index), bare)
 
 
 def test_the_gather_rows_curve_counts_rows_of_its_row_bytes():

@@ -142,18 +142,27 @@ SDPA_HEAD_MULTIPLE = 8
 SDPA_PATH_CPP_WORK = 2
 
 
+SDPA_PATH_DTYPES = (torch.float16, torch.bfloat16, torch.float32)  # a fused SDPA backend's: float64 runs the math one
+
+
+def sdpa_path(e: int, heads: int, dtype, *, separate_kv: bool, need_weights: bool, masked: bool) -> bool:
+    """Whether the GPU's native attention takes its SDPA path (``SDPA_HEAD_MULTIPLE``'s comment);
+    a CPU never does."""
+    return not separate_kv and not need_weights and not masked and (e // heads) % SDPA_HEAD_MULTIPLE == 0 and dtype in SDPA_PATH_DTYPES
+
+
 def _attention_parts(b: int, l: int, s: int, e: int, heads: int, dtype, *, separate_kv: bool, need_weights: bool, average: bool,
-                     masked: bool = False) -> list:
+                     sdpa: bool = False) -> list:
     """The kernels of nn.MultiheadAttention's native fast path, in order.
 
-    On the SDPA path (``SDPA_HEAD_MULTIPLE``'s comment) the input projection with its bias, the fused
-    attention, the output projection with its bias. Otherwise: projections without bias (one GEMM
+    With ``sdpa``, the GPU's SDPA path (``SDPA_HEAD_MULTIPLE``'s comment): the input projection with
+    its bias, the fused attention, the output projection with its bias. Otherwise: projections without bias (one GEMM
     to 3E for self-attention, three otherwise), one pass that adds the bias, scales q and splits the
     heads (priced as the copy it streams like), the attention (fused, or bmm + softmax + bmm when
     the weights are returned, with their mean over heads when averaged), one pass that merges the
     heads, and the output projection with its bias."""
     dh = e // heads
-    if not separate_kv and not need_weights and not masked and dh % SDPA_HEAD_MULTIPLE == 0:
+    if sdpa:
         q = _t((b, heads, l, dh), dtype)
         return [_linear(b * l, e, 3 * e, dtype, True), *[cpp_work(aten._fused_sdp_choice.default)] * SDPA_PATH_CPP_WORK,
                 part(aten.scaled_dot_product_attention.default, (q, q, q), (_t((b, heads, l, dh), dtype),)),
@@ -199,9 +208,12 @@ def native_mha_cost(op: CapturedOp) -> OpCost:
         same = op.input_sources[0][0] == op.input_sources[1][0] == op.input_sources[2][0]
     else:  # an op built without its graph: by metadata
         same = q == k == a["value"]
-    parts = _attention_parts(b, l, s, e, heads, q.dtype, separate_kv=not same, need_weights=bool(a.get("need_weights", True)),
-                             average=bool(a.get("average_attn_weights", True)), masked=a.get("mask") is not None)
-    return composite(parts, "attention", q.dtype)
+    shape = dict(separate_kv=not same, need_weights=bool(a.get("need_weights", True)))
+    average = bool(a.get("average_attn_weights", True))
+    parts = _attention_parts(b, l, s, e, heads, q.dtype, **shape, average=average)
+    if not sdpa_path(e, heads, q.dtype, **shape, masked=a.get("mask") is not None):
+        return composite(parts, "attention", q.dtype)
+    return composite(_attention_parts(b, l, s, e, heads, q.dtype, **shape, average=average, sdpa=True), "attention", q.dtype, cpu_parts=parts)
 
 
 @register(aten._transformer_encoder_layer_fwd, category="attention")
@@ -225,11 +237,15 @@ def transformer_encoder_layer_cost(op: CapturedOp) -> OpCost:
     def residual():
         return part(aten.add.Tensor, (x, x), (x,))
 
-    attention = _attention_parts(b, l, l, e, heads, dt, separate_kv=False, need_weights=False, average=False, masked=a.get("mask") is not None)
     activation = part(aten.gelu.default if a.get("use_gelu") else aten.relu.default, (hidden,), (hidden,))
     ffn = [_linear(rows, e, f, dt, True), activation, _linear(rows, f, e, dt, True)]
-    if a.get("norm_first"):
-        parts = [norm(), *attention, residual(), norm(), *ffn, residual()]
-    else:
-        parts = [*attention, residual(), norm(), *ffn, residual(), norm()]
-    return composite(parts, "attention", dt)
+
+    def layer(sdpa: bool) -> list:
+        attention = _attention_parts(b, l, l, e, heads, dt, separate_kv=False, need_weights=False, average=False, sdpa=sdpa)
+        if a.get("norm_first"):
+            return [norm(), *attention, residual(), norm(), *ffn, residual()]
+        return [*attention, residual(), norm(), *ffn, residual(), norm()]
+
+    if not sdpa_path(e, heads, dt, separate_kv=False, need_weights=False, masked=a.get("mask") is not None):
+        return composite(layer(False), "attention", dt)
+    return composite(layer(True), "attention", dt, cpu_parts=layer(False))

@@ -87,6 +87,9 @@ class OpCost:
     # fast path): each kernel as an op of its own and its cost, in order. The op's FLOPs, bytes and
     # kernels are their sums, and its kernel time is the sum of theirs.
     parts: tuple = ()
+    # Where the op runs other kernels on a CPU (the native attention's fused SDPA path is the GPU's):
+    # its parts there, priced on a CPU in place of ``parts`` (``parts_on``); empty: the same parts.
+    cpu_parts: tuple = ()
 
     @property
     def bytes(self) -> int:
@@ -407,10 +410,17 @@ def cpp_work(target) -> tuple[CapturedOp, OpCost]:
     return CapturedOp(index=-1, target=target, args=(), kwargs={}, outputs=()), OpCost(flops=0, bytes_read=0, bytes_written=0, kernels=0)
 
 
-def composite(parts: list[tuple[CapturedOp, OpCost]], category: Category, compute_dtype: torch.dtype) -> OpCost:
-    """The cost of an op that runs ``parts`` one after another (``OpCost.parts``)."""
+def composite(parts: list[tuple[CapturedOp, OpCost]], category: Category, compute_dtype: torch.dtype,
+              cpu_parts: list[tuple[CapturedOp, OpCost]] = ()) -> OpCost:
+    """The cost of an op that runs ``parts`` one after another (``OpCost.parts``; its FLOPs, bytes
+    and kernels are theirs), and ``cpu_parts`` on a CPU where those differ."""
     return OpCost(
         flops=sum(c.flops for _, c in parts), bytes_read=sum(c.bytes_read for _, c in parts),
         bytes_written=sum(c.bytes_written for _, c in parts), kernels=sum(c.kernels for _, c in parts),
-        category=category, compute_dtype=compute_dtype, parts=tuple(parts),
+        category=category, compute_dtype=compute_dtype, parts=tuple(parts), cpu_parts=tuple(cpu_parts),
     )
+
+
+def parts_on(cost: OpCost, kind: str) -> tuple:
+    """The parts a fused native op runs on a device of ``kind`` ('cuda' or 'cpu')."""
+    return cost.cpu_parts if kind == "cpu" and cost.cpu_parts else cost.parts

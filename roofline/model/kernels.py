@@ -27,7 +27,7 @@ from roofline.costs.conv import is_transposed
 from roofline.costs.pooling import kernel_taps, spatial_dims
 from roofline.costs.norm import batch_norm_training, is_batch_norm_forward
 from roofline.costs.optimizer import FOREACH_CHUNK_BYTES, multi_tensor_kernels
-from roofline.costs.registry import arguments, is_contiguous, schema_of
+from roofline.costs.registry import arguments, is_contiguous, parts_on, schema_of
 from roofline.graph.ops import CapturedOp, TensorMeta
 from roofline.model.curves import (
     ConvKey, ConvModel, conv_aligned, conv_channels_last_key, conv_kind, conv_narrow_plane, conv_out_aligned, conv_plane_aligned,
@@ -385,9 +385,9 @@ ROW_GATHER_OPS = ("aten.index", "aten.index_select", "aten.embedding")
 
 
 def row_gather(op: CapturedOp) -> tuple[int, int] | None:
-    """(rows, bytes of a row) of a gather of whole rows by one integer index from a contiguous table:
-    ``table[index]`` (``aten.index`` with the index on the first dimension alone), ``index_select``
-    on dimension 0, an embedding's forward; None for any other op."""
+    """(rows, bytes of a row) of a gather of whole rows by one contiguous integer index from a contiguous
+    table on 16-byte boundaries: ``table[index]`` (``aten.index`` with the index on the first dimension
+    alone), ``index_select`` on dimension 0, an embedding's forward; None for any other op."""
     a = arguments(op)
     if op.packet == "aten.index":
         table, indices = a.get("self"), a.get("indices") or []
@@ -402,8 +402,10 @@ def row_gather(op: CapturedOp) -> tuple[int, int] | None:
         return None
     if not isinstance(table, TensorMeta) or not isinstance(index, TensorMeta) or table.ndim < 2 or not is_contiguous(table):
         return None
-    if index.dtype not in (torch.int64, torch.int32):
-        return None
+    if index.dtype not in (torch.int64, torch.int32) or not is_contiguous(index):
+        return None  # a strided or expanded index: the elementwise kernel
+    if table.storage_offset * table.itemsize % GATHER_VECTOR_BYTES:
+        return None  # rows not on 16-byte boundaries: the elementwise kernel
     return index.numel, math.prod(table.shape[1:]) * table.itemsize
 
 
@@ -873,7 +875,7 @@ def kernel_s(op: CapturedOp, cost: OpCost, dev: DeviceModel, reach: Reach = ()) 
     profile's kernel table its timed kernel. ``reach``: as ``kernel_terms``."""
     if cost.parts:
         timed = _timed(op, cost, dev)
-        terms = [kernel_s(p_op, p_cost, dev) for p_op, p_cost in cost.parts]
+        terms = [kernel_s(p_op, p_cost, dev) for p_op, p_cost in parts_on(cost, dev.kind)]
         summed = tuple(sum(t[i] for t in terms) for i in range(4))
         return summed if timed is None else (timed, *summed[1:])
     compute, memory, floor = kernel_terms(op, cost, dev, reach)
@@ -892,7 +894,7 @@ def kernel_source(op: CapturedOp, cost: OpCost, dev: DeviceModel) -> str:
     if _timed(op, cost, dev) is not None:
         return "table"
     if cost.parts:
-        sources = {kernel_source(p_op, p_cost, dev) for p_op, p_cost in cost.parts} - {"none"}
+        sources = {kernel_source(p_op, p_cost, dev) for p_op, p_cost in parts_on(cost, dev.kind)} - {"none"}
         return sources.pop() if len(sources) == 1 else "mixed"
     return "curve"
 

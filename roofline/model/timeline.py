@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from typing import Callable, Sequence
 
 from roofline.costs import OpCost
+from roofline.costs.registry import parts_on
 from roofline.graph.ops import CapturedGraph, CapturedOp, reads_to_host
 from roofline.model.device import DeviceModel
 from roofline.model.kernels import aten_batch_norm_launches, kernel_s
@@ -188,7 +189,7 @@ def _part_hosts_s(cost: OpCost, dev: DeviceModel, distinct_kinds: int) -> list[f
     elementwise op's dispatch less the entry, not calibrated); such parts after the last launch go to it."""
     entry = dev.call_entry_s(distinct_kinds)
     hosts, pending = [], 0.0
-    for p_op, p_cost in cost.parts:
+    for p_op, p_cost in parts_on(cost, dev.kind):
         kind = dispatch_kind(p_op, p_cost) if p_cost.kernels else "add"
         pending += op_dispatch_s(dev.dispatch_s(kind, distinct_kinds), entry, True, True)
         if p_cost.kernels:
@@ -227,7 +228,7 @@ def part_pieces(cost: OpCost, kernel: float, dev: DeviceModel, distinct_kinds: i
     so a part's kernel runs while the host issues the parts after it: the op is its parts on the two
     queues, not all of its host time followed by all of its kernels. The parts' kernels are scaled
     to sum to ``kernel`` (the op's, which a kernel table may have timed whole)."""
-    kernels = [kernel_s(p_op, p_cost, dev)[0] for p_op, p_cost in cost.parts if p_cost.kernels]
+    kernels = [kernel_s(p_op, p_cost, dev)[0] for p_op, p_cost in parts_on(cost, dev.kind) if p_cost.kernels]
     total = sum(kernels)
     scale = kernel / total if total > 0 else 0.0
     return [(h, k * scale) for h, k in zip(_part_hosts_s(cost, dev, distinct_kinds), kernels)]
