@@ -1,7 +1,8 @@
 """What slows a training step's forward phase beyond the same forward repeated alone, on a GPU.
 
     python3 benchmarks/train_phases.py --measure OUT.json [--profile P] [--only CASE ...]   # on the GPU machine
-    python3 benchmarks/train_phases.py --show RECORD.json                    # anywhere
+    python3 benchmarks/train_phases.py --show RECORD.json [--profile P --graphs G]   # anywhere; with P and G
+        (a train_check.py --per-op record's graphs) each case's forward phase priced on P beside the record
 
 ``--measure --train`` times each phase of a step between synchronizes (``roofline.measure.train``);
 calibration prices a phase from hot loops and multiplies its host costs by a factor a small probe
@@ -167,7 +168,24 @@ def profiled(forward, model, variant: str) -> list[dict]:
     return [dict(name=e.key, calls=e.count, self_cpu_us=e.self_cpu_time_total) for e in events]
 
 
-def show(record: dict) -> None:
+def forward_priced_us(profile, graphs: dict) -> dict[str, tuple[float, float]]:
+    """Per case with a captured training step in ``graphs`` (a ``train_check.py --per-op`` record's),
+    the forward phase priced on ``profile``: (alone between synchronizations, inside the step) in us."""
+    from roofline.graph.serialize import graph_from_dict
+    from roofline.graph.training import TrainStep
+    from roofline.pipeline import Analysis, Options, resolve_profile
+
+    prof, kind = resolve_profile(profile, "cuda")
+    out = {}
+    for name, stored in graphs.items():
+        analysis = Analysis(graph_from_dict(stored), prof, kind, Options(device=kind, train=TrainStep(optimizer="adamw"), batch_sweep=False,
+                                                                            capture_device="cpu"), name=name)
+        (phase,) = [p for p in analysis.training.phases if p.phase == "forward"]
+        out[name] = (1e6 * phase.alone_s, 1e6 * phase.predicted_s)
+    return out
+
+
+def show(record: dict, priced: dict | None = None) -> None:
     if record.get("note"):
         print(f"note: {record['note']}")
     print(f"forward + loss on {record['device']} (torch {record['torch']}, {record['date']}): median wall us (host's return us); x of alone")
@@ -177,6 +195,10 @@ def show(record: dict) -> None:
         alone = r["variants"]["alone"]["wall_us"]
         cells = [f"{r['variants'][v]['wall_us']:8.0f} ({r['variants'][v]['host_us']:5.0f}) x{r['variants'][v]['wall_us'] / alone:.2f}" for v in variants]
         print(f"{name:28s}" + "".join(f"{c:>20s}" for c in cells))
+        if priced and name in priced:
+            alone_us, in_step_us = priced[name]
+            print(f"  priced: alone {alone_us:.0f} us ({100 * (alone_us / alone - 1):+.0f}% of alone), in the step {in_step_us:.0f} us "
+                  f"({100 * (in_step_us / r['variants']['in_step']['wall_us'] - 1):+.0f}% of in_step)")
         if r.get("eval_before"):
             b, a = r["eval_before"], r["eval_after"]
             print(f"  eval forward beside the index: before training {b['wall_us']:.0f} us at x{b['scale']:.2f}, after {a['wall_us']:.0f} us at x{a['scale']:.2f}")
@@ -189,13 +211,21 @@ def main(argv=None) -> int:
     ap.add_argument("--measure", metavar="OUT.json")
     ap.add_argument("--show", metavar="RECORD.json")
     ap.add_argument("--only", nargs="*", default=None)
-    ap.add_argument("--profile", help="time the eval forward beside the host-speed index against this profile's")
+    ap.add_argument("--profile", help="--measure: time the eval forward beside the host-speed index against this profile's; "
+                                      "--show with --graphs: price each case's forward phase on it")
+    ap.add_argument("--graphs", metavar="GRAPHS.json.gz", help="with --show and --profile: the captured training steps of a "
+                                                               "train_check.py --per-op record")
     ap.add_argument("--anatomy", nargs="*", default=[], metavar="CASE",
                     help="cases whose alone and eval forwards are also profiled, one each, after the case's timings (a profiler session "
                          "slows the process's later launches, pytorch/pytorch#144455: profile in a process of its own)")
     args = ap.parse_args(argv)
     if args.show:
-        show(json.loads(Path(args.show).read_text()))
+        priced = None
+        if args.profile and args.graphs:
+            import gzip
+
+            priced = forward_priced_us(args.profile, json.loads(gzip.decompress(Path(args.graphs).read_bytes())))
+        show(json.loads(Path(args.show).read_text()), priced)
         return 0
     if not args.measure:
         ap.error("--measure OUT.json or --show RECORD.json")
