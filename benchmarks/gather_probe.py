@@ -68,14 +68,13 @@ def measure() -> dict:
 
 def predicted_s(profile, row: dict) -> float:
     """The model of time's device time of one recorded gather on ``profile``'s GPU, captured on meta tensors."""
-    from roofline.pipeline import Analysis, Options
+    from benchmarks.sweep_checks import kernel_s
 
     with torch.device("meta"):
         table = torch.empty(row["rows"], row["columns"], dtype=getattr(torch, row["dtype"]))
         index = torch.empty(row["indices"], dtype=torch.int64)
     fn = (lambda t, i: t[i]) if row["how"] == "index" else (lambda t, i: t.index_select(0, i))
-    analysis = Analysis.of(fn, (table, index), None, profile, Options(device="cuda", batch_sweep=False, capture_device="cpu"))
-    return sum(k[0] for k in analysis.kernels())
+    return kernel_s(fn, (table, index), profile)
 
 
 def show(record: dict, profile=None) -> None:

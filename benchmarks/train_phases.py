@@ -92,50 +92,48 @@ def measure_case(build, with_anatomy: bool = False, overheads=None) -> dict:
         with torch.set_grad_enabled(grad):
             return real.loss_of(real.model(*real.args, **real.kwargs))
 
-    def timed(before=None, grad=True, eval_mode=False) -> tuple[float, float]:
-        if before is not None:
-            before()
-        real.model.train(not eval_mode)
+    def timed_forward(grad: bool = True):
+        """((wall to the synchronize after it, host's return), the loss) of one forward from an idle device."""
         torch.cuda.synchronize()
         t0 = time.perf_counter()
         loss = forward(grad)
         t1 = time.perf_counter()
         torch.cuda.synchronize()
-        t2 = time.perf_counter()
-        del loss
+        return (time.perf_counter() - t0, t1 - t0), loss
+
+    def timed(before=None, grad=True, eval_mode=False) -> tuple[float, float]:
+        if before is not None:
+            before()
+        real.model.train(not eval_mode)
+        sample, _ = timed_forward(grad)
         real.model.train()
-        return t2 - t0, t1 - t0
+        return sample
 
     def thrash():
         for i in range(0, THRASH_BYTES, 64):
             sink[i] = (sink[i] + 1) & 255
 
+    def steps(optimizer_step: bool) -> list[tuple[float, float]]:
+        """The forward timed in ``REPEATS`` steps (zero_grad, forward, backward, with or without the optimizer step)."""
+        out = []
+        for _ in range(REPEATS):
+            real.optimizer.zero_grad(set_to_none=True)
+            sample, loss = timed_forward()
+            out.append(sample)
+            loss.backward()
+            if optimizer_step:
+                real.optimizer.step()
+        return out
+
     samples: dict[str, list[tuple[float, float]]] = {v: [] for v in VARIANTS}
-    for _ in range(REPEATS):  # whole steps, the forward timed
-        real.optimizer.zero_grad(set_to_none=True)
-        torch.cuda.synchronize()
-        t0 = time.perf_counter()
-        loss = forward()
-        t1 = time.perf_counter()
-        torch.cuda.synchronize()
-        samples["in_step"].append((time.perf_counter() - t0, t1 - t0))
-        loss.backward()
-        real.optimizer.step()
+    samples["in_step"] = steps(optimizer_step=True)
     for _ in range(REPEATS):
         samples["alone"].append(timed())
         samples["no_grad"].append(timed(grad=False))
         samples["eval_no_grad"].append(timed(grad=False, eval_mode=True))
         samples["after_sleep"].append(timed(lambda: time.sleep(SLEEP_S)))
         samples["after_thrash"].append(timed(thrash))
-    for _ in range(REPEATS):  # steps without their optimizer step
-        real.optimizer.zero_grad(set_to_none=True)
-        torch.cuda.synchronize()
-        t0 = time.perf_counter()
-        loss = forward()
-        t1 = time.perf_counter()
-        torch.cuda.synchronize()
-        samples["after_backward"].append((time.perf_counter() - t0, t1 - t0))
-        loss.backward()
+    samples["after_backward"] = steps(optimizer_step=False)
     for _ in range(REPEATS):  # the gradients of the last backward stay: an optimizer step, then the forward alone
         samples["after_optimizer"].append(timed(real.optimizer.step))
     phases = _phases(real)
