@@ -1,6 +1,6 @@
 """Kernels whose time the GEMM curve cannot tell, timed over the shapes real models use.
 
-    python benchmarks/mechanism_sweep.py [--device cuda] [--budget 0.02] [--only convs|gemms|conv_channels|conv_backward|attention_lengths|attention_heads|grouped_widths|cat_inputs|conv3d|grouped_pointwise|foreach|grouped_kernels] --json OUT.json
+    python benchmarks/mechanism_sweep.py [--device cuda] [--budget 0.02] [--only convs|gemms|conv_channels|conv_backward|attention_lengths|attention_heads|grouped_widths|cat_inputs|conv3d|grouped_pointwise|foreach|grouped_kernels|token_grid] --json OUT.json
 
 Each family is a mechanism of how the kernel runs, not a model: depthwise convolutions (groups =
 channels: a few FLOPs per byte), grouped convolutions (ResNeXt, RegNet), the other convolutions
@@ -416,6 +416,58 @@ def sweep_grouped_kernels(device: str, budget: float, out: list) -> None:
                                         stride=stride, kernels=kernel_names(fn, device) if cuda else [], **t))
 
 
+# convolutions of vision transformers and hybrids: 3-channel patch embeddings over an NCHW image
+# ((filter, stride, padding), output channels), and convolutions over a grid of tokens, which a
+# reshape of (batch, tokens, channels) hands the convolution channels-last: dense downsamplings
+# (filter = stride) and depthwise mixers (filter, channel multiplier, stride)
+PATCH_EMBEDS = [(4, 4, 0), (7, 4, 2), (8, 8, 0), (14, 14, 0), (16, 16, 0), (32, 32, 0), (7, 7, 0)]
+PATCH_CHANNELS = [96, 384, 768, 1024]
+GRID_DENSE = [(48, 96, 64, 2), (96, 192, 56, 2), (192, 384, 28, 2), (384, 768, 14, 2), (160, 160, 32, 2), (64, 64, 64, 4), (32, 32, 128, 8), (64, 128, 56, 1)]  # (in, out, side, filter = stride)
+GRID_DEPTHWISE = [(144, 27, 3, 2, 2), (288, 14, 3, 2, 2), (96, 56, 7, 1, 1), (304, 8, 9, 1, 1), (160, 16, 9, 1, 1), (96, 32, 5, 1, 1), (192, 28, 3, 1, 1), (128, 28, 3, 2, 1)]  # (channels, side, filter, multiplier, stride)
+
+
+def sweep_token_grid(device: str, budget: float, out: list) -> None:
+    """Patch embeddings (NCHW, with a bias) at 224 pixels, and dense and depthwise convolutions over
+    token grids in both layouts (channels-last as a token reshape leaves them, and NCHW), batch 1
+    and 32, float32 (TF32 as cuDNN's default), float16 and bfloat16, with the kernels each ran."""
+    gen = torch.Generator(device=device).manual_seed(11)
+    cuda = device.startswith("cuda")
+
+    def record(fn, **point):
+        t = _time(fn, device, budget)
+        out.append(dict(point, kernels=kernel_names(fn, device) if cuda else [], **t))
+
+    with torch.no_grad():
+        for dtype in ("float32", "float16", "bfloat16"):
+            dt = DT[dtype]
+            for batch in (1, 32):
+                x = torch.randn(batch, 3, 224, 224, device=device, dtype=dt, generator=gen)
+                for k, s, pad in PATCH_EMBEDS:
+                    for cout in PATCH_CHANNELS:
+                        w = torch.randn(cout, 3, k, k, device=device, dtype=dt, generator=gen)
+                        b = torch.randn(cout, device=device, dtype=dt, generator=gen)
+                        record(lambda: F.conv2d(x, w, b, s, pad), family="patch_embed", dtype=dtype, layout="nchw", batch=batch, cin=3, cout=cout,
+                               size=224, kernel=k, stride=s, padding=pad, groups=1, multiplier=1)
+                for layout in ("channels_last", "nchw"):
+                    for cin, cout, side, k in GRID_DENSE:
+                        g = torch.randn(batch, cin, side, side, device=device, dtype=dt, generator=gen)
+                        w = torch.randn(cout, cin, k, k, device=device, dtype=dt, generator=gen)
+                        b = torch.randn(cout, device=device, dtype=dt, generator=gen)
+                        if layout == "channels_last":
+                            g = g.contiguous(memory_format=torch.channels_last)
+                        record(lambda: F.conv2d(g, w, b, k, 0), family="grid_dense", dtype=dtype, layout=layout, batch=batch, cin=cin, cout=cout,
+                               size=side, kernel=k, stride=k, padding=0, groups=1, multiplier=1)
+                    for c, side, k, mult, s in GRID_DEPTHWISE:
+                        g = torch.randn(batch, c, side, side, device=device, dtype=dt, generator=gen)
+                        w = torch.randn(mult * c, 1, k, k, device=device, dtype=dt, generator=gen)
+                        b = torch.randn(mult * c, device=device, dtype=dt, generator=gen)
+                        if layout == "channels_last":
+                            g = g.contiguous(memory_format=torch.channels_last)
+                        record(lambda: F.conv2d(g, w, b, s, k // 2, 1, c), family="grid_depthwise", dtype=dtype, layout=layout, batch=batch, cin=c,
+                               cout=mult * c, size=side, kernel=k, stride=s, padding=k // 2, groups=c, multiplier=mult)
+            torch.cuda.empty_cache() if cuda else None
+
+
 # multi-tensor (foreach) ops as torch's default AdamW runs them, over the parameter lists of models
 # (torchvision's, where installed) and of equal tensors: (op, lists it reads, the call)
 FOREACH_OPS = {
@@ -541,7 +593,7 @@ def main() -> int:
     ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     ap.add_argument("--budget", type=float, default=0.02)
     ap.add_argument("--json", required=True)
-    ap.add_argument("--only", choices=["convs", "gemms", "conv_channels", "conv_backward", "attention_lengths", "attention_heads", "grouped_widths", "cat_inputs", "conv3d", "grouped_pointwise", "foreach", "grouped_kernels"], help="one sweep")
+    ap.add_argument("--only", choices=["convs", "gemms", "conv_channels", "conv_backward", "attention_lengths", "attention_heads", "grouped_widths", "cat_inputs", "conv3d", "grouped_pointwise", "foreach", "grouped_kernels", "token_grid"], help="one sweep")
     args = ap.parse_args()
     t0 = time.perf_counter()
     points: list[dict] = []
@@ -565,6 +617,8 @@ def main() -> int:
         sweep_foreach(args.device, args.budget, points)
     if args.only == "grouped_kernels":
         sweep_grouped_kernels(args.device, args.budget, points)
+    if args.only == "token_grid":
+        sweep_token_grid(args.device, args.budget, points)
     if args.only in (None, "convs"):
         sweep_convs(args.device, args.budget, points)
         print(f"convolutions: {len(points)} points, {time.perf_counter() - t0:.0f} s", flush=True)

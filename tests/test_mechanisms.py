@@ -731,3 +731,66 @@ def test_the_gather_rows_curve_counts_rows_of_its_row_bytes():
     (curve,) = memory.measure_gather_rows("cpu", budget_s=0.005, warnings=[], quick=True)
     assert curve.op == "gather_rows" and [p.elements for p in curve.points] == memory.GATHER_ROWS[1:3]
     assert all(p.bytes == p.elements * memory.GATHER_ROW_BYTES for p in curve.points)
+
+
+# ---- depthwise convolutions over channels-last token grids (mechanism_sweep.py --only token_grid) ----
+
+
+@functools.lru_cache(maxsize=1)
+def _token_grid_depthwise() -> list[dict]:
+    return json.loads((FIXTURES / "h100_token_grid_depthwise.json").read_text())["points"]
+
+
+def _grid_conv_op(p: dict):
+    """The captured convolution of a recorded token-grid point (its bias included)."""
+    from benchmarks.token_grid_check import inputs
+
+    stride, padding, groups = p["stride"], p["padding"], p["groups"]
+    a = Analysis.of(lambda x, w, b: F.conv2d(x, w, b, stride, padding, 1, groups), inputs(p), None, _shipped_h100(),
+                    Options(device="cuda", capture_device="cpu", batch_sweep=False))
+    return next(op for op in a.graph.ops if op.name.startswith("aten.convolution"))
+
+
+def _engine_launches(p: dict) -> int:
+    return sum(n for k, n in p["launches"].items() if "convolve_common_engine" in k)
+
+
+def test_cudnn_launches_a_kernel_per_group_where_the_h100_did():
+    from roofline.model.kernels import cudnn_depthwise_group_launches
+
+    points = _token_grid_depthwise()
+    assert any(_engine_launches(p) > 100 for p in points)
+    for p in points:
+        assert cudnn_depthwise_group_launches(_grid_conv_op(p)) == _engine_launches(p), p
+
+
+def test_a_depthwise_convolution_cudnn_loops_over_groups_pays_each_launch():
+    from benchmarks.token_grid_check import priced_s
+
+    looped = [p for p in _token_grid_depthwise() if _engine_launches(p)]
+    assert len(looped) == 8
+    errors = [priced_s(p, _shipped_h100()) / p["median_s"] - 1 for p in looped]
+    assert max(abs(e) for e in errors) < 0.3  # one launch a group at the device's floor: -88% to -98% without
+
+
+def test_a_bfloat16_channels_last_depthwise_convolution_takes_float16s_nhwc_curve():
+    from benchmarks.token_grid_check import priced_s
+
+    nhwc = [p for p in _token_grid_depthwise() if p["dtype"] == "bfloat16" and any("conv2d_c1_k1_nhwc" in k for k in p["kernels"])]
+    assert len(nhwc) == 6
+    errors = [priced_s(p, _shipped_h100()) / p["median_s"] - 1 for p in nhwc]
+    assert statistics.median(abs(e) for e in errors) < 0.2  # +131% to +261% at batch 32 on ATen's NCHW curve
+
+
+def test_the_report_flags_channels_last_depthwise_convolutions_on_cudnns_generic_kernel():
+    from roofline.model.kernels import cudnn_may_loop_groups
+
+    for p in _token_grid_depthwise():
+        why = cudnn_may_loop_groups(_grid_conv_op(p))
+        generic = any("conv2d_grouped_direct_kernel" in k for k in p["kernels"]) and p["layout"] == "channels_last"
+        if _engine_launches(p):
+            assert why and "one kernel per group" in why, p
+        elif generic:
+            assert why and "generic grouped kernel" in why, p
+        elif p["layout"] == "channels_last":
+            assert why is None, p

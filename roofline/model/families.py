@@ -71,15 +71,22 @@ class ConvFamilyModel:
 
     def _curve(self, kind: str, dtype: str, layout: str, gradient: str = "none") -> ConvFamilyCurve | None:
         """The curve of this kind: its gradient's own if calibrated (a gradient's kernels are not the
-        forward's), else the forward's; its dtype, its twin, then float32; its layout, then NCHW. A
-        gradient curve of another dtype comes before the forward's of this one (a quick profile's
-        float32 gradients price a half-precision gradient: its kernel, at float32's bytes)."""
+        forward's), else the forward's; its dtype, its twin, then float32; its layout, then NCHW,
+        except that a half-precision channels-last one takes its twin's channels-last curve before
+        its own dtype's NCHW one (cuDNN runs both halves on the same NHWC kernels, where ATen's own
+        NCHW kernel is another: ``benchmarks/token_grid_check.py``). A gradient curve of another
+        dtype comes before the forward's of this one (a quick profile's float32 gradients price a
+        half-precision gradient: its kernel, at float32's bytes)."""
+        twin = TWIN.get(dtype)
         for grad in dict.fromkeys((gradient, "none")):
-            for d in (dtype, TWIN.get(dtype), "float32"):
-                for lay in (layout, "nchw"):
-                    curve = self.curves.get((kind, d, lay, grad))
-                    if curve is not None:
-                        return curve
+            order = [(d, lay) for d in (dtype, twin, "float32") for lay in (layout, "nchw")]
+            if layout != "nchw" and twin is not None:
+                order.remove((twin, layout))
+                order.insert(1, (twin, layout))
+            for d, lay in order:
+                curve = self.curves.get((kind, d, lay, grad))
+                if curve is not None:
+                    return curve
         return None
 
     @staticmethod

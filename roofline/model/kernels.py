@@ -779,6 +779,14 @@ def cudnn_may_loop_groups(op: CapturedOp) -> str | None:
     if groups < 2 or x.ndim not in (3, 4, 5):
         return None
     if is_depthwise(op):
+        if cudnn_depthwise_group_launches(op):
+            return (f"a channels-last half-precision depthwise convolution with a channel multiplier ({w.shape[0] // x.shape[1]}) and a "
+                    f"stride: cuDNN launches one kernel per group ({groups}), priced at the device's least time a kernel; an NCHW "
+                    "input (`.contiguous()`) runs ATen's one kernel instead")
+        if _channels_last(x) and x.ndim == 4 and (w.shape[0] > x.shape[1] or max(w.shape[2:]) > CUDNN_NHWC_DEPTHWISE_FILTER_MAX):
+            return ("a channels-last depthwise convolution with a channel multiplier or a filter over "
+                    f"{CUDNN_NHWC_DEPTHWISE_FILTER_MAX} taps wide: cuDNN runs its generic grouped kernel, 1.7-4.9x ATen's NCHW "
+                    "kernel, not the NHWC depthwise kernel priced here; an NCHW input (`.contiguous()`) runs ATen's")
         if w.shape[0] > x.shape[1] and runs_cudnn_depthwise(op):
             return (f"a depthwise convolution with a channel multiplier ({w.shape[0] // x.shape[1]}) that cuDNN runs: it may run "
                     "one legacy kernel per group, many times the depthwise kernel priced here; `roofline calibrate --for` times it")
@@ -788,6 +796,27 @@ def cudnn_may_loop_groups(op: CapturedOp) -> str | None:
                 "grouped kernel; at stride 2 near calibration's few-group points priced as the nearest one ran, else on the "
                 "grouped kernel, and cuDNN may have chosen otherwise; `roofline calibrate --for` times it")
     return None
+
+
+# the widest filter cuDNN's NHWC depthwise kernel (``conv2d_c1_k1_nhwc``) takes; wider ones, and
+# channel multipliers, run its generic grouped kernel (``benchmarks/token_grid_check.py --rows``)
+CUDNN_NHWC_DEPTHWISE_FILTER_MAX = 7
+
+
+def cudnn_depthwise_group_launches(op: CapturedOp) -> int:
+    """Kernels cuDNN launches for a depthwise convolution it runs one group at a time, else 0: a
+    2-d channels-last one in half precision whose filters multiply the channels (out = k x in), at a
+    stride over 1, launches its NHWC engine once per group (a token grid that a vision transformer
+    reshapes, PiT's pooling; ``mechanism_sweep.py --only token_grid``: 144 and 288 launches at
+    about the device's least time a kernel each, one image or 32)."""
+    if not is_depthwise(op):
+        return 0
+    x, w = op.tensor_inputs()[:2]
+    if x.ndim != 4 or not _channels_last(x) or x.dtype not in (torch.float16, torch.bfloat16) or w.shape[0] <= x.shape[1]:
+        return 0
+    stride = arguments(op).get("stride") or [1]
+    strides = [int(v) for v in stride] if isinstance(stride, (list, tuple)) else [int(stride)]
+    return x.shape[1] if max(strides) > 1 else 0
 
 
 def _few_groups(x, w, groups: int) -> bool:
@@ -1032,6 +1061,8 @@ def _conv_family_s(op: CapturedOp, cost: OpCost, dev: DeviceModel) -> float | No
     kernel = w.shape[2] if w.ndim == 4 else math.sqrt(taps)
     macs = groups * m * n * k  # = batch x out positions x Cout x Cin/groups x taps
     t = dev.conv_families.time_s(kind, dtype, layout, kernel, stride, c_in_g, macs, gradient=cost.conv_gradient or "none")
+    if t is not None and cost.conv_gradient is None:
+        t += cudnn_depthwise_group_launches(op) * dev.kernel_floor_s  # each group's launch, beside the work
     if t is not None and kind == "grouped" and cost.conv_gradient is None and _few_groups(x, w, groups):
         looped = dev.conv_families.looped_groups_s(dtype, c_in_g, x.shape[-1], stride, op.outputs[0].numel if op.outputs else 0)
         if looped is not None:

@@ -38,7 +38,7 @@ from roofline.costs import OpCost
 from roofline.costs.registry import parts_on
 from roofline.graph.ops import CapturedGraph, CapturedOp, reads_to_host
 from roofline.model.device import DeviceModel
-from roofline.model.kernels import aten_batch_norm_launches, kernel_s
+from roofline.model.kernels import aten_batch_norm_launches, cudnn_depthwise_group_launches, kernel_s
 from roofline.model.reuse import Reach, reuse_reach
 from roofline.schema.report import regime_parts
 
@@ -216,10 +216,13 @@ def native_launches(op: CapturedOp, dev: DeviceModel) -> int:
 def issued_from_cpp_s(op: CapturedOp, cost: OpCost, dev: DeviceModel, distinct_kinds: int) -> float:
     """Host time an op spends issuing kernels from C++ beyond its own dispatch: a fused native op's
     parts (``parts_host_s``) and its ``native_launches``, each of these an elementwise op's dispatch
-    less the Python entry."""
+    less the Python entry, and the kernels cuDNN launches in a loop over groups
+    (``kernels.cudnn_depthwise_group_launches``), each at the device's least time a kernel: launched
+    back to back they kept the device at that pace, so the host issued each in no more."""
     launches = native_launches(op, dev)
     own = launches * op_dispatch_s(dev.dispatch_s("add", distinct_kinds), dev.call_entry_s(distinct_kinds), True, True) if launches else 0.0
-    return parts_host_s(cost, dev, distinct_kinds) + own
+    looped = cudnn_depthwise_group_launches(op) * dev.kernel_floor_s if dev.kind == "cuda" and cost.conv_gradient is None else 0.0
+    return parts_host_s(cost, dev, distinct_kinds) + own + looped
 
 
 def part_pieces(cost: OpCost, kernel: float, dev: DeviceModel, distinct_kinds: int) -> list[tuple[float, float]]:
