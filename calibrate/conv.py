@@ -105,6 +105,13 @@ GPU_3D_SHAPES = [
     *[shape_3d(8, c, widen * c, d, side, k, st, pad) for _, k, st, pad, widen in FILTERS_3D for c in CHANNELS_3D for d, side in (CLIPS_3D[0], CLIPS_3D[-1])],
     *[shape_3d(8, *stem[1:]) for stem in STEMS_3D],
 ]
+# Patch embeddings of vision transformers at ViT-Base's width (768 channels), 16x16 and 32x32, one
+# image and 32, beside the 16x16 ones of 256 channels above: cuDNN switches kernels with the output
+# channels (half precision: NHWC kernels behind layout transforms from 768) and at one image runs the
+# widest filters' reduction in one wave of few tiles (``benchmarks/token_grid_check.py``).
+GPU_PATCH_SHAPES = [
+    _S(1, 3, 768, 224, 16, 16, 0), _S(32, 3, 768, 224, 16, 16, 0), _S(1, 3, 768, 224, 32, 32, 0), _S(32, 3, 768, 224, 32, 32, 0),
+]
 # Strided channels-last 2-d convolutions: cuDNN runs its NHWC kernels on them directly, where the
 # same convolution in NCHW pays layout transforms around those kernels (strided 1x1s and 3x3s, the 7x7
 # stem); 32 images and one. A channels-last convolution of stride 1 runs what its NCHW twin's points

@@ -1,6 +1,6 @@
 """Measure one GPU calibration stage again on the profiled machine and put it into the profile.
 
-    python -m calibrate.refresh PROFILE --stage attention|cat_grid|conv|conv3d|foreach|gather_rows|gemm_ratios|conv_families|layout|norm_families|pooling|reductions|rnn [--output PATH]
+    python -m calibrate.refresh PROFILE --stage attention|cat_grid|conv|conv3d|conv_patches|foreach|gather_rows|gemm_ratios|conv_families|layout|norm_families|pooling|reductions|rnn [--output PATH]
 
 A stage's design can change after a profile is shipped (the addmm ratio grew from eight shapes to a
 grid over rows, reduction length and width). Calibrating the whole machine again moves every other
@@ -48,6 +48,13 @@ def measure_convs_3d(device: str, *, budget_s: float, warnings: list, quick: boo
     return _timed_convs(device, budget_s, warnings, quick, lambda plan, dtype: [s for s in plan.conv_shapes if s in conv.GPU_3D_SHAPES])
 
 
+def measure_convs_patches(device: str, *, budget_s: float, warnings: list, quick: bool):
+    """The patch embeddings of calibration's plan (``calibrate.conv.GPU_PATCH_SHAPES``), every dtype of it."""
+    if not any(s in conv.GPU_PATCH_SHAPES for s in gpu_plan(quick, torch.cuda.get_device_properties(device).total_memory).conv_shapes):
+        raise ProfileError("this plan times no patch embeddings of its own (a quick profile's): refresh its conv stage instead")
+    return _timed_convs(device, budget_s, warnings, quick, lambda plan, dtype: [s for s in plan.conv_shapes if s in conv.GPU_PATCH_SHAPES])
+
+
 def measure_foreach(device: str, *, budget_s: float, warnings: list, quick: bool):
     """multi_tensor_apply's kernels as calibration measures them (``calibrate.mechanisms.measure_foreach``)."""
     return mechanisms.measure_foreach(device, budget_s=budget_s, warnings=warnings)
@@ -59,17 +66,36 @@ def merge_op_curves(old: list, measured: list) -> list:
     return [c for c in old if (c.op, c.dtype) not in ops] + measured
 
 
-def merge_3d_points(old: list, measured: list) -> list:
-    """Dense convolution curves: each keeps its points of other kinds and takes the measured 3-d
-    points of its dtype in place of its own. A profile without a keyed curve for a measured dtype
-    (one whose convolutions take no 3-d points) refuses them."""
+def _merge_conv_points(old: list, measured: list, replaced: Callable) -> list:
+    """Dense convolution curves: each keeps its points but those ``replaced`` says the measurement
+    stands for, and takes the measured points of its dtype in their place. A profile without a
+    keyed curve for a measured dtype (one whose convolutions take no such points) refuses them."""
     keyed = {(c.dtype, c.tf32) for c in old if c.keyed}
     missing = [f"{c.dtype}{' (TF32)' if c.tf32 else ''}" for c in measured if (c.dtype, c.tf32) not in keyed]
     if missing:
         raise ProfileError(f"the profile has no keyed convolution curve for {', '.join(missing)}: refresh its conv stage instead")
     new = {(c.dtype, c.tf32): c.points for c in measured}
-    return [c.model_copy(update=dict(points=[p for p in c.points if p.dims != 3] + new.get((c.dtype, c.tf32), [])))
+    return [c.model_copy(update=dict(points=[p for p in c.points if not replaced(p)] + new.get((c.dtype, c.tf32), [])))
             if (c.dtype, c.tf32) in new else c for c in old]
+
+
+def merge_3d_points(old: list, measured: list) -> list:
+    """The measured 3-d points in place of a profile's (``_merge_conv_points``)."""
+    return _merge_conv_points(old, measured, lambda p: p.dims == 3)
+
+
+def _patch_key(batch: int, cin: int, cout: int, size: int, kernel: int, stride: int, padding: int, dims: int, layout: str) -> tuple:
+    return (batch, cin, cout, size, kernel, stride, padding, dims, layout)
+
+
+PATCH_KEYS = {_patch_key(s.batch, s.in_channels, s.out_channels, s.size, s.kernel, s.stride, s.padding, s.dims, s.layout) for s in conv.GPU_PATCH_SHAPES}
+
+
+def merge_patch_points(old: list, measured: list) -> list:
+    """The measured patch embeddings (``calibrate.conv.GPU_PATCH_SHAPES``) beside a profile's other
+    points, in place of any it has of those shapes (``_merge_conv_points``)."""
+    return _merge_conv_points(old, measured, lambda p: p.gradient == "none" and not p.transposed and _patch_key(
+        p.batch, p.in_channels, p.out_channels, p.size, p.kernel, p.stride, p.padding, p.dims, p.layout) in PATCH_KEYS)
 
 
 def measure_attentions(device: str, *, budget_s: float, warnings: list, quick: bool):
@@ -124,6 +150,7 @@ STAGES = {
     "attention": Stage("attention", measure_attentions, "gpu attention", 1.0),
     "conv": Stage("conv", measure_convs, "gpu conv", 1.0),
     "conv3d": Stage("conv", measure_convs_3d, "gpu conv 3d", 1.0, merge=merge_3d_points),
+    "conv_patches": Stage("conv", measure_convs_patches, "gpu conv patches", 1.0, merge=merge_patch_points),
     "foreach": Stage("foreach", measure_foreach, "gpu foreach", 1.0),
     "gemm_ratios": Stage("gemm_ratios", mechanisms.measure_gemm_ratios, "gpu gemm ratios", 0.5),
     "conv_families": Stage("conv_families", mechanisms.measure_conv_families, "gpu conv families", 0.5),

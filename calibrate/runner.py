@@ -236,7 +236,8 @@ def gpu_plan(quick: bool, memory_bytes: int) -> Plan:
         # tiles fill the multiprocessors and then queue in waves, a time that is not affine in tokens
         attention_tokens=[16384, 65536, 262144],
         conv_dtypes=["float32", "bfloat16", "float16"],
-        conv_shapes=conv.GPU_SHAPES + conv.GPU_3D_SHAPES + conv.channel_shapes() + conv.GPU_CHANNELS_LAST_SHAPES + conv.GPU_NARROW_PLANE_SHAPES,
+        conv_shapes=(conv.GPU_SHAPES + conv.GPU_PATCH_SHAPES + conv.GPU_3D_SHAPES + conv.channel_shapes() + conv.GPU_CHANNELS_LAST_SHAPES
+                     + conv.GPU_NARROW_PLANE_SHAPES),
         conv_keyed=True,
         conv_half_shapes=conv.GPU_HALF_SHAPES,
         pointwise_dtypes=["float32", "bfloat16"],

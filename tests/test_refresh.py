@@ -127,3 +127,24 @@ def test_the_conv3d_stage_refuses_a_profile_without_keyed_curves():
     old = [c.model_copy(update=dict(keyed=False)) for c in profile.gpu.measurements.conv]
     with pytest.raises(refresh_mod.ProfileError, match="keyed"):
         refresh_mod.merge_3d_points(old, profile.gpu.measurements.conv[:1])
+
+
+def test_the_conv_patches_stage_adds_the_patch_embeddings_and_keeps_the_rest():
+    """``--stage conv_patches`` measures calibration's patch embeddings (ViT-Base's 16x16 and 32x32)
+    and puts them beside each dense convolution curve's other points, the 16x16 ones of 256 channels
+    among them; measuring again replaces them rather than adding a second copy."""
+    from roofline.schema.profile import ConvPoint
+
+    profile = load_profile_file(REPO / "device_profiles" / "nvidia-h100-80gb-hbm3.json")
+    old = profile.gpu.measurements.conv
+    shapes = refresh_mod.conv.GPU_PATCH_SHAPES
+    stat = Stat(median_s=1e-4, iqr_s=1e-6, samples=5)
+    fresh = [old[0].model_copy(update=dict(points=[ConvPoint(**s._asdict(), time=stat, flop_per_s=ConvPoint.model_construct(**s._asdict()).flops / stat.median_s)
+                                                   for s in shapes]))]
+    merged = refresh_mod.merge_patch_points(old, fresh)
+    assert merged[0].points == old[0].points + fresh[0].points and merged[1:] == old[1:]
+    assert any(p.kernel == 16 and p.out_channels == 256 for p in merged[0].points)  # the narrower patch points stay
+    again = refresh_mod.merge_patch_points(merged, fresh)
+    assert again[0].points == merged[0].points
+    assert set(shapes) <= set(refresh_mod.gpu_plan(False, 80 << 30).conv_shapes)
+    assert refresh_mod.STAGES["conv_patches"].seconds_key == "gpu conv patches"
