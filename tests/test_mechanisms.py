@@ -733,12 +733,16 @@ def test_the_gather_rows_curve_counts_rows_of_its_row_bytes():
     assert all(p.bytes == p.elements * memory.GATHER_ROW_BYTES for p in curve.points)
 
 
-# ---- depthwise convolutions over channels-last token grids (mechanism_sweep.py --only token_grid) ----
+# ---- convolutions over channels-last token grids (mechanism_sweep.py --only token_grid) ----
 
 
 @functools.lru_cache(maxsize=1)
+def _token_grid(family: str) -> list[dict]:
+    return [p for p in json.loads((FIXTURES / "h100_token_grid.json").read_text())["points"] if p["family"] == family]
+
+
 def _token_grid_depthwise() -> list[dict]:
-    return json.loads((FIXTURES / "h100_token_grid_depthwise.json").read_text())["points"]
+    return _token_grid("grid_depthwise")
 
 
 def _grid_conv_op(p: dict):
@@ -794,3 +798,26 @@ def test_the_report_flags_channels_last_depthwise_convolutions_on_cudnns_generic
             assert why and "generic grouped kernel" in why, p
         elif p["layout"] == "channels_last":
             assert why is None, p
+
+
+def test_a_channels_last_convolution_copies_its_nchw_weight_on_every_call():
+    """cuDNN runs a channels-last input channels-last and ATen copies an NCHW weight into that
+    layout first: ConvNeXt's and EdgeNeXt's 2x2 downsamplings over channels-last token grids."""
+    from benchmarks.token_grid_check import priced_s
+    from roofline.costs import cost_of
+    from roofline.model.kernels import weight_layout_pass_s
+
+    def cost_of_op(op):
+        return cost_of(op)[0]
+
+    dense = [p for p in _token_grid("grid_dense") if p["layout"] == "channels_last"]
+    dev = Analysis.of(lambda x: x, (torch.empty(1, device="meta"),), None, _shipped_h100(), Options(device="cuda", capture_device="cpu")).dev
+    for p in dense:
+        op = _grid_conv_op(p)
+        copied = weight_layout_pass_s(op, cost_of_op(op), dev)
+        assert (copied > 0) == (p["kernel"] > 1), p  # a 1x1 weight is channels-last dense as created
+    patches = [p for p in dense if p["kernel"] == 2]
+    errors = [priced_s(p, _shipped_h100()) / p["median_s"] - 1 for p in patches]
+    assert statistics.median(abs(e) for e in errors) < 0.2  # 30% under without the copy
+    nchw = [p for p in _token_grid("grid_dense") if p["layout"] == "nchw"]
+    assert all(weight_layout_pass_s(op, cost_of_op(op), dev) == 0 for op in map(_grid_conv_op, nchw))

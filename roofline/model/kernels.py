@@ -890,6 +890,26 @@ def contiguous_pass_s(op: CapturedOp, cost: OpCost, dev: DeviceModel) -> float:
     return nbytes / dev.bandwidth.bytes_per_s(nbytes, "copy")
 
 
+def weight_layout_pass_s(op: CapturedOp, cost: OpCost, dev: DeviceModel) -> float:
+    """Time of the copy of a GPU convolution's weight into its input's layout: cuDNN runs a
+    channels-last input channels-last (``cudnn_conv_suggest_memory_format``) and ATen hands it the
+    weight ``.contiguous()`` in that layout, so an NCHW weight (a model's parameters as created,
+    under an input a token reshape left channels-last: ConvNeXt's downsampling) is copied on every
+    call, one read and one write of its bytes on the copy curve, plus the copy kernel's least time.
+    0 for a weight already dense channels-last (1x1 and depthwise weights are either way), an NCHW
+    input, a gradient, and ATen's own depthwise kernel."""
+    if dev.kind != "cuda" or cost.category != "conv" or cost.conv_gradient is not None or is_transposed(op):
+        return 0.0
+    inputs = op.tensor_inputs()
+    if len(inputs) < 2 or not _channels_last(inputs[0]) or _native_depthwise(op, cost, dev):
+        return 0.0
+    w = inputs[1]
+    if w.ndim != inputs[0].ndim or _dense_in_order(w, [1, *reversed(range(2, w.ndim)), 0]):
+        return 0.0
+    nbytes = 2 * w.nbytes
+    return nbytes / dev.bandwidth.bytes_per_s(nbytes, "copy") + dev.kernel_floor_s
+
+
 def _timed(op: CapturedOp, cost: OpCost, dev: DeviceModel) -> float | None:
     """The op's kernel from the profile's kernel table, if timed there. A convolution gradient's
     stand-in (``OpCost.conv_gradient``) has its layer's forward signature but is not that kernel."""
@@ -911,7 +931,8 @@ def kernel_s(op: CapturedOp, cost: OpCost, dev: DeviceModel, reach: Reach = ()) 
     if not cost.kernels:
         return 0.0, compute, memory, floor
     timed = _timed(op, cost, dev)
-    kernel = timed if timed is not None else max(compute, memory, floor) + bias_pass_s(op, cost, dev) + contiguous_pass_s(op, cost, dev)
+    kernel = timed if timed is not None else (max(compute, memory, floor) + bias_pass_s(op, cost, dev) + contiguous_pass_s(op, cost, dev)
+                                              + weight_layout_pass_s(op, cost, dev))
     return kernel, compute, memory, floor
 
 
