@@ -84,18 +84,10 @@ def merge_3d_points(old: list, measured: list) -> list:
     return _merge_conv_points(old, measured, lambda p: p.dims == 3)
 
 
-def _patch_key(batch: int, cin: int, cout: int, size: int, kernel: int, stride: int, padding: int, dims: int, layout: str) -> tuple:
-    return (batch, cin, cout, size, kernel, stride, padding, dims, layout)
-
-
-PATCH_KEYS = {_patch_key(s.batch, s.in_channels, s.out_channels, s.size, s.kernel, s.stride, s.padding, s.dims, s.layout) for s in conv.GPU_PATCH_SHAPES}
-
-
 def merge_patch_points(old: list, measured: list) -> list:
     """The measured patch embeddings (``calibrate.conv.GPU_PATCH_SHAPES``) beside a profile's other
     points, in place of any it has of those shapes (``_merge_conv_points``)."""
-    return _merge_conv_points(old, measured, lambda p: p.gradient == "none" and not p.transposed and _patch_key(
-        p.batch, p.in_channels, p.out_channels, p.size, p.kernel, p.stride, p.padding, p.dims, p.layout) in PATCH_KEYS)
+    return _merge_conv_points(old, measured, conv.is_patch_point)
 
 
 def measure_attentions(device: str, *, budget_s: float, warnings: list, quick: bool):

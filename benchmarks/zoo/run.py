@@ -365,11 +365,17 @@ def recaptured(record: dict, profile, kind: str) -> dict:
 def without_stages(profile, kind: str, stages: list[str]):
     """The profile with some calibration stages removed, to see what each buys on a record: a
     measurement list of the device part (``conv_families``, ``gemm_ratios``, ``attention``, ``conv``,
-    ``rnn``), ``pointwise:OP`` for one op family's curves (``pointwise:layer_norm_short``), or
+    ``rnn``), ``pointwise:OP`` for one op family's curves (``pointwise:layer_norm_short``),
+    ``conv_patches`` for the dense curves' patch-embedding points (``calibrate.conv.GPU_PATCH_SHAPES``), or
     ``host_phase`` for the host costs as the overheads stage measured them (``host_phase_factor`` undone)."""
     stripped = profile.model_copy(deep=True)
     meas = stripped.part(kind).measurements
     for stage in stages:
+        if stage == "conv_patches":
+            from calibrate.conv import is_patch_point
+
+            meas.conv = [c.model_copy(update=dict(points=[p for p in c.points if not is_patch_point(p)])) for c in meas.conv]
+            continue
         if stage == "host_phase":
             from calibrate.runner import at_host_phase
 
