@@ -821,3 +821,18 @@ def test_a_channels_last_convolution_copies_its_nchw_weight_on_every_call():
     assert statistics.median(abs(e) for e in errors) < 0.2  # 30% under without the copy
     nchw = [p for p in _token_grid("grid_dense") if p["layout"] == "nchw"]
     assert all(weight_layout_pass_s(op, cost_of_op(op), dev) == 0 for op in map(_grid_conv_op, nchw))
+
+
+def test_cudnns_loop_over_groups_costs_the_host_a_launch_a_group_past_the_first():
+    """Each kernel cuDNN launches in its loop over groups is a driver launch from C++: priced at the
+    profile's CUDA-graph launch (the H100's cuDNN loops took 4.7 us a kernel past the first,
+    benchmarks/results/h100_grouped_host_cost.json), none for an op that launches one kernel."""
+    from roofline.costs import cost_of
+    from roofline.model.timeline import issued_from_cpp_s
+
+    dev = Analysis.of(lambda x: x, (torch.empty(1, device="meta"),), None, _shipped_h100(), Options(device="cuda", capture_device="cpu")).dev
+    assert dev.library_launch_s == dev.overheads.graph_launch_s.median_s
+    for p in _token_grid_depthwise():
+        op = _grid_conv_op(p)
+        host = issued_from_cpp_s(op, cost_of(op)[0], dev, 1)
+        assert host == pytest.approx(max(_engine_launches(p) - 1, 0) * dev.library_launch_s), p

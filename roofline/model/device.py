@@ -188,6 +188,16 @@ class DeviceModel:
         return self.rnn.get(dtype_name) or self.rnn.get(_TWIN.get(dtype_name))
 
     @cached_property
+    def library_launch_s(self) -> float:
+        """Host time of one more kernel a library launches from C++ in a loop (cuDNN over groups): the
+        calibrated launch of one CUDA graph replay, one driver launch call without Python or the
+        dispatcher (the lent H100's 4.7 us, where cuDNN's loops over groups took 4.7 us a kernel past
+        the first: ``python benchmarks/conv_host_cost.py --show benchmarks/results/h100_grouped_host_cost.json``);
+        the least kernel time where the profile has no graph launch."""
+        g = self.overheads.graph_launch_s
+        return g.median_s if g else self.kernel_floor_s
+
+    @cached_property
     def kernel_floor_s(self) -> float:
         """The least time one kernel occupies the device (GPU: a kernel inside a CUDA graph)."""
         k = self.overheads.kernel_min_s

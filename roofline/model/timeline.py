@@ -216,13 +216,13 @@ def native_launches(op: CapturedOp, dev: DeviceModel) -> int:
 def issued_from_cpp_s(op: CapturedOp, cost: OpCost, dev: DeviceModel, distinct_kinds: int) -> float:
     """Host time an op spends issuing kernels from C++ beyond its own dispatch: a fused native op's
     parts (``parts_host_s``) and its ``native_launches``, each of these an elementwise op's dispatch
-    less the Python entry, and the kernels cuDNN launches in a loop over groups
-    (``kernels.cudnn_depthwise_group_launches``), each at the device's least time a kernel: launched
-    back to back they kept the device at that pace, so the host issued each in no more."""
+    less the Python entry, and the kernels cuDNN launches in a loop over groups past the first
+    (``kernels.cudnn_depthwise_group_launches``), each a library's launch from C++
+    (``DeviceModel.library_launch_s``)."""
     launches = native_launches(op, dev)
     own = launches * op_dispatch_s(dev.dispatch_s("add", distinct_kinds), dev.call_entry_s(distinct_kinds), True, True) if launches else 0.0
-    looped = cudnn_depthwise_group_launches(op) * dev.kernel_floor_s if dev.kind == "cuda" and cost.conv_gradient is None else 0.0
-    return parts_host_s(cost, dev, distinct_kinds) + own + looped
+    looped = cudnn_depthwise_group_launches(op) if dev.kind == "cuda" and cost.conv_gradient is None else 0
+    return parts_host_s(cost, dev, distinct_kinds) + own + max(looped - 1, 0) * dev.library_launch_s
 
 
 def part_pieces(cost: OpCost, kernel: float, dev: DeviceModel, distinct_kinds: int) -> list[tuple[float, float]]:
