@@ -16,7 +16,7 @@ from datetime import datetime, timezone
 
 import torch
 
-from calibrate import compiled, conv, load, matmul, mechanisms, memory, overhead, peaks, rnn, transfer
+from calibrate import compiled, conv, load, matmul, mechanisms, memory, overhead, peaks, prefetch, rnn, transfer
 from roofline import __version__
 from roofline.errors import DeviceNotAvailable
 from roofline.hostmix import mix_alone_sum_s, mix_of, representative_ops
@@ -633,7 +633,7 @@ def _remeasurable(problem: Problem) -> bool:
 
 def run_calibration(
     device: str = "cuda", *, quick: bool = False, name: str | None = None, show_progress: bool = True, command: str = "",
-    with_compile: bool = False, raise_priority: bool = True, on_busy=None,
+    with_compile: bool = False, raise_priority: bool = True, on_busy=None, prefetch_libraries: bool = True,
 ) -> DeviceProfile:
     """Calibrate the GPU (if ``device`` is cuda) and the host CPU; return the profile (not saved).
 
@@ -643,7 +643,9 @@ def run_calibration(
     The machine's load is probed first (``on_busy(line)`` is called when other programs are using
     it) and recorded in ``calibration.load``; the calibration runs at a raised scheduling priority
     where the OS allows it (``raise_priority``). Each part is checked (``roofline.profile_checks``)
-    and what fails is re-measured once; what still fails is in ``calibration.checks_failed``."""
+    and what fails is re-measured once; what still fails is in ``calibration.checks_failed``. The GPU
+    libraries' files are read ahead while the first stages run (``calibrate.prefetch``;
+    ``prefetch_libraries`` False leaves the first calls to read them)."""
     device = resolve_device(device)
     before = load.probe_before()
     if on_busy is not None and before.others_busy is not None and before.others_busy >= load.BUSY_OTHERS_SHARE:
@@ -662,6 +664,8 @@ def run_calibration(
     if device.startswith("cuda"):
         index = int(device.split(":")[1])
         torch.cuda.set_device(index)
+        if prefetch_libraries:
+            prefetch.prefetch_gpu_libraries()
         gpu_ident = gpu_identity(index)
         gplan = gpu_plan(quick, gpu_ident.memory_bytes)
         gplan.compiled_overheads = with_compile
