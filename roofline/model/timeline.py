@@ -222,7 +222,7 @@ def issued_from_cpp_s(op: CapturedOp, cost: OpCost, dev: DeviceModel, distinct_k
     launches = native_launches(op, dev)
     own = launches * op_dispatch_s(dev.dispatch_s("add", distinct_kinds), dev.call_entry_s(distinct_kinds), True, True) if launches else 0.0
     looped = cudnn_depthwise_group_launches(op) if dev.kind == "cuda" and cost.conv_gradient is None else 0
-    return parts_host_s(cost, dev, distinct_kinds) + own + max(looped - 1, 0) * dev.library_launch_s
+    return parts_host_s(cost, dev, distinct_kinds) + own + ((looped - 1) * dev.library_launch_s if looped > 1 else 0.0)
 
 
 def part_pieces(cost: OpCost, kernel: float, dev: DeviceModel, distinct_kinds: int) -> list[tuple[float, float]]:
