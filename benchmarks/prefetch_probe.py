@@ -12,7 +12,6 @@ fresh process, alternating.
 from __future__ import annotations
 
 import argparse
-import os
 import subprocess
 import sys
 import time
@@ -26,8 +25,8 @@ def drop_page_cache() -> str | None:
         subprocess.run(["sync"], check=True)
         with open("/proc/sys/vm/drop_caches", "w") as f:
             f.write("3\n")
-    except OSError as e:
-        return f"cannot drop the page cache ({e.strerror}): run as root on a machine that allows it"
+    except (OSError, subprocess.CalledProcessError) as e:
+        return f"cannot drop the page cache ({getattr(e, 'strerror', None) or e}): run as root on a machine that allows it"
     return None
 
 

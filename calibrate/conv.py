@@ -116,10 +116,7 @@ GPU_PATCH_SHAPES = [
 
 def is_patch_point(p) -> bool:
     """Whether a calibrated forward point (``ConvPoint``) is one of ``GPU_PATCH_SHAPES``."""
-    return p.gradient == "none" and any(
-        (p.batch, p.in_channels, p.out_channels, p.size, p.kernel, p.stride, p.padding, p.dims, p.transposed, p.layout)
-        == (s.batch, s.in_channels, s.out_channels, s.size, s.kernel, s.stride, s.padding, s.dims, s.transposed, s.layout)
-        for s in GPU_PATCH_SHAPES)
+    return p.gradient == "none" and ConvShape(**{f: getattr(p, f) for f in ConvShape._fields}) in GPU_PATCH_SHAPES
 # Strided channels-last 2-d convolutions: cuDNN runs its NHWC kernels on them directly, where the
 # same convolution in NCHW pays layout transforms around those kernels (strided 1x1s and 3x3s, the 7x7
 # stem); 32 images and one. A channels-last convolution of stride 1 runs what its NCHW twin's points

@@ -3,8 +3,9 @@
 A convolution's or attention's first call in a process loads the part of cuDNN it runs, hundreds of
 megabytes of kernels a library; on a machine that has not read those files since it started, the
 call waits on the disk. Calibration times the convolutions after the matmul, bandwidth and overhead
-stages, so asking the kernel to read the files ahead (``posix_fadvise(WILLNEED)``: asynchronous,
-returns at once, no thread and no GIL) lets the disk work while the GPU is being timed. Nothing here
+stages, so asking the kernel to read the files ahead (``posix_fadvise(WILLNEED)``: the kernel
+queues the reads and returns, in tenths of a second at most for gigabytes, no thread) lets the disk
+work while the GPU is being timed. Nothing here
 changes what a kernel does once loaded. What it buys is small and uncertain: on the lent H100, with
 the page cache dropped before each run, the depthwise and grouped families' stage took 5.5-5.9 s
 with it and 6.7-11.0 s without, whole calibrations 63.1-66.7 s against 65.8-74.1 s (the slowest the
@@ -36,15 +37,17 @@ def library_files(folders: list[Path]) -> list[Path]:
     return sorted({f for d in folders if d.is_dir() for f in d.iterdir() if f.is_file() and GPU_LIBRARIES.search(f.name)})
 
 
-def prefetch_gpu_libraries() -> int:
+def prefetch_gpu_libraries(maps: str | None = None) -> int:
     """Ask the kernel to read the GPU libraries' files ahead; the bytes asked for (0 where the OS has
-    no ``posix_fadvise`` or ``/proc/self/maps``)."""
+    no ``posix_fadvise`` or ``/proc/self/maps``). ``maps``: that file's text (this process's, read
+    here, by default)."""
     if not hasattr(os, "posix_fadvise"):
         return 0
-    try:
-        maps = Path("/proc/self/maps").read_text()
-    except OSError:
-        return 0
+    if maps is None:
+        try:
+            maps = Path("/proc/self/maps").read_text()
+        except OSError:
+            return 0
     asked = 0
     for f in library_files(library_folders(maps)):
         try:

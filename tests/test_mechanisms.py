@@ -836,3 +836,24 @@ def test_cudnns_loop_over_groups_costs_the_host_a_launch_a_group_past_the_first(
         op = _grid_conv_op(p)
         host = issued_from_cpp_s(op, cost_of(op)[0], dev, 1)
         assert host == pytest.approx(max(_engine_launches(p) - 1, 0) * dev.library_launch_s), p
+
+
+def test_a_depthwise_gradient_launches_no_group_loop():
+    """A backward op's tensors are (grad_output, input, weight): read as a forward convolution, a
+    batch that is a multiple of the channels would look like a channel multiplier."""
+    from roofline.costs import cost_of
+    from roofline.model.kernels import cudnn_depthwise_group_launches
+    from roofline.model.timeline import issued_from_cpp_s, parts_host_s
+
+    x = torch.empty(64, 32, 28, 28, dtype=torch.float16, device="meta").contiguous(memory_format=torch.channels_last)
+    w = torch.empty(32, 1, 3, 3, dtype=torch.float16, device="meta")
+    g = torch.empty(64, 32, 14, 14, dtype=torch.float16, device="meta").contiguous(memory_format=torch.channels_last)
+
+    def backward(g, x, w):
+        return torch.ops.aten.convolution_backward(g, x, w, None, [2, 2], [1, 1], [1, 1], False, [0, 0], 32, [True, True, False])
+
+    a = Analysis.of(backward, (g, x, w), None, _shipped_h100(), Options(device="cuda", capture_device="cpu", batch_sweep=False))
+    op = next(op for op in a.graph.ops if op.name.startswith("aten.convolution_backward"))
+    assert cudnn_depthwise_group_launches(op) == 0
+    cost = cost_of(op)[0]
+    assert issued_from_cpp_s(op, cost, a.dev, 1) == pytest.approx(parts_host_s(cost, a.dev, 1))  # its parts' issue only

@@ -768,7 +768,12 @@ def cudnn_may_loop_groups(op: CapturedOp) -> str | None:
       of several taps (26 of the 48 such shapes ``mechanism_sweep.py --only grouped_kernels``
       timed on the H100 did, most at stride 2);
     - a depthwise one whose filters multiply the channels (out = k x in) that cuDNN rather than
-      ATen runs (``runs_cudnn_depthwise``): it may take one legacy kernel a group.
+      ATen runs (``runs_cudnn_depthwise``): it may take one legacy kernel a group; channels-last in
+      half precision at a stride it does (``cudnn_depthwise_group_launches``, priced: the flag says
+      so and names the fix);
+    - a channels-last depthwise one with a multiplier or a filter wider than
+      ``CUDNN_NHWC_DEPTHWISE_FILTER_MAX``: cuDNN's generic grouped kernel, not the NHWC depthwise
+      kernel its family prices.
 
     Its gradients are not flagged: their kernels were not recorded."""
     inputs = op.tensor_inputs()
@@ -804,19 +809,19 @@ CUDNN_NHWC_DEPTHWISE_FILTER_MAX = 7
 
 
 def cudnn_depthwise_group_launches(op: CapturedOp) -> int:
-    """Kernels cuDNN launches for a depthwise convolution it runs one group at a time, else 0: a
-    2-d channels-last one in half precision whose filters multiply the channels (out = k x in), at a
-    stride over 1, launches its NHWC engine once per group (a token grid that a vision transformer
-    reshapes, PiT's pooling; ``mechanism_sweep.py --only token_grid``: 144 and 288 launches at
-    about the device's least time a kernel each, one image or 32)."""
-    if not is_depthwise(op):
+    """Kernels cuDNN launches for a forward depthwise convolution it runs one group at a time, else
+    0: a 2-d channels-last one in half precision whose filters multiply the channels (out = k x in),
+    at a stride over 1, launches its NHWC engine once per group (a token grid that a vision
+    transformer reshapes, PiT's pooling; ``mechanism_sweep.py --only token_grid``: 144 and 288
+    launches at about the device's least time a kernel each, one image or 32). Measured at 3x3
+    filters of multiplier 2 and stride 2 only; other filters, multipliers and strides of that kind
+    are taken to loop alike."""
+    if op.packet not in _DENSE_CONV or not is_depthwise(op):
         return 0
     x, w = op.tensor_inputs()[:2]
     if x.ndim != 4 or not _channels_last(x) or x.dtype not in (torch.float16, torch.bfloat16) or w.shape[0] <= x.shape[1]:
         return 0
-    stride = arguments(op).get("stride") or [1]
-    strides = [int(v) for v in stride] if isinstance(stride, (list, tuple)) else [int(stride)]
-    return x.shape[1] if max(strides) > 1 else 0
+    return x.shape[1] if max(_as_2d(op)[2]) > 1 else 0
 
 
 def _few_groups(x, w, groups: int) -> bool:
@@ -883,31 +888,48 @@ def contiguous_pass_s(op: CapturedOp, cost: OpCost, dev: DeviceModel) -> float:
     if op.packet not in CONTIGUOUS_INPUT or not inputs or _row_major(inputs[0]) or not cost.kernels:
         return 0.0
     x = inputs[0]
-    nbytes = 2 * x.nbytes
-    run = gather_run(x, TensorMeta.contiguous(tuple(x.shape), x.dtype), gpu=dev.kind == "cuda")
+    return _copy_pass_s(x, TensorMeta.contiguous(tuple(x.shape), x.dtype), dev)
+
+
+def _copy_pass_s(src, dst, dev: DeviceModel) -> float:
+    """One copy of ``src`` into the layout of ``dst`` (one read and one write of its bytes): on the
+    strided-copy families at the run it gathers where the profile has them, else on the copy curve."""
+    nbytes = 2 * src.nbytes
+    run = gather_run(src, dst, gpu=dev.kind == "cuda")
     if run is not None and _has_strided_families(dev):
-        return _run_copy_s(nbytes, run, DTYPE_NAMES.get(x.dtype, "float32"), dev)
+        return _run_copy_s(nbytes, run, DTYPE_NAMES.get(src.dtype, "float32"), dev)
     return nbytes / dev.bandwidth.bytes_per_s(nbytes, "copy")
+
+
+def _channels_last_like(t) -> TensorMeta:
+    """A dense channels-last tensor of ``t``'s shape and dtype: channels innermost, then the spatial
+    dimensions from the last, the batch outermost."""
+    order = [0, *range(2, t.ndim), 1]  # outermost first
+    dense = TensorMeta.contiguous(tuple(t.shape[i] for i in order), t.dtype)
+    stride = [0] * t.ndim
+    for pos, dim in enumerate(order):
+        stride[dim] = dense.stride[pos]
+    return TensorMeta(shape=tuple(t.shape), dtype=t.dtype, stride=tuple(stride), device=t.device)
 
 
 def weight_layout_pass_s(op: CapturedOp, cost: OpCost, dev: DeviceModel) -> float:
     """Time of the copy of a GPU convolution's weight into its input's layout: cuDNN runs a
-    channels-last input channels-last (``cudnn_conv_suggest_memory_format``) and ATen hands it the
-    weight ``.contiguous()`` in that layout, so an NCHW weight (a model's parameters as created,
-    under an input a token reshape left channels-last: ConvNeXt's downsampling) is copied on every
-    call, one read and one write of its bytes on the copy curve, plus the copy kernel's least time.
-    0 for a weight already dense channels-last (1x1 and depthwise weights are either way), an NCHW
-    input, a gradient, and ATen's own depthwise kernel."""
-    if dev.kind != "cuda" or cost.category != "conv" or cost.conv_gradient is not None or is_transposed(op):
+    channels-last input channels-last (``cudnn_conv_suggest_memory_format``, never in float64) and
+    ATen hands it the weight ``.contiguous()`` in that layout, so an NCHW weight (a model's
+    parameters as created, under an input a token reshape left channels-last: ConvNeXt's
+    downsampling) is copied on every call: a copy into the channels-last layout (``_copy_pass_s``)
+    plus the copy kernel's least time. 0 for a weight already dense channels-last (1x1 and depthwise
+    weights are either way), an NCHW input, float64, a transposed convolution (not measured), and
+    anything but a forward convolution."""
+    if dev.kind != "cuda" or cost.category != "conv" or cost.conv_gradient is not None or op.packet not in _DENSE_CONV or is_transposed(op):
         return 0.0
     inputs = op.tensor_inputs()
-    if len(inputs) < 2 or not _channels_last(inputs[0]) or _native_depthwise(op, cost, dev):
+    if len(inputs) < 2 or not _channels_last(inputs[0]) or torch.float64 in (inputs[0].dtype, inputs[1].dtype):
         return 0.0
     w = inputs[1]
     if w.ndim != inputs[0].ndim or _dense_in_order(w, [1, *reversed(range(2, w.ndim)), 0]):
         return 0.0
-    nbytes = 2 * w.nbytes
-    return nbytes / dev.bandwidth.bytes_per_s(nbytes, "copy") + dev.kernel_floor_s
+    return _copy_pass_s(w, _channels_last_like(w), dev) + dev.kernel_floor_s
 
 
 def _timed(op: CapturedOp, cost: OpCost, dev: DeviceModel) -> float | None:

@@ -218,7 +218,8 @@ def issued_from_cpp_s(op: CapturedOp, cost: OpCost, dev: DeviceModel, distinct_k
     parts (``parts_host_s``) and its ``native_launches``, each of these an elementwise op's dispatch
     less the Python entry, and the kernels cuDNN launches in a loop over groups past the first
     (``kernels.cudnn_depthwise_group_launches``), each a library's launch from C++
-    (``DeviceModel.library_launch_s``)."""
+    (``DeviceModel.library_launch_s``), whether or not the profile's family curves price the
+    loop's device time (a profile without them leaves it to the dense curve)."""
     launches = native_launches(op, dev)
     own = launches * op_dispatch_s(dev.dispatch_s("add", distinct_kinds), dev.call_entry_s(distinct_kinds), True, True) if launches else 0.0
     looped = cudnn_depthwise_group_launches(op) if dev.kind == "cuda" and cost.conv_gradient is None else 0
