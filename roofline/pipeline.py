@@ -22,6 +22,7 @@ from roofline.advice.applicability import host_syncs, memory_fit, missing_kernel
 from roofline.advice.batch import batch_sweep, describe_batch_sweep
 from roofline.advice.compiled import compiled_total_s, cuda_graph_total_s
 from roofline.advice.fusion import fuse_program, fusion_groups, fusion_report
+from roofline.advice.layout import layout_advice
 from roofline.advice.padding import padding_advice
 from roofline.advice.placement import crossover, placement, size_of
 from roofline.advice.plans import DevicePart, rank_plans
@@ -577,6 +578,7 @@ class Analysis:
             fusion=fusion, unsupported_ops=dict(unsupported),
             warnings=list(self.graph.warnings), alternatives=self.alternatives, streams=self.streams, batch_sweep=sweep,
             padding=padding_advice(self.graph.ops, self.costs, self.kernels(), self.dev),
+            layout=layout_advice(self.graph.ops, self.costs, self.kernels(), self.dev),
             training=self.training,
         )
         report.warnings.extend(profile_caveats(self.profile, self.kind))  # a quick profile, failed checks, a busy machine

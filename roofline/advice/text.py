@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from roofline.advice.layout import layout_line
 from roofline.advice.padding import padding_line
 from roofline.advice.plans import DEVICE_WORDS, plan_label
 from roofline.schema.report import DecodeReport, Report
@@ -104,7 +105,7 @@ def copies_line(report: Report, copies_per_call: bool) -> str | None:
 
 
 def advice_lines(report: Report, *, copies_per_call: bool = True) -> list[str]:
-    """The plan first, then what is consistent with it: the model's own Python, fusion, copies, padding, memory, uncertain ops."""
+    """The plan first, then what is consistent with it: the model's own Python, fusion, copies, padding, layouts, memory, uncertain ops."""
     lines = plan_lines(report)
     rec = report.recommended_plan
     on_predicted_part = rec is not None and rec.device == report.profile.kind
@@ -113,6 +114,7 @@ def advice_lines(report: Report, *, copies_per_call: bool = True) -> list[str]:
             lines.append(line)
     if on_predicted_part:
         lines += [padding_line(entry) for entry in report.padding]
+        lines += [layout_line(entry) for entry in report.layout]
     for line in (memory_line(report), uncertain_line(report)):
         if line:
             lines.append(line)

@@ -786,8 +786,8 @@ def cudnn_may_loop_groups(op: CapturedOp) -> str | None:
     if is_depthwise(op):
         if cudnn_depthwise_group_launches(op):
             return (f"a channels-last half-precision depthwise convolution with a channel multiplier ({w.shape[0] // x.shape[1]}) and a "
-                    f"stride: cuDNN launches one kernel per group ({groups}), priced at the device's least time a kernel; an NCHW "
-                    "input (`.contiguous()`) runs ATen's one kernel instead")
+                    f"stride: cuDNN launches one kernel per group ({groups}), priced as a launch a group (measured at 3x3 filters of "
+                    "multiplier 2 and stride 2); an NCHW input (`.contiguous()`) runs ATen's one kernel instead")
         if _channels_last(x) and x.ndim == 4 and (w.shape[0] > x.shape[1] or max(w.shape[2:]) > CUDNN_NHWC_DEPTHWISE_FILTER_MAX):
             return ("a channels-last depthwise convolution with a channel multiplier or a filter over "
                     f"{CUDNN_NHWC_DEPTHWISE_FILTER_MAX} taps wide: cuDNN runs its generic grouped kernel, 1.7-4.9x ATen's NCHW "
@@ -899,6 +899,11 @@ def _copy_pass_s(src, dst, dev: DeviceModel) -> float:
     if run is not None and _has_strided_families(dev):
         return _run_copy_s(nbytes, run, DTYPE_NAMES.get(src.dtype, "float32"), dev)
     return nbytes / dev.bandwidth.bytes_per_s(nbytes, "copy")
+
+
+def contiguous_copy_s(t, dev: DeviceModel) -> float:
+    """One ``.contiguous()`` of ``t`` into dense row-major (NCHW) order, as a kernel of its own."""
+    return _copy_pass_s(t, TensorMeta.contiguous(tuple(t.shape), t.dtype), dev) + dev.kernel_floor_s
 
 
 def _channels_last_like(t) -> TensorMeta:

@@ -168,6 +168,13 @@ class PaddingAdvice(_Model):
     after_s: float = Field(ge=0, description="Predicted time of those GEMMs with the dimension padded, seconds.")
 
 
+class LayoutAdvice(_Model):
+    module: str = Field(description="The module whose convolutions the advice is for ('' at top level).")
+    convs: int = Field(ge=1, description="Its convolutions cuDNN runs one group at a time for their channels-last input.")
+    before_s: float = Field(ge=0, description="Their predicted time as they are (device, and the host's launches past the first), seconds.")
+    after_s: float = Field(ge=0, description="Their predicted time on an NCHW input, the copy into it included, seconds.")
+
+
 class BatchPoint(_Model):
     batch: int = Field(ge=1, description="Batch size (the leading dimension of every input).")
     predicted_s: float = Field(ge=0, description="Predicted forward time at this batch size, seconds.")
@@ -422,6 +429,7 @@ class Report(_Model):
     memory: list[MemoryFit] = Field(default_factory=list, description="Memory one call holds against each device part's capacity.")
     fusion: list[FusionGroup] = Field(default_factory=list)
     padding: list[PaddingAdvice] = Field(default_factory=list, description="GPU: GEMM dimensions whose padding to a multiple of 64 cuts their GEMMs' predicted time by more than 10 %.")
+    layout: list[LayoutAdvice] = Field(default_factory=list, description="GPU: convolutions whose channels-last input sends cuDNN to a loop over groups, where an NCHW input cuts their predicted time by more than 10 %.")
     advice: list[str] = Field(default_factory=list, description="Recommendations in plain words.")
     unsupported_ops: dict[str, int] = Field(default_factory=dict, description="aten ops without a formula: count. They still cost their bytes.")
     warnings: list[str] = Field(default_factory=list)
