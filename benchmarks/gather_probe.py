@@ -112,8 +112,9 @@ def main(argv=None) -> int:
         return 0
     if not args.measure:
         ap.error("--measure OUT.json or --show RECORD.json")
-    if not torch.cuda.is_available():
-        print("gather_probe.py --measure needs a CUDA GPU; --show RECORD prints a recorded run", file=sys.stderr)
+    from benchmarks.sweep_checks import refused_without_cuda
+
+    if refused_without_cuda("gather_probe.py"):
         return 2
     record = measure()
     Path(args.measure).write_text(json.dumps(record, indent=1))

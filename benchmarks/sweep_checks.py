@@ -12,6 +12,7 @@ import argparse
 import gzip
 import json
 import statistics
+import sys
 from pathlib import Path
 from typing import Callable
 
@@ -146,6 +147,15 @@ def timed_check_main(doc: str, name: str, points: Callable[..., list[dict]], cal
         recorded = json.loads(Path(args.sweep).read_text())["points"]
         print(f"{name}: " + error_line(priced_lines(recorded, lambda p: predicted_s(profile, p), describe)))
     return 0
+
+
+def refused_without_cuda(script: str) -> bool:
+    """Whether a probe's ``--measure`` must refuse here: torch sees no CUDA GPU (one line says so, and
+    that ``--show`` reads a recorded run anywhere)."""
+    if torch.cuda.is_available():
+        return False
+    print(f"{script} --measure needs a CUDA GPU; --show RECORD prints a recorded run", file=sys.stderr)
+    return True
 
 
 def record_check_main(doc: str, measure: Callable[[Path], None], check: Callable[[Path], int | None],

@@ -22,7 +22,7 @@ import torch.nn.functional as F
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from benchmarks.sweep_checks import DTYPES, error_line, kernel_s  # noqa: E402
+from benchmarks.sweep_checks import DTYPES, error_line, kernel_s, sweep_points  # noqa: E402
 from roofline.pipeline import resolve_profile  # noqa: E402
 
 FAMILIES = ("patch_embed", "grid_dense", "grid_depthwise")
@@ -59,8 +59,6 @@ def main() -> int:
     ap.add_argument("--rows", action="store_true", help="every point's line")
     args = ap.parse_args()
     profile = resolve_profile(args.profile, "cuda")[0]
-    from benchmarks.sweep_checks import sweep_points
-
     groups: dict[tuple, list[float]] = defaultdict(list)
     for family in FAMILIES:
         for p in sweep_points(args.sweep, family):

@@ -227,8 +227,9 @@ def main(argv=None) -> int:
         return 0
     if not args.measure:
         ap.error("--measure OUT.json or --show RECORD.json")
-    if not torch.cuda.is_available():
-        print("train_phases.py --measure needs a CUDA GPU; --show RECORD prints a recorded run", file=sys.stderr)
+    from benchmarks.sweep_checks import refused_without_cuda
+
+    if refused_without_cuda("train_phases.py"):
         return 2
     from benchmarks.train_check import all_cases
     builds = {"probe": probe_case, **{c.name: c.build for c in all_cases() if c.build is not None}}

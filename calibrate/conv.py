@@ -117,6 +117,8 @@ GPU_PATCH_SHAPES = [
 def is_patch_point(p) -> bool:
     """Whether a calibrated forward point (``ConvPoint``) is one of ``GPU_PATCH_SHAPES``."""
     return p.gradient == "none" and ConvShape(**{f: getattr(p, f) for f in ConvShape._fields}) in GPU_PATCH_SHAPES
+
+
 # Strided channels-last 2-d convolutions: cuDNN runs its NHWC kernels on them directly, where the
 # same convolution in NCHW pays layout transforms around those kernels (strided 1x1s and 3x3s, the 7x7
 # stem); 32 images and one. A channels-last convolution of stride 1 runs what its NCHW twin's points

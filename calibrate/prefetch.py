@@ -4,9 +4,8 @@ A convolution's or attention's first call in a process loads the part of cuDNN i
 megabytes of kernels a library; on a machine that has not read those files since it started, the
 call waits on the disk. Calibration times the convolutions after the matmul, bandwidth and overhead
 stages, so asking the kernel to read the files ahead (``posix_fadvise(WILLNEED)``: the kernel
-queues the reads and returns, in tenths of a second at most for gigabytes, no thread) lets the disk
-work while the GPU is being timed. Nothing here
-changes what a kernel does once loaded. What it buys is small and uncertain: on the lent H100, with
+queues the reads, no thread of ours waits on them) lets the disk work while the GPU is being timed.
+Nothing here changes what a kernel does once loaded. What it buys is small and uncertain: on the lent H100, with
 the page cache dropped before each run, the depthwise and grouped families' stage took 5.5-5.9 s
 with it and 6.7-11.0 s without, whole calibrations 63.1-66.7 s against 65.8-74.1 s (the slowest the
 machine's first process; ``python benchmarks/prefetch_probe.py``, ``h100_prefetch_probe.txt``).

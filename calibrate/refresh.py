@@ -41,18 +41,22 @@ def measure_convs(device: str, *, budget_s: float, warnings: list, quick: bool):
     return _timed_convs(device, budget_s, warnings, quick, lambda plan, dtype: plan.conv_shapes_for(dtype))
 
 
+def _timed_plan_subset(device: str, budget_s: float, warnings: list, quick: bool, shapes: list, what: str) -> list:
+    """The dense convolutions of calibration's plan that are among ``shapes``, every dtype of it; a
+    plan that times none of them (a quick profile's) refuses, naming ``what`` they are."""
+    if not any(s in shapes for s in gpu_plan(quick, torch.cuda.get_device_properties(device).total_memory).conv_shapes):
+        raise ProfileError(f"this plan times no {what} (a quick profile's): refresh its conv stage instead")
+    return _timed_convs(device, budget_s, warnings, quick, lambda plan, dtype: [s for s in plan.conv_shapes if s in shapes])
+
+
 def measure_convs_3d(device: str, *, budget_s: float, warnings: list, quick: bool):
     """The 3-d convolutions of calibration's plan (``calibrate.conv.GPU_3D_SHAPES``), every dtype of it."""
-    if not any(s in conv.GPU_3D_SHAPES for s in gpu_plan(quick, torch.cuda.get_device_properties(device).total_memory).conv_shapes):
-        raise ProfileError("this plan times no 3-d convolutions (a quick profile's): refresh its conv stage instead")
-    return _timed_convs(device, budget_s, warnings, quick, lambda plan, dtype: [s for s in plan.conv_shapes if s in conv.GPU_3D_SHAPES])
+    return _timed_plan_subset(device, budget_s, warnings, quick, conv.GPU_3D_SHAPES, "3-d convolutions")
 
 
 def measure_convs_patches(device: str, *, budget_s: float, warnings: list, quick: bool):
     """The patch embeddings of calibration's plan (``calibrate.conv.GPU_PATCH_SHAPES``), every dtype of it."""
-    if not any(s in conv.GPU_PATCH_SHAPES for s in gpu_plan(quick, torch.cuda.get_device_properties(device).total_memory).conv_shapes):
-        raise ProfileError("this plan times no patch embeddings of its own (a quick profile's): refresh its conv stage instead")
-    return _timed_convs(device, budget_s, warnings, quick, lambda plan, dtype: [s for s in plan.conv_shapes if s in conv.GPU_PATCH_SHAPES])
+    return _timed_plan_subset(device, budget_s, warnings, quick, conv.GPU_PATCH_SHAPES, "patch embeddings of its own")
 
 
 def measure_foreach(device: str, *, budget_s: float, warnings: list, quick: bool):

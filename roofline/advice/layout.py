@@ -18,7 +18,7 @@ from roofline.costs.registry import OpCost, cost_of
 from roofline.graph.ops import CapturedOp, TensorMeta
 from roofline.model.device import DeviceModel
 from roofline.model.kernels import contiguous_copy_s, cudnn_depthwise_group_launches, kernel_s
-from roofline.model.timeline import KernelTerms
+from roofline.model.timeline import KernelTerms, group_loop_host_s
 from roofline.schema.report import LayoutAdvice
 from roofline.units import seconds
 
@@ -38,14 +38,13 @@ def layout_advice(ops: Sequence[CapturedOp], costs: Sequence[OpCost], kernels: S
     if dev.kind != "cuda":
         return []
     found: dict[str, list[float]] = {}  # module -> [convolutions, before, after]
-    for op, terms in zip(ops, kernels):
-        launches = cudnn_depthwise_group_launches(op)
-        if not launches or not isinstance(op.args[0], TensorMeta) or not op.outputs:
+    for op, cost, terms in zip(ops, costs, kernels):
+        if not cudnn_depthwise_group_launches(op) or not isinstance(op.args[0], TensorMeta) or not op.outputs:
             continue
         twin = nchw_op(op)
         entry = found.setdefault(op.module, [0, 0.0, 0.0])
         entry[0] += 1
-        entry[1] += terms[0] + (launches - 1) * dev.library_launch_s
+        entry[1] += terms[0] + group_loop_host_s(op, cost, dev)
         entry[2] += kernel_s(twin, cost_of(twin)[0], dev)[0] + contiguous_copy_s(op.args[0], dev)
     advised = [LayoutAdvice(module=m, convs=n, before_s=b, after_s=a) for m, (n, b, a) in found.items() if a < (1 - MIN_GAIN) * b]
     return sorted(advised, key=lambda e: e.after_s - e.before_s)

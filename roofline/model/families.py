@@ -77,12 +77,9 @@ class ConvFamilyModel:
         NCHW kernel is another: ``benchmarks/token_grid_check.py``). A gradient curve of another
         dtype comes before the forward's of this one (a quick profile's float32 gradients price a
         half-precision gradient: its kernel, at float32's bytes)."""
-        twin = TWIN.get(dtype)
+        halves = [d for d in (dtype, TWIN.get(dtype)) if d]
+        order = [(d, layout) for d in halves] + [(d, "nchw") for d in halves] + [("float32", layout), ("float32", "nchw")]
         for grad in dict.fromkeys((gradient, "none")):
-            order = [(d, lay) for d in (dtype, twin, "float32") for lay in (layout, "nchw")]
-            if layout != "nchw" and twin is not None:
-                order.remove((twin, layout))
-                order.insert(1, (twin, layout))
             for d, lay in order:
                 curve = self.curves.get((kind, d, lay, grad))
                 if curve is not None:

@@ -222,8 +222,15 @@ def issued_from_cpp_s(op: CapturedOp, cost: OpCost, dev: DeviceModel, distinct_k
     loop's device time (a profile without them leaves it to the dense curve)."""
     launches = native_launches(op, dev)
     own = launches * op_dispatch_s(dev.dispatch_s("add", distinct_kinds), dev.call_entry_s(distinct_kinds), True, True) if launches else 0.0
+    return parts_host_s(cost, dev, distinct_kinds) + own + group_loop_host_s(op, cost, dev)
+
+
+def group_loop_host_s(op: CapturedOp, cost: OpCost, dev: DeviceModel) -> float:
+    """Host time of the kernels cuDNN launches in a loop over groups past the first
+    (``kernels.cudnn_depthwise_group_launches``), a library's launch from C++ each
+    (``DeviceModel.library_launch_s``)."""
     looped = cudnn_depthwise_group_launches(op) if dev.kind == "cuda" and cost.conv_gradient is None else 0
-    return parts_host_s(cost, dev, distinct_kinds) + own + ((looped - 1) * dev.library_launch_s if looped > 1 else 0.0)
+    return (looped - 1) * dev.library_launch_s if looped > 1 else 0.0
 
 
 def part_pieces(cost: OpCost, kernel: float, dev: DeviceModel, distinct_kinds: int) -> list[tuple[float, float]]:
