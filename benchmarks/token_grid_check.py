@@ -2,11 +2,12 @@
 over an NCHW image, and dense and depthwise convolutions over a grid of tokens, which a reshape of
 (batch, tokens, channels) hands the convolution channels-last.
 
-    python benchmarks/token_grid_check.py [--sweep benchmarks/results/h100_token_grid.json] [--profile P] [--rows]
+    python benchmarks/token_grid_check.py [--sweep benchmarks/results/h100_token_grid.json] [--profile P] [--rows] [--drop STAGE ...]
 
 The sweep (``mechanism_sweep.py --only token_grid`` on the GPU) times each in both layouts (patch
 embeddings NCHW only), batch 1 and 32, float32 (TF32), float16 and bfloat16, with the kernels each
-call ran. Prints |error| by family, layout and dtype (``--rows``: every point, with its main kernel).
+call ran. Prints |error| by family, layout and dtype (``--rows``: every point, with its main kernel;
+``--drop conv_patches``: the profile without its patch-embedding points, as ``accuracy.py --zoo --drop``).
 """
 
 from __future__ import annotations
@@ -57,8 +58,13 @@ def main() -> int:
     ap.add_argument("--sweep", default=str(REPO / "benchmarks/results/h100_token_grid.json"))
     ap.add_argument("--profile", default="nvidia-h100-80gb-hbm3")
     ap.add_argument("--rows", action="store_true", help="every point's line")
+    ap.add_argument("--drop", nargs="+", default=[], metavar="STAGE", help="price without these calibration stages (benchmarks.zoo.run.without_stages)")
     args = ap.parse_args()
     profile = resolve_profile(args.profile, "cuda")[0]
+    if args.drop:
+        from benchmarks.zoo.run import without_stages
+
+        profile = without_stages(profile, "cuda", args.drop)
     groups: dict[tuple, list[float]] = defaultdict(list)
     for family in FAMILIES:
         for p in sweep_points(args.sweep, family):
