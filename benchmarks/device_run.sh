@@ -7,6 +7,7 @@
 #   bash benchmarks/device_run.sh OUT heldout PROFILE K/N ...   the held-out zoo (benchmarks/zoo/heldout.py), curves only -> OUT/heldout_K.json.gz
 #   bash benchmarks/device_run.sh OUT fresh PROFILE K/N ...     the third set (heldout.FRESH), curves only -> OUT/fresh_K.json.gz
 #   bash benchmarks/device_run.sh OUT fourth PROFILE K/N ...    the fourth set (heldout.FOURTH), curves only -> OUT/fourth_K.json.gz
+#   bash benchmarks/device_run.sh OUT fifth PROFILE K/N ...     the fifth set (heldout.FIFTH), curves only -> OUT/fifth_K.json.gz
 #   ZOO_UNTIL=EPOCH_S bash benchmarks/device_run.sh ...   zoo steps start no shard after that time
 #   bash benchmarks/device_run.sh OUT decode PROFILE         benchmarks/decode_check.py on GPT-2 and a Llama-shaped model
 #   bash benchmarks/device_run.sh OUT probes PROFILE         the host probes (benchmarks/zoo/probes.py) -> OUT/probes.json
@@ -21,11 +22,11 @@ case $step in
     compile=$([ "$step" = calibrate-compile ] && echo --with-compile)
     python -m roofline calibrate --no-progress $compile --output "$out/$1.json" --name "$1" >> "$log" 2>&1
     echo "calibrate wall $(python -c "print(round($(date +%s.%N) - $start, 1))") s, imports included" >> "$log" ;;
-  zoo|zoo-curves|heldout|fresh|fourth)
+  zoo|zoo-curves|heldout|fresh|fourth|fifth)
     profile=$1; shift
     kernels=$([ "$step" = zoo ] && echo --kernels)
-    set_flag=$(case $step in heldout) echo --heldout ;; fresh) echo --fresh ;; fourth) echo --fourth ;; esac)
-    prefix=$(case $step in heldout|fresh|fourth) echo "$step" ;; *) echo zoo ;; esac)
+    set_flag=$(case $step in heldout) echo --heldout ;; fresh) echo --fresh ;; fourth) echo --fourth ;; fifth) echo --fifth ;; esac)
+    prefix=$(case $step in heldout|fresh|fourth|fifth) echo "$step" ;; *) echo zoo ;; esac)
     for shard in "$@"; do
       if [ -n "${ZOO_UNTIL:-}" ] && [ "$(date +%s)" -ge "$ZOO_UNTIL" ]; then echo "== $prefix $shard not started: past ZOO_UNTIL" >> "$log"; continue; fi
       echo "== $prefix $shard $(date +%T)" >> "$log"

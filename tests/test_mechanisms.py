@@ -857,3 +857,29 @@ def test_a_depthwise_gradient_launches_no_group_loop():
     assert cudnn_depthwise_group_launches(op) == 0
     cost = cost_of(op)[0]
     assert issued_from_cpp_s(op, cost, a.dev, 1) == pytest.approx(parts_host_s(cost, a.dev, 1))  # its parts' issue only
+
+
+def _batched_tile_errors() -> list[float]:
+    """Relative errors of Twins' batched 7-row products (tests/fixtures/h100_batched_tiles.json, per-op
+    times from an H100 zoo run) priced with the fixture H100 profile."""
+    recorded = json.loads((FIXTURES / "h100_batched_tiles.json").read_text())["points"]
+    prof = load_profile_file(FIXTURES / "h100_profile.json")
+    errs = []
+    for p in recorded:
+        dtype = getattr(torch, p["dtype"])
+        # the second operand is a linear's weight shared by the batch (stride 0), as torch expands it
+        a, b = (torch.empty_strided(p[t], p[f"{t}_stride"], dtype=dtype, device="meta") for t in ("a", "b"))
+        analysis = Analysis.of(torch.bmm, (a, b), None, prof, Options(device="cuda", batch_sweep=False, capture_device="cpu"))
+        errs.append(sum(k[0] for k in analysis.kernels()) / p["median_s"] - 1)
+    return errs
+
+
+def test_a_batch_of_products_narrower_than_a_tile_computes_whole_tiles(monkeypatch):
+    """Twins' 7-row products take 64-row tiles' time (float32 6-7x the tall GEMM of all their rows,
+    half precision 2.6-3x); priced as the tall GEMM they came out 62-85% under."""
+    errs = _batched_tile_errors()
+    assert len(errs) == 6 and max(abs(e) for e in errs) < 0.5, errs
+    import roofline.model.kernels as kernels
+
+    monkeypatch.setattr(kernels, "BATCHED_TILE", 1)
+    assert statistics.median(_batched_tile_errors()) < -0.5

@@ -46,12 +46,13 @@ def test_the_held_out_zoo_shares_no_model_with_the_zoo():
     assert len(held) == 3 * len(HELDOUT) and len({c.label for c in held}) == len(held)
 
 
-def test_the_third_and_fourth_sets_share_no_model_with_the_others():
-    from benchmarks.zoo.heldout import FOURTH, FRESH, HELDOUT
+def test_the_third_fourth_and_fifth_sets_share_no_model_with_the_others():
+    from benchmarks.zoo.heldout import FIFTH, FOURTH, FRESH, HELDOUT
 
-    names = [m.name for models in (MODELS, HELDOUT, FRESH, FOURTH) for m in models]
+    names = [m.name for models in (MODELS, HELDOUT, FRESH, FOURTH, FIFTH) for m in models]
     assert len(names) == len(set(names))
-    assert {"torchvision", "timm", "transformers"} <= {m.library for m in FOURTH}
+    for models in (FOURTH, FIFTH):
+        assert {"torchvision", "timm", "transformers"} <= {m.library for m in models}
 
 
 def test_summary_line_is_median_p90_and_max_of_the_absolute_errors():
@@ -218,3 +219,8 @@ def test_a_replay_with_another_profile_reads_the_host_scales_against_it(tmp_path
         lines[name] = capsys.readouterr().out.splitlines()
     assert lines["recorded"][2] == lines["halved"][2] and lines["recorded"][2].startswith("zoo at the host scale")
     assert lines["recorded"][1] != lines["halved"][1]  # as calibrated, the host level moves the tiny models' figures
+
+
+def test_a_device_side_assert_ends_the_live_run_and_nothing_else_does():
+    assert run.context_lost(RuntimeError("CUDA error: device-side assert triggered"))
+    assert not run.context_lost(RuntimeError("Expected inputs of BF16 type"))

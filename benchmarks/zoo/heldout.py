@@ -14,7 +14,11 @@ Gemma, Falcon, BLOOM, mBART, wav2vec 2.0, SegFormer, CLIP) and other sizes of th
 3-d ResNet, Swin V2, RegNetY, ResNeSt, NFNet, CSPDarknet, ConvMixer, CoaT, XCiT, FastViT,
 EfficientFormer, VOLO, SqueezeBERT, Funnel and GPT-BigCode; ``FOURTH`` a fourth (``--fourth``):
 two more RegNets, ViT-B/32, ResNet-101, SE-ResNeXt, DPN, SKNet, BEiT, MPNet, GPT-NeoX, Phi-3 and
-DINOv2.
+DINOv2; ``FIFTH`` a fifth (``--fifth``), chosen for mechanisms the other sets lack: FNet's Fourier
+transforms, ConvBERT's span-based dynamic convolutions, HuBERT's convolutional feature encoder, ViT-MAE's
+random masking, a Mixtral-shaped mixture of experts, Pegasus, XLNet's relative attention, DeepLabV3's
+dilated convolutions, R(2+1)D's factorised 3-d convolutions, Res2Net, VoVNet, EfficientViT's linear
+attention, PVT v2, Twins and ConvNeXt V2.
 """
 
 from __future__ import annotations
@@ -124,7 +128,43 @@ FOURTH: list[ZooModel] = [
 ]
 FOURTH = [with_defaults(m) for m in FOURTH]
 
+FIFTH: list[ZooModel] = [
+    # torchvision
+    ZooModel("tv_efficientnet_b3", "torchvision", "cnn", tv("efficientnet_b3"), images(300)),
+    ZooModel("tv_shufflenet_v2_x2_0", "torchvision", "cnn", tv("shufflenet_v2_x2_0"), images()),
+    ZooModel("tv_convnext_small", "torchvision", "cnn", tv("convnext_small"), images()),
+    ZooModel("tv_deeplabv3_mobilenet_v3", "torchvision", "cnn", tv("segmentation.deeplabv3_mobilenet_v3_large", weights_backbone=None,
+                                                                  aux_loss=False), images(320), batches=(1, 8)),
+    ZooModel("tv_r2plus1d_18", "torchvision", "cnn", tv("video.r2plus1d_18"), lambda b: ((torch.randn(b, 3, 16, 112, 112),), {}),
+             batches=(1, 8)),
+    # timm
+    ZooModel("timm_res2net50_14w_8s", "timm", "cnn", tm("res2net50_14w_8s"), images()),
+    ZooModel("timm_ese_vovnet19b_dw", "timm", "cnn", tm("ese_vovnet19b_dw"), images()),
+    ZooModel("timm_convnextv2_atto", "timm", "cnn", tm("convnextv2_atto"), images()),
+    ZooModel("timm_efficientvit_b0", "timm", "vit", tm("efficientvit_b0"), images()),
+    ZooModel("timm_pvt_v2_b0", "timm", "vit", tm("pvt_v2_b0"), images()),
+    ZooModel("timm_twins_svt_small", "timm", "vit", tm("twins_svt_small"), images()),
+    # transformers
+    ZooModel("hf_fnet_base", "transformers", "encoder", hf("FNetModel", "FNetConfig"), tokens(32000, 128, mask=False),
+             dtypes=(torch.float32,)),  # cuFFT takes half precision only at power-of-two lengths
+    ZooModel("hf_convbert_base", "transformers", "encoder", hf("ConvBertModel", "ConvBertConfig"), tokens(30522, 128)),
+    ZooModel("hf_xlnet_base", "transformers", "encoder", hf("XLNetModel", "XLNetConfig", d_model=768, n_layer=12, n_head=12, d_inner=3072),
+             tokens(32000, 128)),
+    ZooModel("hf_hubert_base", "transformers", "encoder", hf("HubertModel", "HubertConfig"),
+             lambda b: ((), {"input_values": torch.randn(b, 16000)})),
+    ZooModel("hf_vit_mae_base", "transformers", "vit", hf("ViTMAEModel", "ViTMAEConfig"),
+             lambda b: ((), {"pixel_values": torch.randn(b, 3, 224, 224)})),
+    ZooModel("hf_mixtral_small", "transformers", "decoder", hf(
+        "MixtralForCausalLM", "MixtralConfig", hidden_size=512, intermediate_size=1408, num_hidden_layers=4, num_attention_heads=8,
+        num_key_value_heads=2, num_local_experts=8, num_experts_per_tok=2, vocab_size=32000), tokens(32000, 128),
+        dtypes=(torch.bfloat16,)),  # its experts run torch's grouped GEMM, which takes bfloat16 only
+    ZooModel("hf_pegasus_small", "transformers", "encdec", hf(
+        "PegasusForConditionalGeneration", "PegasusConfig", d_model=512, encoder_layers=6, decoder_layers=6, encoder_attention_heads=8,
+        decoder_attention_heads=8, encoder_ffn_dim=2048, decoder_ffn_dim=2048), seq2seq(50265, 128, 32)),
+]
+FIFTH = [with_defaults(m) for m in FIFTH]
+
 
 def heldout_cases(available_only: bool = True, models: list[ZooModel] = HELDOUT) -> list[ZooCase]:
-    """Every held-out model's cases (``models``: HELDOUT, FRESH or FOURTH), as ``registry.cases`` makes the zoo's."""
+    """Every held-out model's cases (``models``: HELDOUT, FRESH, FOURTH or FIFTH), as ``registry.cases`` makes the zoo's."""
     return cases(available_only, models)

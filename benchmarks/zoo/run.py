@@ -148,6 +148,12 @@ def _build(case, device):
         return case.model.build(case.batch, case.dtype)
 
 
+def context_lost(error: BaseException) -> bool:
+    """Whether ``error`` left the process's CUDA context unusable (a device-side assert, as an index
+    out of an embedding's range raises): every later CUDA call fails the same way."""
+    return "device-side assert" in str(error)
+
+
 def run_live(args) -> int:
     from benchmarks.zoo.registry import cases as zoo_cases
     from roofline.measure.device import device_for
@@ -172,6 +178,10 @@ def run_live(args) -> int:
         from benchmarks.zoo.heldout import FOURTH, heldout_cases
 
         todo = heldout_cases(models=FOURTH)
+    elif args.fifth:  # the fifth set (heldout.FIFTH)
+        from benchmarks.zoo.heldout import FIFTH, heldout_cases
+
+        todo = heldout_cases(models=FIFTH)
     if kind == "cpu" and not args.probes:  # the CPU subset: batch 1 in the natural dtype (a 2-core CPU runs the rest for minutes)
         todo = [c for c in todo if c.batch == 1 and c.dtype == c.model.dtypes[0]]
     if args.only:
@@ -185,7 +195,7 @@ def run_live(args) -> int:
     modes = options.modes()
     overheads = profile.part(kind).measurements.overheads
     print(f"zoo on {profile.device} ({kind}), profile '{profile.name}', torch {torch.__version__}, {time.strftime('%Y-%m-%d')}, {len(todo)} cases", flush=True)
-    done = []
+    done, lost = [], False
     for case in todo:
         try:
             # the reading `roofline advise --host now` makes (on the GPU only), kept where it applies it
@@ -202,6 +212,10 @@ def run_live(args) -> int:
             del real, ra, rk
         except Exception as e:  # noqa: BLE001 - a case that fails is reported and the run goes on
             print(f"  {case.label:<36} FAILED: {type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}", flush=True)
+            if kind == "cuda" and context_lost(e):
+                print("  the CUDA context is lost (a device-side assert): no more cases, no per-op times; the cases timed are written", flush=True)
+                lost = True
+                break
             gc.collect()
             torch.cuda.empty_cache() if kind == "cuda" else None
             continue
@@ -226,6 +240,12 @@ def run_live(args) -> int:
     rows, graphs = [], {}
     table_profile = profile.model_copy(deep=True) if args.kernels and kind == "cuda" else None
     for case, analysis, row in done:
+        if lost:
+            row["notes"].append("per-op not timed: the CUDA context was lost")
+            row["ops"] = priced_ops(analysis, None)
+            graphs[case.label] = graph_to_dict(analysis.graph)
+            rows.append(row)
+            continue
         try:
             real, ra, rk = _build(case, device)
             from roofline.measure.run import Measurement
@@ -339,12 +359,12 @@ def _replayed(old: dict, graphs: dict, profile, kind: str, options: Options, dev
 def recaptured(record: dict, profile, kind: str) -> dict:
     """Label -> the case captured again on this machine (meta tensors, this code, the libraries here);
     a case whose library is missing or whose capture fails here is left out, with one line saying so."""
-    from benchmarks.zoo.heldout import FOURTH, FRESH, heldout_cases
+    from benchmarks.zoo.heldout import FIFTH, FOURTH, FRESH, heldout_cases
     from benchmarks.zoo.probes import probe_cases
     from benchmarks.zoo.registry import cases, missing_reason
 
     by_label = {c.label: c for c in cases(available_only=False) + heldout_cases(available_only=False) + heldout_cases(False, FRESH)
-                + heldout_cases(False, FOURTH) + probe_cases()}
+                + heldout_cases(False, FOURTH) + heldout_cases(False, FIFTH) + probe_cases()}
     options = Options(device=kind, batch_sweep=False)
     out = {}
     for row in record["rows"]:
@@ -554,6 +574,7 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--heldout", action="store_true", help="run the held-out zoo (benchmarks/zoo/heldout.py) instead of the zoo's models")
     ap.add_argument("--fresh", action="store_true", help="run the third set (benchmarks/zoo/heldout.py, FRESH) instead of the zoo's models")
     ap.add_argument("--fourth", action="store_true", help="run the fourth set (benchmarks/zoo/heldout.py, FOURTH) instead of the zoo's models")
+    ap.add_argument("--fifth", action="store_true", help="run the fifth set (benchmarks/zoo/heldout.py, FIFTH) instead of the zoo's models")
     ap.add_argument("--budget", type=float, default=0.6, help="seconds of end-to-end timing per case")
     ap.add_argument("--runs", type=int, default=3, help="profiled replays per case")
     ap.add_argument("--kernels", action="store_true", help="also time every case's distinct kernels (the kernel table) and predict with them")

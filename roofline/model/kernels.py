@@ -119,6 +119,8 @@ def kernel_terms(op: CapturedOp, cost: OpCost, dev: DeviceModel, reach: Reach = 
                 compute = max(compute, _memory_s(op, cost, dev)) * ratio
         if cost.category == "matmul" and compute and dev.kind == "cuda":
             compute *= _gemm_ratio(op, cost, dev, curve_name, m, n, k, batch)
+            if batch > 1 and _batched_products(op):
+                compute = max(compute, batched_tile_floor_s(batch, m, n, k, dev.matmul_model(curve_name).peak_flop_per_s))
         # FLOPs beyond the GEMM's own (bias, scaling) at the vector rate.
         compute += max(cost.flops - 2 * max(batch, 1) * m * n * k, 0) / dev.vector_flop_per_s
     else:
@@ -1131,6 +1133,20 @@ def _leading_bytes(t) -> int | None:
 
 
 BATCHED_PRODUCTS = {"aten.bmm", "aten.baddbmm"}
+# cuBLAS's batched kernels give each product of a batch output tiles of its own, at least this many
+# rows and columns: a product narrower than a tile computes the whole tile (Twins' 7-row windows, whose
+# linear layers torch runs as a batch of 7-row products, take 64-row tiles' time on the H100 in
+# float32 and half precision alike: docs/design.md, "Batched products")
+BATCHED_TILE = 64
+
+
+def batched_tile_floor_s(batch: int, m: int, n: int, k: int, peak_flop_per_s: float) -> float:
+    """The least time of a batch of (m, n, k) products on a GPU: every product's rows and columns
+    rounded up to whole ``BATCHED_TILE`` tiles, computed at the dtype's calibrated peak."""
+    def whole(d: int) -> int:
+        return -(-d // BATCHED_TILE) * BATCHED_TILE
+
+    return 2.0 * batch * whole(m) * whole(n) * k / peak_flop_per_s if peak_flop_per_s > 0 else 0.0
 
 
 def _batched_products(op: CapturedOp) -> bool:
