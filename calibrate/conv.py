@@ -108,9 +108,15 @@ GPU_3D_SHAPES = [
 # Patch embeddings of vision transformers at ViT-Base's width (768 channels), 16x16 and 32x32, one
 # image and 32, beside the 16x16 ones of 256 channels above: cuDNN switches kernels with the output
 # channels (half precision: NHWC kernels behind layout transforms from 768) and at one image runs the
-# widest filters' reduction in one wave of few tiles (``benchmarks/token_grid_check.py``).
+# widest filters' reduction in one wave of few tiles (``benchmarks/token_grid_check.py``). Then the
+# spatial-reduction convolutions of pyramid vision transformers (PVT, SegFormer, Twins): an 8x8 filter
+# of stride 8 over a channels-last token grid of 32 or 64 channels, which cuDNN runs several times
+# slower than the 3x3 and 7x7 points it would otherwise be priced from, float32 most (one wave of few
+# tiles, each reducing 2048-4096 products); at planes and batches of no model in the zoos.
 GPU_PATCH_SHAPES = [
     _S(1, 3, 768, 224, 16, 16, 0), _S(32, 3, 768, 224, 16, 16, 0), _S(1, 3, 768, 224, 32, 32, 0), _S(32, 3, 768, 224, 32, 32, 0),
+    _S(1, 32, 32, 64, 8, 8, 0, layout="channels_last"), _S(8, 32, 32, 64, 8, 8, 0, layout="channels_last"),
+    _S(1, 64, 64, 128, 8, 8, 0, layout="channels_last"), _S(32, 64, 64, 32, 8, 8, 0, layout="channels_last"),
 ]
 
 

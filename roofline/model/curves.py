@@ -22,6 +22,7 @@ import bisect
 import math
 import statistics
 from dataclasses import dataclass
+from typing import Sequence
 
 import numpy as np
 
@@ -247,7 +248,8 @@ class ConvKey:
     (``conv_out_aligned``), and whether a strided 2-d one is channels-last (``conv_channels_last_key``):
     cuDNN runs NHWC kernels on it directly, where its NCHW twin pays layout transforms around the same
     kernels; and whether an NCHW 1x1 of stride 1 runs over a large plane whose bytes are not a multiple
-    of 16 (``conv_narrow_plane``). A channels-last convolution of stride 1 is keyed as NCHW: its NCHW twin's points price
+    of 16 (``conv_narrow_plane``); and whether it is a patch filter (``conv_patch``: a wide filter of its own
+    stride, which reduces long rows into a small output in few tiles). A channels-last convolution of stride 1 is keyed as NCHW: its NCHW twin's points price
     it closely enough (docs/design.md, "The model of time", dense convolutions, has the evidence)."""
 
     kind: str
@@ -258,6 +260,19 @@ class ConvKey:
     out_aligned: bool = True
     channels_last: bool = False
     narrow_plane: bool = False
+    patch: bool = False
+
+
+# the narrowest patch filter (``conv_patch``): ViT's 16x16 and 32x32 embeddings, the 8x8 spatial
+# reductions of pyramid vision transformers; a 2x2 or 4x4 downsampler of its own stride prices as the
+# 3x3 strided points do
+PATCH_MIN = 8
+
+
+def conv_patch(kernel: Sequence[int], stride: Sequence[int]) -> bool:
+    """Whether a convolution's filter is a patch filter: as wide as its stride in every spatial
+    dimension (windows that do not overlap) and at least ``PATCH_MIN`` wide."""
+    return len(kernel) == len(stride) and all(int(k) == int(s) >= PATCH_MIN for k, s in zip(kernel, stride))
 
 
 def conv_aligned(in_channels: int, itemsize: int) -> bool:
@@ -341,6 +356,8 @@ def _keyed_rows(rows: list, key: ConvKey) -> list:
     # before the input's alignment: the legacy kernel runs whatever the input channels (an odd 117 too)
     same = [r for r in same if r[0].out_aligned == key.out_aligned] or same
     same = [r for r in same if r[0].aligned == key.aligned] or same
+    # a patch filter's few long-row tiles are their own class, and no other filter reads their points
+    same = [r for r in same if r[0].patch == key.patch] or same
     # a 1x1 filter is a plain GEMM (cuBLAS runs many): a filter of several taps, which cuDNN's implicit
     # GEMMs gather, takes the points of other multi-tap filters where there are any
     gathered = [r for r in same if (r[0].taps > 1) == (key.taps > 1)]
@@ -402,7 +419,8 @@ class ConvModel:
                 # a point keeps its own layout: a channels-last point of stride 1 prices no convolution
                 # (those are keyed NCHW, ``conv_channels_last_key``) rather than blend into the NCHW ones
                 narrow = conv_narrow_plane(kind, taps, p.strided, p.out_positions, itemsize, channels_last=last)
-                keyed_rows.append((ConvKey(kind, taps, p.strided, conv_aligned(p.in_channels, itemsize), plane, out, last, narrow), values))
+                patch = conv_patch([p.kernel] * p.dims, [p.stride] * p.dims) if p.dims == 2 else False
+                keyed_rows.append((ConvKey(kind, taps, p.strided, conv_aligned(p.in_channels, itemsize), plane, out, last, narrow, patch), values))
             else:
                 rows.append((taps, *values))
         self._rows = np.array(rows, dtype=np.float64)
