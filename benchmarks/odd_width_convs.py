@@ -1,11 +1,11 @@
-"""Convolutions whose input channels are not a multiple of 8 (ReXNet's 185 and 1044, Res2Net's 14-56, an
-EfficientNet's squeeze-excite 1392 -> 58), beside aligned neighbours, with the kernels cuDNN runs.
+"""Convolutions whose channels are not a multiple of 8 (ReXNet's 185 and 1044, Res2Net's 14-56 in; an
+EfficientNet's squeeze-excite 1392 -> 58 out), beside aligned neighbours, with the kernels cuDNN runs.
 
     python3 benchmarks/odd_width_convs.py --measure OUT.json            # on the GPU machine
     python3 benchmarks/odd_width_convs.py --show RECORD.json [--profile P]   # anywhere: kernels, and the profile's price
 
 A half-precision pixel of such an input does not fill 16-byte vectors. The fifth held-out set's (``h100_fifth.json``)
-and the held-out zoo's such convolutions took about 20-30 µs however small, 45-77% over their price; this
+and the held-out zoo's such convolutions took about 20-30 µs however small, priced 45-77% under; this
 probe times each shape's summed kernels (the profiler's per-op figure) and names them, NCHW, 32 images.
 """
 

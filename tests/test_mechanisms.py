@@ -935,3 +935,37 @@ def test_a_patch_filter_is_as_wide_as_its_stride_and_at_least_eight():
 
     assert conv_patch([8, 8], [8, 8]) and conv_patch([16, 16], [16, 16])
     assert not conv_patch([4, 4], [4, 4]) and not conv_patch([8, 8], [4, 4]) and not conv_patch([5, 5], [1, 1])
+
+
+def test_a_patch_filters_gradients_do_not_read_the_forward_patch_points():
+    """The calibrated patch points are forwards; a gradient's stand-in runs other kernels."""
+    shipped = _shipped_h100()
+    bare = _without_reduction_patches(load_profile_file(REPO / "device_profiles" / "nvidia-h100-80gb-hbm3.json"))
+    x = torch.empty_strided([32, 64, 56, 56], [200704, 1, 3584, 64], dtype=torch.float32, device="meta")
+    w = torch.empty(64, 64, 8, 8, device="meta")
+    g = torch.empty_strided([32, 64, 7, 7], [3136, 1, 448, 64], dtype=torch.float32, device="meta")
+    fn = lambda g, x, w: torch.ops.aten.convolution_backward(g, x, w, None, [8, 8], [0, 0], [1, 1], False, [0, 0], 1, [True, True, False])  # noqa: E731
+
+    def priced(prof):
+        analysis = Analysis.of(fn, (g, x, w), None, prof, Options(device="cuda", batch_sweep=False, capture_device="cpu"))
+        return sum(k[0] for k in analysis.kernels())
+
+    assert priced(shipped) == pytest.approx(priced(bare), rel=1e-9)
+
+
+def test_products_of_one_row_take_no_tile_floor(monkeypatch):
+    """cuBLAS runs a batch of one-row products as matrix-vector kernels, not 64-row tiles."""
+    import roofline.model.kernels as kernels
+
+    prof = load_profile_file(FIXTURES / "h100_profile.json")
+    a, b = torch.empty(4096, 1, 64, device="meta"), torch.empty(4096, 64, 1024, device="meta")
+    seven = torch.empty(4096, 7, 64, device="meta")
+
+    def priced(x):
+        analysis = Analysis.of(torch.bmm, (x, b), None, prof, Options(device="cuda", batch_sweep=False, capture_device="cpu"))
+        return sum(k[0] for k in analysis.kernels())
+
+    with_floor = priced(a), priced(seven)
+    monkeypatch.setattr(kernels, "BATCHED_TILE", 1)
+    assert with_floor[0] == pytest.approx(priced(a), rel=1e-9)
+    assert with_floor[1] > 1.5 * priced(seven)

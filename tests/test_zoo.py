@@ -221,6 +221,18 @@ def test_a_replay_with_another_profile_reads_the_host_scales_against_it(tmp_path
     assert lines["recorded"][1] != lines["halved"][1]  # as calibrated, the host level moves the tiny models' figures
 
 
-def test_a_device_side_assert_ends_the_live_run_and_nothing_else_does():
+def test_a_lost_cuda_context_ends_the_live_run_and_nothing_else_does():
     assert run.context_lost(RuntimeError("CUDA error: device-side assert triggered"))
+    assert run.context_lost(RuntimeError("CUDA error: an illegal memory access was encountered"))
     assert not run.context_lost(RuntimeError("Expected inputs of BF16 type"))
+
+
+def test_a_merged_record_names_the_cases_a_lost_context_left_unrun(tmp_path, capsys):
+    shard = _shard(tmp_path)
+    data = run._read(str(shard))
+    data["not_run"] = ["pegasus b8 fp16"]
+    run._write(str(shard), data)
+    record = tmp_path / "rec.json"
+    assert run.main(["--zoo", "--merge", str(shard), "--json", str(record)]) == 0
+    assert json.loads(record.read_text())["not_run"] == ["pegasus b8 fp16"]
+    assert "1 cases not run" in capsys.readouterr().out

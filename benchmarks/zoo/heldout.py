@@ -18,7 +18,8 @@ DINOv2; ``FIFTH`` a fifth (``--fifth``), chosen for mechanisms the other sets la
 transforms, ConvBERT's span-based dynamic convolutions, HuBERT's convolutional feature encoder, ViT-MAE's
 random masking, a Mixtral-shaped mixture of experts, Pegasus, XLNet's relative attention, DeepLabV3's
 dilated convolutions, R(2+1)D's factorised 3-d convolutions, Res2Net, VoVNet, EfficientViT's linear
-attention, PVT v2, Twins and ConvNeXt V2.
+attention, PVT v2, Twins and ConvNeXt V2, beside other sizes of the zoo's families (EfficientNet-B3,
+ShuffleNet V2 x2.0, ConvNeXt-S).
 """
 
 from __future__ import annotations

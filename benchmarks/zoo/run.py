@@ -150,8 +150,10 @@ def _build(case, device):
 
 def context_lost(error: BaseException) -> bool:
     """Whether ``error`` left the process's CUDA context unusable (a device-side assert, as an index
-    out of an embedding's range raises): every later CUDA call fails the same way."""
-    return "device-side assert" in str(error)
+    out of an embedding's range raises; an illegal memory access; a failed launch): every later CUDA
+    call fails the same way."""
+    text = str(error)
+    return any(m in text for m in ("device-side assert", "illegal memory access", "unspecified launch failure"))
 
 
 def run_live(args) -> int:
@@ -195,7 +197,7 @@ def run_live(args) -> int:
     modes = options.modes()
     overheads = profile.part(kind).measurements.overheads
     print(f"zoo on {profile.device} ({kind}), profile '{profile.name}', torch {torch.__version__}, {time.strftime('%Y-%m-%d')}, {len(todo)} cases", flush=True)
-    done, lost = [], False
+    done, lost, not_run = [], False, []
     for case in todo:
         try:
             # the reading `roofline advise --host now` makes (on the GPU only), kept where it applies it
@@ -213,7 +215,8 @@ def run_live(args) -> int:
         except Exception as e:  # noqa: BLE001 - a case that fails is reported and the run goes on
             print(f"  {case.label:<36} FAILED: {type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}", flush=True)
             if kind == "cuda" and context_lost(e):
-                print("  the CUDA context is lost (a device-side assert): no more cases, no per-op times; the cases timed are written", flush=True)
+                not_run = [c.label for c in todo[todo.index(case) + 1:]]
+                print(f"  the CUDA context is lost: {len(not_run)} more cases not run, no per-op times; the cases timed are written", flush=True)
                 lost = True
                 break
             gc.collect()
@@ -278,6 +281,7 @@ def run_live(args) -> int:
             device=profile.device, kind=kind, profile=profile.name, torch=torch.__version__, date=time.strftime("%Y-%m-%d"),
             allow_tf32=modes.matmul_tf32, conv_tf32=modes.conv_tf32, rows=rows, graphs=graphs, summary=lines,
             kernel_table=[e.model_dump() for e in table_profile.gpu.measurements.kernels] if table_profile else [],
+            **({"not_run": not_run} if not_run else {}),
         ))
         print(f"wrote {args.json}")
     return 0
@@ -328,8 +332,13 @@ def merge(args) -> int:
         profile_file=profile_file.name if profile_file else None, graphs_file=graphs_file.name, summary=lines,
         rows=[dict(r, ops=[[o["i"], o["measured_s"]] for o in r["ops"] if o.get("measured_s") is not None]) for r in rows],
     )
+    not_run = [label for s in shards for label in s.get("not_run", [])]
+    if not_run:  # cases a lost CUDA context left unmeasured: the record says which, so its n is read right
+        record["not_run"] = not_run
     out.write_text(json.dumps(record, separators=(",", ":")))
     print("\n".join(lines))
+    if not_run:
+        print(f"{len(not_run)} cases not run (a shard's CUDA context was lost): {', '.join(not_run)}")
     print(f"wrote {out} and {graphs_file}")
     return 0
 

@@ -419,7 +419,7 @@ class ConvModel:
                 # a point keeps its own layout: a channels-last point of stride 1 prices no convolution
                 # (those are keyed NCHW, ``conv_channels_last_key``) rather than blend into the NCHW ones
                 narrow = conv_narrow_plane(kind, taps, p.strided, p.out_positions, itemsize, channels_last=last)
-                patch = conv_patch([p.kernel] * p.dims, [p.stride] * p.dims) if p.dims == 2 else False
+                patch = kind == "2d" and p.gradient == "none" and conv_patch([p.kernel] * p.dims, [p.stride] * p.dims)
                 keyed_rows.append((ConvKey(kind, taps, p.strided, conv_aligned(p.in_channels, itemsize), plane, out, last, narrow, patch), values))
             else:
                 rows.append((taps, *values))

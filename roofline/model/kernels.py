@@ -1024,7 +1024,13 @@ def _conv_points(op: CapturedOp, cost: OpCost, dev: DeviceModel, tf32: bool) -> 
     last = cost.conv_gradient is None and conv_channels_last_key(kind, strided, _channels_last(x))
     # a gradient's stand-in runs other kernels than the forward's narrow-plane GEMMs
     narrow = cost.conv_gradient is None and conv_narrow_plane(kind, taps, strided, positions, x.itemsize, channels_last=unit_channels)
-    patch = kind == "2d" and isinstance(stride, (list, tuple)) and conv_patch(w.shape[2:], stride)
+    # a patch filter's points are forwards of unit dilation (a gradient's stand-in runs other kernels)
+    spatial = x.ndim - 2
+    strides = list(stride) * spatial if isinstance(stride, (list, tuple)) and len(stride) == 1 else stride
+    dilation = arguments(op).get("dilation", [1])
+    patch = (cost.conv_gradient is None and kind == "2d" and isinstance(strides, (list, tuple))
+             and all(int(d) == 1 for d in (dilation if isinstance(dilation, (list, tuple)) else [dilation]))
+             and conv_patch(w.shape[2:], strides))
     key = ConvKey(kind, taps, strided, conv_aligned(x.shape[1], x.itemsize), plane, out_aligned, last, narrow, patch)
     return model, (m, n, k, taps, key)
 
@@ -1135,19 +1141,21 @@ def _leading_bytes(t) -> int | None:
 
 BATCHED_PRODUCTS = {"aten.bmm", "aten.baddbmm"}
 # cuBLAS's batched kernels give each product of a batch output tiles of its own, at least this many
-# rows and columns: a product narrower than a tile computes the whole tile (Twins' 7-row windows, whose
-# linear layers torch runs as a batch of 7-row products, take 64-row tiles' time on the H100 in
-# float32 and half precision alike: docs/design.md, "Batched products")
+# rows: a product narrower than a tile computes the whole tile (Twins' 7-row windows, whose linear
+# layers torch runs as a batch of 7-row products, take 64-row tiles' time on the H100 in float32 and
+# half precision alike: docs/design.md, "The model of time", batched products)
 BATCHED_TILE = 64
 
 
 def batched_tile_floor_s(batch: int, m: int, n: int, k: int, peak_flop_per_s: float) -> float:
-    """The least time of a batch of (m, n, k) products on a GPU: every product's rows and columns
-    rounded up to whole ``BATCHED_TILE`` tiles, computed at the dtype's calibrated peak."""
-    def whole(d: int) -> int:
-        return -(-d // BATCHED_TILE) * BATCHED_TILE
-
-    return 2.0 * batch * whole(m) * whole(n) * k / peak_flop_per_s if peak_flop_per_s > 0 else 0.0
+    """The least price of a batch of (m, n, k) products on a GPU: each product's narrower side rounded
+    up to a whole ``BATCHED_TILE``, computed at the dtype's calibrated peak. None is set for a product
+    of one row or column (cuBLAS runs matrix-vector kernels there), nor beyond the narrow side: the
+    H100's evidence is products of 7 rows and whole tiles of columns."""
+    if min(m, n) <= 1 or peak_flop_per_s <= 0:
+        return 0.0
+    narrow, wide = min(m, n), max(m, n)
+    return 2.0 * batch * (-(-narrow // BATCHED_TILE) * BATCHED_TILE) * wide * k / peak_flop_per_s
 
 
 def _batched_products(op: CapturedOp) -> bool:
