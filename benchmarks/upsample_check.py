@@ -10,7 +10,7 @@ nearest-neighbour kernels give each output element a thread. The shapes are the 
 resample: a segmentation head's logits to the image (FCN's 21 classes), SegFormer's decode head
 joining four scales at 128 x 128 (channels-last, as its permuted maps are), U-Net and
 feature-pyramid 2x steps, an image resized whole, a feature map resized to its own size, a 1-d
-signal and a video clip, one image and a batch; in float32 and float16, each timed by the shared
+signal and a video clip, a pooled one-pixel branch broadcast back, one image and a batch; in float32 and float16, each timed by the shared
 protocol (``roofline.timing``) and priced as ``roofline advise`` prices the op.
 """
 
@@ -38,6 +38,8 @@ RESAMPLES = [
     ("bilinear", (32, 256, 16, 16), 128, "channels_last"), ("bilinear", (32, 8, 64, 64), 128, "channels_last"),
     ("bilinear", (1, 3, 1024, 1024), 2048), ("bilinear", (1, 1, 2048, 2048), 4096), ("bilinear", (32, 256, 64, 64), 64),
     ("linear", (32, 256, 64), 128), ("trilinear", (2, 64, 8, 32, 32), 16),
+    # a pooled branch broadcast back (DeepLabV3's image pooling, LR-ASPP): one-pixel planes resampled up
+    ("bilinear", (32, 128, 1, 1), 64), ("bilinear", (1, 960, 1, 1), 20), ("bilinear", (4, 512, 1, 1), 33),
 ]
 DTYPES = {"float32": torch.float32, "float16": torch.float16}
 

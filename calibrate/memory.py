@@ -15,7 +15,7 @@ import torch
 from calibrate.matmul import DTYPES
 from roofline.model.kernels import (
     ADAPTIVE_POOL_FAMILY, ADAPTIVE_POOL_SIDE, POOL_AVERAGE_FAMILY, POOL_BACKWARD_FAMILY, POOL_REFERENCE_FAMILY, POOL_WINDOW_FAMILY, REDUCE_LONG, REDUCE_LONG_ROW, REDUCE_OUTER_WIDTHS, REDUCE_SHORT, REDUCE_SHORT_ROW, UPSAMPLE_FAMILY,
-    UPSAMPLE_NEAREST_FAMILY, UPSAMPLE_SIDE, reduce_outer_family,
+    UPSAMPLE_NEAREST_FAMILY, UPSAMPLE_PIXEL_FAMILY, UPSAMPLE_PIXEL_SIDE, UPSAMPLE_SIDE, reduce_outer_family,
 )
 from roofline.schema.profile import BandwidthCurve, BandwidthPoint, PointwiseCurve, PointwisePoint, Stat
 from roofline.timing import time_fn
@@ -126,14 +126,16 @@ SELECTION_OPS = ("compare", "masked_fill", "cumsum", "topk", "sort", "max_pool2d
 # of an NCHW image gives each output pixel a thread that loops over every image and channel: time
 # follows that loop's length, each step waiting on its loads (roofline.model.kernels._upsample_s);
 # timed as an UPSAMPLE_SIDE-square image of as many channels as the size asks resampled to twice
-# its side; nearest-neighbour resampling of the same image (a thread per output element); the 3x3
+# its side, and as one-pixel channels resampled to UPSAMPLE_PIXEL_SIDE square (a pooled branch broadcast
+# back: its steps read the L1 cache); nearest-neighbour resampling of the same image (a thread per output element); the 3x3
 # stride-2 max pool's backward (a thread per input walking the windows over it); adaptive average
 # pooling of ADAPTIVE_POOL_SIDE-square planes to their own side (a block per plane). Float32,
 # GPU only (the CPU's loops differ); timed and recorded as one stage, "pooling".
-GPU_SELECTION_OPS = (POOL_WINDOW_FAMILY, POOL_AVERAGE_FAMILY, POOL_BACKWARD_FAMILY, UPSAMPLE_FAMILY, UPSAMPLE_NEAREST_FAMILY, ADAPTIVE_POOL_FAMILY)
+GPU_SELECTION_OPS = (POOL_WINDOW_FAMILY, POOL_AVERAGE_FAMILY, POOL_BACKWARD_FAMILY, UPSAMPLE_FAMILY, UPSAMPLE_NEAREST_FAMILY, ADAPTIVE_POOL_FAMILY,
+                     UPSAMPLE_PIXEL_FAMILY)
 # a resampling step's time rises from the L2 cache's latency to memory's over the sizes models
 # resample at: calibrated at the sizes x4 apart (the others x16), from one channel on
-DENSE_SELECTION_OPS = (UPSAMPLE_FAMILY, UPSAMPLE_NEAREST_FAMILY)
+DENSE_SELECTION_OPS = (UPSAMPLE_FAMILY, UPSAMPLE_NEAREST_FAMILY, UPSAMPLE_PIXEL_FAMILY)
 # Normalizations and data movement whose kernels run below the copy's rate by how they walk memory:
 # layer_norm and softmax over short rows (ConvNeXt's 96 channels, Swin's 49-token windows: a
 # block per row idles most of its threads), cat (a kernel per input layout) and roll (index
@@ -218,6 +220,9 @@ def _selection_call(op: str, n: int, device: str, dtype: torch.dtype):
         img = _rand(1, max(rows * ROW // UPSAMPLE_SIDE**2, 1), UPSAMPLE_SIDE, UPSAMPLE_SIDE, device=device, dtype=dtype)
         mode = dict(mode="bilinear", align_corners=False) if op == UPSAMPLE_FAMILY else dict(mode="nearest")
         fn = lambda: F.interpolate(img, size=(2 * UPSAMPLE_SIDE, 2 * UPSAMPLE_SIDE), **mode)  # noqa: E731
+    elif op == UPSAMPLE_PIXEL_FAMILY:
+        img = _rand(1, max(rows * ROW // UPSAMPLE_PIXEL_SIDE**2, 1), 1, 1, device=device, dtype=dtype)
+        fn = lambda: F.interpolate(img, size=(UPSAMPLE_PIXEL_SIDE, UPSAMPLE_PIXEL_SIDE), mode="bilinear", align_corners=False)  # noqa: E731
     elif op in STRIDED_OPS:
         fn = _strided_call(op, rows * ROW, device, dtype)
     else:

@@ -969,3 +969,26 @@ def test_products_of_one_row_take_no_tile_floor(monkeypatch):
     monkeypatch.setattr(kernels, "BATCHED_TILE", 1)
     assert with_floor[0] == pytest.approx(priced(a), rel=1e-9)
     assert with_floor[1] > 1.5 * priced(seven)
+
+
+def test_a_one_pixel_plane_resamples_on_its_own_family():
+    """A pooled branch broadcast back (DeepLabV3's image pooling) reads each step's one value from the
+    L1 cache: on the H100 a step of a full block took about 120 ns, which the 64x64 family's steps
+    priced at 1.9-3.0x (benchmarks/results/h100_upsample.json, ``upsample_check.py``)."""
+    recorded = [p for p in json.loads((REPO / "benchmarks" / "results" / "h100_upsample.json").read_text())["points"]
+                if p["shape"][2:] == [1, 1] and p["dtype"] == "float32" and p["side"] ** 2 >= 1024]
+    assert len(recorded) == 2
+
+    def errors(prof):
+        out = []
+        for p in recorded:
+            x = torch.empty(p["shape"], device="meta")
+            fn = lambda x, s=p["side"]: F.interpolate(x, size=(s, s), mode="bilinear", align_corners=False)  # noqa: E731
+            analysis = Analysis.of(fn, (x,), None, prof, Options(device="cuda", batch_sweep=False, capture_device="cpu"))
+            out.append(sum(k[0] for k in analysis.kernels()) / p["median_s"] - 1)
+        return out
+
+    assert max(abs(e) for e in errors(_shipped_h100())) < 0.2
+    without = load_profile_file(REPO / "device_profiles" / "nvidia-h100-80gb-hbm3.json")
+    without.gpu.measurements.pointwise = [c for c in without.gpu.measurements.pointwise if c.op != "upsample_bilinear_pixel"]
+    assert min(errors(without)) > 0.8

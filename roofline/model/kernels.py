@@ -314,6 +314,14 @@ def _pool_window_s(op: CapturedOp, dev: DeviceModel) -> float | None:
 # element); a resampling to the input's own size is a copy.
 UPSAMPLE_FAMILY = "upsample_bilinear"
 UPSAMPLE_SIDE = 64
+# A one-pixel plane resampled up (a pooled branch broadcast back over a feature map: DeepLabV3's image
+# pooling, LR-ASPP) reads, step after step, the next channel's one value: 32 float32 steps share a
+# cache line, so a step waits on the L1 cache, not on the L2 the calibrated family's 64x64 planes miss
+# to (on the H100 DeepLabV3's 8 x 256 steps took 64 ns each against the family's 285). Its own family:
+# C one-pixel channels to UPSAMPLE_PIXEL_SIDE square, timed like the other (``calibrate.memory``).
+UPSAMPLE_PIXEL_FAMILY = "upsample_bilinear_pixel"
+UPSAMPLE_PIXEL_SIDE = 32
+UPSAMPLE_PIXEL_STEP_BYTES = 4 * (1 + UPSAMPLE_PIXEL_SIDE**2)  # float32 in and out per channel of the calibrated loop
 # Nearest-neighbour resampling gives each output element a thread that computes its source index:
 # below the copy's rate (about half on the H100), priced on its own calibrated family (the same
 # image doubled), by bytes.
@@ -326,9 +334,10 @@ UPSAMPLE_CALIBRATED_STEP_BYTES = 4 * (UPSAMPLE_SIDE**2 + (2 * UPSAMPLE_SIDE) ** 
 
 
 def _upsample_s(op: CapturedOp, cost: OpCost, dev: DeviceModel) -> float | None:
-    """A GPU resampling's time: the larger of its loop over images and channels (channels-first)
-    and its threads' window work, never under its bytes' time; None elsewhere, for a resampling to
-    the same size, or without the families."""
+    """A GPU resampling's time: the larger of its loop over images and channels (channels-first;
+    from a one-pixel plane on the pixel family where the profile has it) and its threads' window
+    work, never under its bytes' time; None elsewhere, for a resampling to the same size, or
+    without the families."""
     taps = UPSAMPLE_TAPS.get(op.packet)
     if dev.kind != "cuda" or taps is None or not dev.has_family(UPSAMPLE_FAMILY, "float32") or not op.outputs or not op.tensor_inputs():
         return None
@@ -340,7 +349,10 @@ def _upsample_s(op: CapturedOp, cost: OpCost, dev: DeviceModel) -> float | None:
     positions = math.prod(out.shape[2:])
     if _channels_last(x) or positions > resident_threads(dev):
         return max(window_work_s(out.numel, taps, dev) or 0.0, bytes_s)
-    step_s = UPSAMPLE_CALIBRATED_STEP_BYTES / dev.family_bytes_per_s(UPSAMPLE_FAMILY, nbytes, "float32")
+    if math.prod(x.shape[2:]) == 1 and dev.has_family(UPSAMPLE_PIXEL_FAMILY, "float32"):
+        step_s = UPSAMPLE_PIXEL_STEP_BYTES / dev.family_bytes_per_s(UPSAMPLE_PIXEL_FAMILY, nbytes, "float32")
+    else:
+        step_s = UPSAMPLE_CALIBRATED_STEP_BYTES / dev.family_bytes_per_s(UPSAMPLE_FAMILY, nbytes, "float32")
     return max(x.shape[0] * x.shape[1] * step_s, bytes_s)
 
 
