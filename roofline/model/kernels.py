@@ -195,6 +195,8 @@ def _memory_s(op: CapturedOp, cost: OpCost, dev: DeviceModel) -> float:
     window = _pool_window_s(op, dev)
     if window is None:
         window = _upsample_s(op, cost, dev)
+    if window is None:
+        window = _im2col_s(op, dev)
     if window is not None:
         return window
     planes = _adaptive_pool_planes_s(op, dev)
@@ -359,6 +361,32 @@ def _upsample_s(op: CapturedOp, cost: OpCost, dev: DeviceModel) -> float | None:
 # threads one SM holds at once, by compute capability (CUDA's occupancy tables: 2048 on Volta, the
 # A100 and Hopper, 1536 on other Ampere and Ada parts, 1024 on Turing)
 THREADS_PER_SM = {"7.5": 1024, "8.6": 1536, "8.7": 1536, "8.9": 1536}
+
+
+def aten_im2col_launches(op: CapturedOp) -> int:
+    """Kernels ATen's GPU ``im2col`` (``nn.Unfold``) launches: one an image of a batched input, from a
+    loop over the batch in C++; 1 for any other op or an unbatched input (``col2im`` runs the batch
+    in one launch)."""
+    if op.packet != "aten.im2col" or not op.tensor_inputs():
+        return 1
+    x = op.tensor_inputs()[0]
+    return max(int(x.shape[0]), 1) if x.ndim == 4 else 1
+
+
+def _im2col_s(op: CapturedOp, dev: DeviceModel) -> float | None:
+    """A GPU ``im2col``: its images one launch after another (``aten_im2col_launches``), each a thread
+    per (channel, output position) walking the filter's taps, priced as a window's work
+    (``window_work_s``) and never under the least kernel time. None elsewhere or without the window
+    families."""
+    if dev.kind != "cuda" or op.packet != "aten.im2col" or not op.outputs or not op.tensor_inputs():
+        return None
+    x, out = op.tensor_inputs()[0], op.outputs[0]
+    kernel = arguments(op).get("kernel_size")
+    if x.ndim < 3 or not isinstance(kernel, (list, tuple)):
+        return None
+    taps = math.prod(int(k) for k in kernel)
+    work = window_work_s(int(x.shape[-3]) * int(out.shape[-1]), taps, dev, average=False)
+    return None if work is None else aten_im2col_launches(op) * max(work, dev.kernel_floor_s)
 
 
 def resident_threads(dev: DeviceModel) -> int:

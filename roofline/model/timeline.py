@@ -38,7 +38,7 @@ from roofline.costs import OpCost
 from roofline.costs.registry import parts_on
 from roofline.graph.ops import CapturedGraph, CapturedOp, reads_to_host
 from roofline.model.device import DeviceModel
-from roofline.model.kernels import aten_batch_norm_launches, cudnn_depthwise_group_launches, kernel_s
+from roofline.model.kernels import aten_batch_norm_launches, aten_im2col_launches, cudnn_depthwise_group_launches, kernel_s
 from roofline.model.reuse import Reach, reuse_reach
 from roofline.schema.report import regime_parts
 
@@ -226,10 +226,13 @@ def issued_from_cpp_s(op: CapturedOp, cost: OpCost, dev: DeviceModel, distinct_k
 
 
 def group_loop_host_s(op: CapturedOp, cost: OpCost, dev: DeviceModel) -> float:
-    """Host time of the kernels cuDNN launches in a loop over groups past the first
-    (``kernels.cudnn_depthwise_group_launches``), a library's launch from C++ each
-    (``DeviceModel.library_launch_s``)."""
-    looped = cudnn_depthwise_group_launches(op) if dev.kind == "cuda" and cost.conv_gradient is None else 0
+    """Host time of the kernels a library launches in a loop from C++ past the first, a library's
+    launch each (``DeviceModel.library_launch_s``): cuDNN's over groups
+    (``kernels.cudnn_depthwise_group_launches``) and ATen's ``im2col`` over images
+    (``kernels.aten_im2col_launches``)."""
+    if dev.kind != "cuda":
+        return 0.0
+    looped = max(cudnn_depthwise_group_launches(op) if cost.conv_gradient is None else 0, aten_im2col_launches(op))
     return (looped - 1) * dev.library_launch_s if looped > 1 else 0.0
 
 
