@@ -216,8 +216,8 @@ def native_launches(op: CapturedOp, dev: DeviceModel) -> int:
 def issued_from_cpp_s(op: CapturedOp, cost: OpCost, dev: DeviceModel, distinct_kinds: int) -> float:
     """Host time an op spends issuing kernels from C++ beyond its own dispatch: a fused native op's
     parts (``parts_host_s``) and its ``native_launches``, each of these an elementwise op's dispatch
-    less the Python entry, and the kernels cuDNN launches in a loop over groups past the first
-    (``kernels.cudnn_depthwise_group_launches``), each a library's launch from C++
+    less the Python entry, and the kernels a library launches in a loop past the first (cuDNN's over
+    groups, ATen's ``im2col`` over images: ``group_loop_host_s``), each a library's launch from C++
     (``DeviceModel.library_launch_s``), whether or not the profile's family curves price the
     loop's device time (a profile without them leaves it to the dense curve)."""
     launches = native_launches(op, dev)
