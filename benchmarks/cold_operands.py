@@ -7,7 +7,7 @@ layers meet their weights: a whole forward pass since the last touch), on a GPU.
 Calibration calls each shape again and again on the same tensors, so a small GEMM's weight sits in the
 L2 cache; in a model each linear layer reads its own weight, last touched a forward pass before. Each
 shape (a linear layer's ``addmm``, float32 without TF32 and float16) is timed under the profiler
-(per-kernel device time, as the zoo's per-op times are) hot, one weight and input called ``CALLS``
+(summed kernel time a call, as the zoo's per-op times are: ``conv1x1_kernels.kernels``) hot, one weight and input called ``CALLS``
 times, and cold, rotating through enough copies of weight and input that each call's operands were
 evicted (their bytes over all copies at least ``COLD_BYTES``). The ratio cold / hot says how much of a
 GEMM's time in a model its cache misses add.
@@ -16,12 +16,15 @@ GEMM's time in a model its cache misses add.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
-import statistics
 import sys
 from pathlib import Path
 
 import torch
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
 
 CALLS = 60
 COLD_BYTES = 400 << 20  # eight times the H100's 50 MB L2
@@ -31,39 +34,24 @@ SHAPES = [(49, 768, 768), (128, 768, 768), (128, 768, 3072), (128, 3072, 768), (
 DTYPES = ("float32", "float16")
 
 
-def _kernel_us(fn, calls: int) -> float:
-    """The median device time of ``fn``'s kernels per call, under the profiler."""
-    from torch.profiler import ProfilerActivity, profile
-
-    for _ in range(5):
-        fn(0)
-    torch.cuda.synchronize()
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        for i in range(calls):
-            fn(i)
-        torch.cuda.synchronize()
-    times = [e.device_time for e in prof.events() if e.device_type.name == "CUDA" and e.device_time > 0]
-    per_call = len(times) // calls or 1
-    return statistics.median(sum(times[i:i + per_call]) for i in range(0, per_call * calls, per_call))
-
-
 def measure(out: Path) -> None:
+    from benchmarks.conv1x1_kernels import kernels
+
     torch.backends.cuda.matmul.allow_tf32 = False
     points = []
     for dtype_name in DTYPES:
         dtype = getattr(torch, dtype_name)
         for m, k, n in SHAPES:
-            size = (m * k + k * n + n) * torch.tensor([], dtype=dtype).element_size()
+            size = (m * k + k * n + n) * dtype.itemsize
             copies = max(2, -(-COLD_BYTES // size))
             xs = [torch.randn(m, k, device="cuda", dtype=dtype) for _ in range(copies)]
             ws = [torch.randn(n, k, device="cuda", dtype=dtype) for _ in range(copies)]
             bs = [torch.randn(n, device="cuda", dtype=dtype) for _ in range(copies)]
-            hot = _kernel_us(lambda i: torch.nn.functional.linear(xs[0], ws[0], bs[0]), CALLS)
-            cold = _kernel_us(lambda i: torch.nn.functional.linear(xs[i % copies], ws[i % copies], bs[i % copies]), CALLS)
+            turn = itertools.count()
+            hot = kernels(lambda: torch.nn.functional.linear(xs[0], ws[0], bs[0]), CALLS)[0]
+            cold = kernels(lambda: torch.nn.functional.linear(*(t[next(turn) % copies] for t in (xs, ws, bs))), CALLS)[0]
             points.append(dict(m=m, k=k, n=n, dtype=dtype_name, hot_us=hot, cold_us=cold, copies=copies))
             print(f"{dtype_name:8s} {m:5d} x {k:4d} -> {n:4d}: hot {hot:8.1f} us  cold {cold:8.1f} us  x{cold / hot:.2f}", flush=True)
-            del xs, ws, bs
-            torch.cuda.empty_cache()
     out.write_text(json.dumps(dict(device=torch.cuda.get_device_name(), torch=torch.__version__, points=points), indent=1))
 
 
@@ -83,8 +71,9 @@ def main(argv: list[str]) -> int:
     if args.show:
         show(args.show)
         return 0
-    if not torch.cuda.is_available():
-        print("cold_operands.py --measure needs a GPU; --show RECORD prints a recorded run", file=sys.stderr)
+    from benchmarks.sweep_checks import refused_without_cuda
+
+    if refused_without_cuda("cold_operands.py"):
         return 2
     measure(args.measure)
     return 0

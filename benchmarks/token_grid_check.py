@@ -12,7 +12,6 @@ call ran. Prints |error| by family, layout and dtype (``--rows``: every point, w
 
 from __future__ import annotations
 
-import argparse
 import sys
 from collections import defaultdict
 from pathlib import Path
@@ -23,7 +22,7 @@ import torch.nn.functional as F
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from benchmarks.sweep_checks import DTYPES, error_line, kernel_s, sweep_points  # noqa: E402
+from benchmarks.sweep_checks import DTYPES, check_parser, error_line, kernel_s, sweep_points  # noqa: E402
 from roofline.pipeline import resolve_profile  # noqa: E402
 
 FAMILIES = ("patch_embed", "grid_dense", "grid_depthwise")
@@ -54,9 +53,7 @@ def main_kernel(p: dict) -> str:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--sweep", default=str(REPO / "benchmarks/results/h100_token_grid.json"))
-    ap.add_argument("--profile", default="nvidia-h100-80gb-hbm3")
+    ap = check_parser(__doc__, "h100_token_grid.json")
     ap.add_argument("--rows", action="store_true", help="every point's line")
     ap.add_argument("--drop", nargs="+", default=[], metavar="STAGE", help="price without these calibration stages (benchmarks.zoo.run.without_stages)")
     args = ap.parse_args()

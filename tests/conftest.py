@@ -11,6 +11,15 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 
 
+@functools.lru_cache(maxsize=1)
+def shipped_h100():
+    """The shipped H100 profile, read once: for tests that only price with it or take its curves
+    (one that changes a profile loads its own)."""
+    from roofline.profiles import load_profile_file
+
+    return load_profile_file(REPO / "device_profiles" / "nvidia-h100-80gb-hbm3.json")
+
+
 def pytest_configure(config):
     config.addinivalue_line("markers", "slow: long-running test (a GPT-2-XL-sized capture and the like)")
 

@@ -1,20 +1,14 @@
 """Layout advice: a convolution whose channels-last input sends cuDNN to a loop over groups, priced
 again on an NCHW input (the copy into it paid) with the same model of time."""
 
-import functools
-
 import torch
 from torch import nn
 
 from roofline.advice.layout import layout_line
 from roofline.pipeline import Analysis, Options
-from roofline.profiles import load_profile_file
-from tests.conftest import REPO
+from tests.conftest import shipped_h100
 
-
-@functools.lru_cache(maxsize=1)
-def _h100():
-    return load_profile_file(REPO / "device_profiles" / "nvidia-h100-80gb-hbm3.json")
+_h100 = shipped_h100  # read once (tests/conftest.py)
 
 
 class TokenPool(nn.Module):

@@ -19,7 +19,7 @@ from benchmarks.sweep_checks import sweep_points
 from roofline.pipeline import Analysis, Options
 from roofline.profiles import load_profile_file
 from roofline.schema.profile import ConvFamilyCurve, GemmRatioCurve
-from tests.conftest import REPO
+from tests.conftest import REPO, shipped_h100
 
 FIXTURES = REPO / "tests" / "fixtures"
 DT = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
@@ -423,10 +423,7 @@ def test_the_cat_grid_adds_nothing_to_equal_inputs():
 # ---- batches of small products (benchmarks/results/h100_gemm_sweep.json's bmm points) ----
 
 
-@functools.lru_cache(maxsize=1)
-def _shipped_h100():
-    """The shipped H100 profile, read once (these tests only price with it or take its curves)."""
-    return load_profile_file(REPO / "device_profiles" / "nvidia-h100-80gb-hbm3.json")
+_shipped_h100 = shipped_h100  # read once (tests/conftest.py)
 
 
 def _with_shipped_bmm():
@@ -898,9 +895,7 @@ def _without_reduction_patches(prof):
 def _conv_s(x_shape, x_stride, w_shape, dtype, stride, padding, prof) -> float:
     x = torch.empty_strided(x_shape, x_stride, dtype=dtype, device="meta")
     w, b = torch.empty(w_shape, dtype=dtype, device="meta"), torch.empty(w_shape[0], dtype=dtype, device="meta")
-    fn = lambda x, w, b: F.conv2d(x, w, b, stride, padding)  # noqa: E731
-    analysis = Analysis.of(fn, (x, w, b), None, prof, Options(device="cuda", batch_sweep=False, capture_device="cpu"))
-    return sum(k[0] for k in analysis.kernels())
+    return kernel_s(lambda x, w, b: F.conv2d(x, w, b, stride, padding), (x, w, b), prof)
 
 
 def test_spatial_reductions_price_from_the_patch_points():
@@ -946,11 +941,7 @@ def test_a_patch_filters_gradients_do_not_read_the_forward_patch_points():
     g = torch.empty_strided([32, 64, 7, 7], [3136, 1, 448, 64], dtype=torch.float32, device="meta")
     fn = lambda g, x, w: torch.ops.aten.convolution_backward(g, x, w, None, [8, 8], [0, 0], [1, 1], False, [0, 0], 1, [True, True, False])  # noqa: E731
 
-    def priced(prof):
-        analysis = Analysis.of(fn, (g, x, w), None, prof, Options(device="cuda", batch_sweep=False, capture_device="cpu"))
-        return sum(k[0] for k in analysis.kernels())
-
-    assert priced(shipped) == pytest.approx(priced(bare), rel=1e-9)
+    assert kernel_s(fn, (g, x, w), shipped) == pytest.approx(kernel_s(fn, (g, x, w), bare), rel=1e-9)
 
 
 def test_products_of_one_row_take_no_tile_floor(monkeypatch):
@@ -962,8 +953,7 @@ def test_products_of_one_row_take_no_tile_floor(monkeypatch):
     seven = torch.empty(4096, 7, 64, device="meta")
 
     def priced(x):
-        analysis = Analysis.of(torch.bmm, (x, b), None, prof, Options(device="cuda", batch_sweep=False, capture_device="cpu"))
-        return sum(k[0] for k in analysis.kernels())
+        return kernel_s(torch.bmm, (x, b), prof)
 
     with_floor = priced(a), priced(seven)
     monkeypatch.setattr(kernels, "BATCHED_TILE", 1)
@@ -984,8 +974,7 @@ def test_a_one_pixel_plane_resamples_on_its_own_family():
         for p in recorded:
             x = torch.empty(p["shape"], device="meta")
             fn = lambda x, s=p["side"]: F.interpolate(x, size=(s, s), mode="bilinear", align_corners=False)  # noqa: E731
-            analysis = Analysis.of(fn, (x,), None, prof, Options(device="cuda", batch_sweep=False, capture_device="cpu"))
-            out.append(sum(k[0] for k in analysis.kernels()) / p["median_s"] - 1)
+            out.append(kernel_s(fn, (x,), prof) / p["median_s"] - 1)
         return out
 
     assert max(abs(e) for e in errors(_shipped_h100())) < 0.2
@@ -994,15 +983,14 @@ def test_a_one_pixel_plane_resamples_on_its_own_family():
     assert min(errors(without)) > 0.8
 
 
-def _im2col_errors(prof) -> list[float]:
-    """Relative errors of ConvBERT's and VOLO's unfolds (tests/fixtures/h100_im2col.json) priced with ``prof``."""
+def _im2col_errors(prof) -> list[tuple[dict, float]]:
+    """(point, relative error) of ConvBERT's and VOLO's unfolds (tests/fixtures/h100_im2col.json) priced with ``prof``."""
     recorded = json.loads((FIXTURES / "h100_im2col.json").read_text())["points"]
     errs = []
     for p in recorded:
         x = torch.empty(p["x"], dtype=getattr(torch, p["dtype"]), device="meta")
         fn = lambda x, p=p: F.unfold(x, p["kernel_size"], p["dilation"], p["padding"], p["stride"])  # noqa: E731
-        analysis = Analysis.of(fn, (x,), None, prof, Options(device="cuda", batch_sweep=False, capture_device="cpu"))
-        errs.append(sum(k[0] for k in analysis.kernels()) / p["median_s"] - 1)
+        errs.append((p, kernel_s(fn, (x,), prof) / p["median_s"] - 1))
     return errs
 
 
@@ -1010,12 +998,12 @@ def test_an_unfold_launches_one_kernel_an_image(monkeypatch):
     """ATen's GPU im2col loops over the batch in C++, a launch an image, each a thread per (channel,
     output position) walking the filter: ConvBERT's 8 images took 47 µs, VOLO's 32 took 187-206 µs,
     priced 89-95% under as one pass over their bytes."""
-    errs = _im2col_errors(_shipped_h100())
+    errs = [e for _, e in _im2col_errors(_shipped_h100())]
     assert len(errs) == 6 and max(abs(e) for e in errs) < 0.55, errs
     import roofline.model.kernels as kernels
 
     monkeypatch.setattr(kernels, "aten_im2col_launches", lambda op: 1)
-    batched = [e for e, p in zip(_im2col_errors(_shipped_h100()), json.loads((FIXTURES / "h100_im2col.json").read_text())["points"]) if p["x"][0] > 1]
+    batched = [e for p, e in _im2col_errors(_shipped_h100()) if p["x"][0] > 1]
     assert max(batched) < -0.75, batched
 
 

@@ -156,10 +156,27 @@ def context_lost(error: BaseException) -> bool:
     return any(m in text for m in ("device-side assert", "illegal memory access", "unspecified launch failure"))
 
 
+def _per_op_s(case, analysis: Analysis, row: dict, device: str, runs: int) -> list | None:
+    """Each op's time under the profiler over ``runs`` replays of the case; None, with a note on the
+    row, where the profiled run fails."""
+    from roofline.measure.run import Measurement, add_per_op
+    from roofline.timing import summarize
+
+    try:
+        real, ra, rk = _build(case, device)
+        meas = Measurement(total=summarize([row["measured_s"]]), op_s=[None] * len(analysis.graph.ops), profiled_runs=0)
+        add_per_op(meas, analysis.graph, real, ra, rk, device, runs=runs)
+        row["notes"] += meas.notes
+        return meas.op_s
+    except Exception as e:  # noqa: BLE001 - a case whose profiled run fails keeps its end-to-end figures
+        row["notes"].append(f"per-op failed: {type(e).__name__}: {str(e)[:160]}")
+        return None
+
+
 def run_live(args) -> int:
     from benchmarks.zoo.registry import cases as zoo_cases
     from roofline.measure.device import device_for
-    from roofline.measure.run import add_per_op, measure
+    from roofline.measure.run import measure
 
     profile, kind = resolve_profile(args.profile, args.device)
     device = device_for(profile, kind)
@@ -198,7 +215,7 @@ def run_live(args) -> int:
     overheads = profile.part(kind).measurements.overheads
     print(f"zoo on {profile.device} ({kind}), profile '{profile.name}', torch {torch.__version__}, {time.strftime('%Y-%m-%d')}, {len(todo)} cases", flush=True)
     done, lost, not_run = [], False, []
-    for case in todo:
+    for position, case in enumerate(todo):
         try:
             # the reading `roofline advise --host now` makes (on the GPU only), kept where it applies it
             read = read_host_level(profile, kind, replace(options, host="now"))[1] if kind == "cuda" else None
@@ -215,7 +232,7 @@ def run_live(args) -> int:
         except Exception as e:  # noqa: BLE001 - a case that fails is reported and the run goes on
             print(f"  {case.label:<36} FAILED: {type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}", flush=True)
             if kind == "cuda" and context_lost(e):
-                not_run = [c.label for c in todo[todo.index(case) + 1:]]
+                not_run = [c.label for c in todo[position + 1:]]
                 print(f"  the CUDA context is lost: {len(not_run)} more cases not run, no per-op times; the cases timed are written", flush=True)
                 lost = True
                 break
@@ -241,27 +258,14 @@ def run_live(args) -> int:
             torch.cuda.empty_cache()
     print("per op (profiler), after every case is timed:", flush=True)
     rows, graphs = [], {}
-    table_profile = profile.model_copy(deep=True) if args.kernels and kind == "cuda" else None
+    # a lost CUDA context times nothing more: the cases timed keep their prices without per-op times
+    table_profile = profile.model_copy(deep=True) if args.kernels and kind == "cuda" and not lost else None
     for case, analysis, row in done:
         if lost:
-            row["notes"].append("per-op not timed: the CUDA context was lost")
-            row["ops"] = priced_ops(analysis, None)
-            graphs[case.label] = graph_to_dict(analysis.graph)
-            rows.append(row)
-            continue
-        try:
-            real, ra, rk = _build(case, device)
-            from roofline.measure.run import Measurement
-            from roofline.timing import summarize
-
-            meas = Measurement(total=summarize([row["measured_s"]]), op_s=[None] * len(analysis.graph.ops), profiled_runs=0)
-            add_per_op(meas, analysis.graph, real, ra, rk, device, runs=args.runs)
-            row["notes"] += meas.notes
-            op_s = meas.op_s
-            del real, ra, rk
-        except Exception as e:  # noqa: BLE001
             op_s = None
-            row["notes"].append(f"per-op failed: {type(e).__name__}: {str(e)[:160]}")
+            row["notes"].append("per-op not timed: the CUDA context was lost")
+        else:
+            op_s = _per_op_s(case, analysis, row, device, args.runs)
         row["ops"] = priced_ops(analysis, op_s)
         if table_profile is not None:
             from calibrate.kernels import time_graph_kernels
@@ -272,7 +276,7 @@ def run_live(args) -> int:
         graphs[case.label] = graph_to_dict(analysis.graph)
         rows.append(row)
         gc.collect()
-        if kind == "cuda":
+        if kind == "cuda" and not lost:
             torch.cuda.empty_cache()
     lines = summary_lines(rows)
     print("\n".join(lines))

@@ -275,6 +275,12 @@ def conv_patch(kernel: Sequence[int], stride: Sequence[int]) -> bool:
     return len(kernel) == len(stride) and all(int(k) == int(s) >= PATCH_MIN for k, s in zip(kernel, stride))
 
 
+def conv_patch_key(kind: str, forward: bool, kernel: Sequence[int], stride: Sequence[int], dilation: Sequence[int] = (1,)) -> bool:
+    """Whether a convolution (or a calibrated point) takes the patch key: a 2-d forward of unit
+    dilation with a patch filter (``conv_patch``); a gradient's stand-in runs other kernels."""
+    return kind == "2d" and forward and all(int(d) == 1 for d in dilation) and conv_patch(kernel, stride)
+
+
 def conv_aligned(in_channels: int, itemsize: int) -> bool:
     """A pixel's input channels fill whole 16-byte vectors."""
     return in_channels * itemsize % 16 == 0
@@ -419,7 +425,7 @@ class ConvModel:
                 # a point keeps its own layout: a channels-last point of stride 1 prices no convolution
                 # (those are keyed NCHW, ``conv_channels_last_key``) rather than blend into the NCHW ones
                 narrow = conv_narrow_plane(kind, taps, p.strided, p.out_positions, itemsize, channels_last=last)
-                patch = kind == "2d" and p.gradient == "none" and conv_patch([p.kernel] * p.dims, [p.stride] * p.dims)
+                patch = conv_patch_key(kind, p.gradient == "none", [p.kernel] * p.dims, [p.stride] * p.dims)
                 keyed_rows.append((ConvKey(kind, taps, p.strided, conv_aligned(p.in_channels, itemsize), plane, out, last, narrow, patch), values))
             else:
                 rows.append((taps, *values))

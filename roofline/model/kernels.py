@@ -30,7 +30,7 @@ from roofline.costs.optimizer import FOREACH_CHUNK_BYTES, multi_tensor_kernels
 from roofline.costs.registry import arguments, is_contiguous, parts_on, schema_of
 from roofline.graph.ops import CapturedOp, TensorMeta
 from roofline.model.curves import (
-    ConvKey, ConvModel, conv_aligned, conv_channels_last_key, conv_kind, conv_narrow_plane, conv_out_aligned, conv_patch, conv_plane_aligned,
+    ConvKey, ConvModel, conv_aligned, conv_channels_last_key, conv_kind, conv_narrow_plane, conv_out_aligned, conv_patch_key, conv_plane_aligned,
 )
 from roofline.model.device import DeviceModel
 from roofline.model.kernel_table import kernel_key
@@ -1064,13 +1064,8 @@ def _conv_points(op: CapturedOp, cost: OpCost, dev: DeviceModel, tf32: bool) -> 
     last = cost.conv_gradient is None and conv_channels_last_key(kind, strided, _channels_last(x))
     # a gradient's stand-in runs other kernels than the forward's narrow-plane GEMMs
     narrow = cost.conv_gradient is None and conv_narrow_plane(kind, taps, strided, positions, x.itemsize, channels_last=unit_channels)
-    # a patch filter's points are forwards of unit dilation (a gradient's stand-in runs other kernels)
-    spatial = x.ndim - 2
-    strides = list(stride) * spatial if isinstance(stride, (list, tuple)) and len(stride) == 1 else stride
-    dilation = arguments(op).get("dilation", [1])
-    patch = (cost.conv_gradient is None and kind == "2d" and isinstance(strides, (list, tuple))
-             and all(int(d) == 1 for d in (dilation if isinstance(dilation, (list, tuple)) else [dilation]))
-             and conv_patch(w.shape[2:], strides))
+    _, _, strides, dilation = _as_2d(op)
+    patch = conv_patch_key(kind, cost.conv_gradient is None, w.shape[2:], strides, dilation)
     key = ConvKey(kind, taps, strided, conv_aligned(x.shape[1], x.itemsize), plane, out_aligned, last, narrow, patch)
     return model, (m, n, k, taps, key)
 
